@@ -1,0 +1,86 @@
+// The one place that parses JSON (nlohmann): a nesting-depth guard before parsing, parse errors
+// converted to npusim::Error with the byte offset, and small typed accessors with clear messages.
+#pragma once
+
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <string_view>
+
+#include "npusim/core/error.hpp"
+
+namespace npusim::inline NPUSIM_ABI::ir {
+
+using json = nlohmann::json;
+
+inline constexpr std::size_t default_max_json_depth = 256;
+
+// Rejects documents nested deeper than max_depth before nlohmann builds (recursive) values.
+inline void check_json_depth(std::string_view text, std::size_t max_depth, const std::string& source) {
+  std::size_t depth = 0;
+  bool in_string = false, escape = false;
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    char c = text[i];
+    if (in_string) {
+      if (escape) escape = false;
+      else if (c == '\\') escape = true;
+      else if (c == '"') in_string = false;
+      continue;
+    }
+    if (c == '"') in_string = true;
+    else if (c == '[' || c == '{') {
+      if (++depth > max_depth)
+        throw Error(ErrorCode::resource, "JSON nested too deeply",
+                    {.file = source, .offset = i, .expected = "depth <= " + std::to_string(max_depth),
+                     .found = "deeper"});
+    } else if ((c == ']' || c == '}') && depth > 0) {
+      --depth;
+    }
+  }
+}
+
+inline json parse_json(std::string_view text, const std::string& source,
+                       std::size_t max_depth = default_max_json_depth) {
+  check_json_depth(text, max_depth, source);
+  try {
+    return json::parse(text.begin(), text.end());
+  } catch (const json::parse_error& e) {
+    std::string msg = e.what();
+    if (auto p = msg.find("parse error"); p != std::string::npos) msg = msg.substr(p);
+    throw Error(ErrorCode::parse, "invalid JSON: " + msg, {.file = source, .offset = e.byte});
+  }
+}
+
+inline const char* json_type_name(const json& j) { return j.type_name(); }
+
+// Typed field access: "what" names the object for the message (e.g. "node 'conv2d'").
+inline const json& require_field(const json& obj, const char* key, const std::string& what, const std::string& source) {
+  if (!obj.is_object())
+    throw Error(ErrorCode::parse, what + " must be a JSON object", {.file = source, .found = json_type_name(obj)});
+  auto it = obj.find(key);
+  if (it == obj.end()) throw Error(ErrorCode::parse, what + " has no \"" + key + "\" field", {.file = source});
+  return *it;
+}
+
+inline std::string get_string(const json& j, const std::string& what, const std::string& source) {
+  if (!j.is_string()) throw Error(ErrorCode::parse, what + " must be a string", {.file = source, .found = json_type_name(j)});
+  return j.get<std::string>();
+}
+
+inline std::int64_t get_int64(const json& j, const std::string& what, const std::string& source) {
+  if (j.is_number_integer() && !j.is_number_unsigned()) return j.get<std::int64_t>();
+  if (j.is_number_unsigned()) {
+    auto u = j.get<std::uint64_t>();
+    if (u <= static_cast<std::uint64_t>(INT64_MAX)) return static_cast<std::int64_t>(u);
+    throw Error(ErrorCode::parse, what + " does not fit in int64", {.file = source, .found = std::to_string(u)});
+  }
+  throw Error(ErrorCode::parse, what + " must be an integer", {.file = source, .found = json_type_name(j)});
+}
+
+inline double get_number(const json& j, const std::string& what, const std::string& source) {
+  if (j.is_number_float()) return j.get<double>();
+  if (j.is_number_integer()) return static_cast<double>(get_int64(j, what, source));
+  throw Error(ErrorCode::parse, what + " must be a number", {.file = source, .found = json_type_name(j)});
+}
+
+}  // namespace npusim::inline NPUSIM_ABI::ir

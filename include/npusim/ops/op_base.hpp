@@ -1,0 +1,128 @@
+// What every op policy shares: tensor specs for shape/dtype inference, op classes for the
+// compiler, PyTorch type promotion, and small checking helpers. An op policy is a stateless struct:
+//
+//   struct Relu {
+//     static constexpr std::string_view id = "relu";
+//     static constexpr std::array aten{"aten.relu.default"sv, "aten.relu_.default"sv};
+//     static constexpr OpClass op_class = OpClass::elementwise;
+//     using Attrs = NoAttrs;
+//     static std::vector<TensorSpec> infer(const Attrs&, std::span<const TensorSpec> in);
+//   };
+//
+// The first ATen name is the canonical one (in-place variants normalise to it).
+#pragma once
+
+#include <array>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "npusim/core/dtype.hpp"
+#include "npusim/core/shape.hpp"
+#include "npusim/ops/attrs.hpp"
+
+namespace npusim::inline NPUSIM_ABI::ops {
+
+using namespace std::string_view_literals;
+using npusim::to_string;
+
+struct TensorSpec {
+  Shape shape;
+  DType dtype = DType::f32;
+  friend bool operator==(const TensorSpec&, const TensorSpec&) = default;
+};
+
+inline std::string to_string(const TensorSpec& t) { return std::string(dtype_name(t.dtype)) + to_string(t.shape); }
+
+enum class OpClass : std::uint8_t {
+  elementwise,  // pointwise, broadcasting
+  view,         // zero-copy reinterpretation (reshape, unsqueeze, alias, getitem, ...)
+  movement,     // data movement (transpose, permute, slice, cat, expand, ...)
+  reduction,    // reductions and softmax
+  normalization,
+  matmul,
+  conv,
+  pool,
+  indexing,
+  attention,
+  creation,
+  noop,  // no outputs or pure metadata (assert, dropout in eval)
+};
+
+inline const char* op_class_name(OpClass c) {
+  switch (c) {
+    case OpClass::elementwise: return "elementwise";
+    case OpClass::view: return "view";
+    case OpClass::movement: return "movement";
+    case OpClass::reduction: return "reduction";
+    case OpClass::normalization: return "normalization";
+    case OpClass::matmul: return "matmul";
+    case OpClass::conv: return "conv";
+    case OpClass::pool: return "pool";
+    case OpClass::indexing: return "indexing";
+    case OpClass::attention: return "attention";
+    case OpClass::creation: return "creation";
+    case OpClass::noop: return "noop";
+  }
+  return "?";
+}
+
+struct NoAttrs {
+  template <class V>
+  void visit(V&) {}
+};
+
+using Specs = std::vector<TensorSpec>;
+using InSpecs = std::span<const TensorSpec>;
+
+inline void expect_arity(InSpecs in, std::size_t lo, std::size_t hi, std::string_view op) {
+  if (in.size() < lo || in.size() > hi)
+    throw Error(ErrorCode::graph, std::string(op) + " takes " +
+                                      (lo == hi ? std::to_string(lo) : std::to_string(lo) + " to " + std::to_string(hi)) +
+                                      " tensor inputs",
+                {.expected = std::to_string(lo) + (lo == hi ? "" : ".." + std::to_string(hi)), .found = std::to_string(in.size())});
+}
+
+inline void expect_rank(const TensorSpec& t, std::size_t lo, std::size_t hi, std::string_view what) {
+  if (t.shape.size() < lo || t.shape.size() > hi)
+    throw Error(ErrorCode::shape, std::string(what) + " has the wrong rank",
+                {.expected = lo == hi ? "rank " + std::to_string(lo) : "rank " + std::to_string(lo) + ".." + std::to_string(hi),
+                 .found = to_string(t.shape)});
+}
+
+inline void expect_floating(const TensorSpec& t, std::string_view what) {
+  if (!is_floating(t.dtype))
+    throw Error(ErrorCode::dtype, std::string(what) + " must be a floating-point tensor",
+                {.expected = "float32/float16/bfloat16", .found = std::string(dtype_name(t.dtype))});
+}
+
+// PyTorch's result_type for two tensors: category (bool < int < float) first; in a category a
+// dimensioned tensor wins over a 0-d one; otherwise the wider type (f16 with bf16 gives f32).
+inline DType promote_types(const TensorSpec& a, const TensorSpec& b) {
+  auto cat = [](DType t) { return t == DType::boolean ? 0 : is_floating(t) ? 2 : 1; };
+  if (cat(a.dtype) != cat(b.dtype)) return cat(a.dtype) > cat(b.dtype) ? a.dtype : b.dtype;
+  if (a.dtype == b.dtype) return a.dtype;
+  bool a0 = a.shape.empty(), b0 = b.shape.empty();
+  if (a0 != b0) return a0 ? b.dtype : a.dtype;
+  if (is_floating(a.dtype)) {
+    if (is_half(a.dtype) && is_half(b.dtype)) return DType::f32;
+    return dtype_size(a.dtype) >= dtype_size(b.dtype) ? (is_half(a.dtype) ? b.dtype : a.dtype) : b.dtype;
+  }
+  return dtype_size(a.dtype) >= dtype_size(b.dtype) ? a.dtype : b.dtype;
+}
+
+// Tensor with a Python scalar: the tensor's dtype, except int/bool tensor with a float scalar.
+inline DType promote_with_scalar(DType t, const Scalar& s) {
+  if (!s.is_integral && !is_floating(t)) return DType::f32;
+  if (t == DType::boolean && s.is_integral) return DType::i64;
+  return t;
+}
+
+inline Ints normalize_dims(const Ints& dims, std::size_t rank) {
+  Ints r;
+  for (auto d : dims) r.push_back(normalize_dim(d, static_cast<std::int64_t>(rank)));
+  return r;
+}
+
+}  // namespace npusim::inline NPUSIM_ABI::ops

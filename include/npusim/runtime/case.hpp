@@ -1,0 +1,223 @@
+// A fixture case directory (ir.json, weights.safetensors or synth.json, io.safetensors, meta.json):
+// opening it, building its inputs, and checking a runner's outputs against the expected ones.
+#pragma once
+
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <memory>
+#include <optional>
+
+#include "npusim/ir/reader.hpp"
+#include "npusim/ops/registry.hpp"
+#include "npusim/runtime/compare.hpp"
+#include "npusim/runtime/llm.hpp"
+#include "npusim/target/runner.hpp"
+#include "npusim/weights/binding.hpp"
+
+namespace npusim::inline NPUSIM_ABI::runtime {
+
+struct Case {
+  std::string dir, name;
+  ir::Graph graph;
+  std::unique_ptr<weights::WeightSource> weights;  // null when the case has no weights file
+  std::optional<weights::SafetensorsFile> io;
+  ir::json meta;  // null when there is no meta.json
+
+  // weights: "auto" (weights.safetensors, else synth.json), "safetensors", "synth" or a path.
+  static Case open(const std::string& dir, const std::string& weights = "auto") {
+    namespace fs = std::filesystem;
+    Case c;
+    c.dir = dir;
+    c.name = fs::path(dir).lexically_normal().filename().string();
+    if (c.name.empty()) c.name = fs::path(dir).lexically_normal().parent_path().filename().string();
+    const fs::path d(dir);
+    if (!fs::is_directory(d)) throw Error(ErrorCode::io, "not a case directory", {.file = dir});
+    c.graph = ir::read_ir_file((d / "ir.json").string());
+    auto st = d / "weights.safetensors", sy = d / "synth.json";
+    std::string wpath = weights == "auto" ? (fs::exists(st) ? st.string() : fs::exists(sy) ? sy.string() : std::string())
+                        : weights == "safetensors" ? st.string()
+                        : weights == "synth" ? sy.string() : weights;
+    if (!wpath.empty()) {
+      if (wpath.ends_with(".json")) c.weights = std::make_unique<weights::SynthSource>(weights::SynthSource::read(wpath));
+      else c.weights = std::make_unique<weights::SafetensorsSource>(wpath);
+    }
+    if (fs::exists(d / "io.safetensors")) c.io = weights::SafetensorsFile::open((d / "io.safetensors").string());
+    if (fs::exists(d / "meta.json")) c.meta = ir::parse_json(read_file((d / "meta.json").string()), (d / "meta.json").string());
+    return c;
+  }
+
+  std::string kind() const { return meta.is_object() ? meta.value("kind", "") : ""; }
+
+  weights::BoundWeights bind(const weights::BindOptions& opt = {}) const { return weights::bind_weights(graph, weights.get(), opt); }
+
+  // Graph inputs from io.safetensors by name; for LLM prefill cases the mask and positions (not
+  // stored) are built by the rule in the fixtures README.
+  std::vector<Tensor> inputs() const {
+    std::vector<Tensor> in;
+    std::optional<llm::Roles> roles;
+    for (ir::TensorId t : graph.inputs) {
+      const ir::TensorInfo& info = graph.tensor(t);
+      if (io && io->find(info.name)) {
+        in.push_back(io->tensor(info.name));
+        continue;
+      }
+      if (!roles) roles = llm::detect_roles(graph);
+      if (t == roles->attention_mask) in.push_back(llm::causal_mask(info.dtype, info.shape[2], info.shape[3], 0));
+      else if (t == roles->position_ids || t == roles->cache_position) in.push_back(llm::positions(info.shape, 0));
+      else
+        throw Error(ErrorCode::weights, "graph input has no value in io.safetensors", {.file = dir + "/io.safetensors", .tensor = info.name});
+    }
+    return in;
+  }
+};
+
+// Longest reduction in the graph (a conv's Cin/groups*kh*kw, a matmul's K, a softmax row, ...):
+// float32 results drift with it, so the default tolerance does too.
+inline std::int64_t longest_reduction(const ir::Graph& g) {
+  std::int64_t best = 1;
+  for (const ir::Node& n : g.nodes) {
+    auto in = [&](std::size_t i) -> const Shape& { return g.tensor(n.inputs.at(i)).shape; };
+    auto out = [&](std::size_t i) -> const Shape& { return g.tensor(n.outputs.at(i)).shape; };
+    auto idx = ops::find_op(n.op_type);
+    if (!idx || n.inputs.empty()) continue;
+    std::string_view id = ops::op_info(*idx).id;
+    std::int64_t r = 1;
+    if (id == "conv2d") r = in(1)[1] * in(1)[2] * in(1)[3];
+    else if (id == "linear") r = in(0).back();
+    else if (id == "matmul" && !in(0).empty()) r = in(0).back();
+    else if (id == "mean" || id == "sum" || id == "adaptive_avg_pool2d") r = numel(in(0)) / std::max<std::int64_t>(1, numel(out(0)));
+    else if (id == "softmax" || id == "log_softmax") r = in(0).empty() ? 1 : *std::max_element(in(0).begin(), in(0).end());
+    else if (id == "layer_norm") r = in(0).back();
+    else if (id == "sdpa") r = std::max(in(0).back(), in(1)[in(1).size() - 2]);
+    best = std::max(best, r);
+  }
+  return best;
+}
+
+inline bool graph_is_half(const ir::Graph& g) {
+  for (const auto& t : g.tensors)
+    if (is_half(t.dtype)) return true;
+  return false;
+}
+
+// Default relative-L2 tolerance: 1e-5 for float32 (1e-4 once a reduction exceeds 1k elements),
+// 1e-2 when the model or the computation is in f16/bf16.
+inline double default_tolerance(const ir::Graph& g, bool half_compute) {
+  if (half_compute || graph_is_half(g)) return 1e-2;
+  return longest_reduction(g) > 1024 ? 1e-4 : 1e-5;
+}
+
+struct OutputCheck {
+  std::string name;
+  Shape shape;
+  Metrics metrics;
+  double tolerance = 0;
+  bool exact = false;  // integer/bool outputs must match exactly
+  bool classifier = false;
+  std::vector<std::int64_t> top5, top5_ref;
+  bool top5_ok = true;
+  bool pass = false;
+};
+
+struct CaseResult {
+  std::vector<OutputCheck> outputs;
+  std::vector<std::string> skipped;  // graph outputs with no expected value
+  double seconds = 0;
+  bool pass = false;
+};
+
+// When the expected tensor holds only the last positions of a [.., S, V] output (the 1.5B
+// prefill stores the last position only), compare those rows.
+inline Tensor align_to_expected(const Tensor& got, const Tensor& want) {
+  if (got.shape() == want.shape() || got.numel() == want.numel()) return got;
+  const Shape &gs = got.shape(), &ws = want.shape();
+  if (gs.size() == ws.size() && gs.size() >= 2 && ws[ws.size() - 2] < gs[gs.size() - 2] &&
+      std::equal(gs.end() - 1, gs.end(), ws.end() - 1) && std::equal(gs.begin(), gs.end() - 2, ws.begin())) {
+    Tensor f = got.to(DType::f32);
+    const std::int64_t rows = gs[gs.size() - 2], keep = ws[ws.size() - 2], v = gs.back(), outer = numel(Shape(gs.begin(), gs.end() - 2));
+    Tensor r = Tensor::empty(DType::f32, ws);
+    for (std::int64_t o = 0; o < outer; ++o)
+      std::memcpy(r.data<float>() + o * keep * v, f.data<float>() + (o * rows + rows - keep) * v, static_cast<std::size_t>(keep * v) * 4);
+    return r;
+  }
+  throw Error(ErrorCode::shape, "output and expected value differ in shape", {.expected = to_string(ws), .found = to_string(gs)});
+}
+
+struct CheckOptions {
+  std::optional<double> tolerance;  // relative L2; default from default_tolerance()
+  bool half_compute = false;        // the target computed in f16/bf16
+  bool top5_in_order = true;        // classifiers: top-5 identical in order (else: top-1 and the set)
+};
+
+inline CaseResult check_case(const Case& c, Runner& runner, const CheckOptions& opt = {}) {
+  CaseResult res;
+  std::vector<Tensor> in = c.inputs();
+  auto t0 = std::chrono::steady_clock::now();
+  std::vector<Tensor> out = runner.run(in);
+  res.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  const double tol = opt.tolerance.value_or(default_tolerance(c.graph, opt.half_compute));
+  const bool vision = c.kind() == "vision";
+  res.pass = true;
+  for (std::size_t i = 0; i < c.graph.outputs.size(); ++i) {
+    const ir::TensorInfo& info = c.graph.tensor(c.graph.outputs[i]);
+    if (!c.io || !c.io->find(info.name)) {
+      res.skipped.push_back(info.name);
+      continue;
+    }
+    Tensor want = c.io->tensor(info.name);
+    OutputCheck oc;
+    oc.name = info.name;
+    oc.shape = want.shape();
+    Tensor got = align_to_expected(out[i], want);
+    oc.metrics = compare(got, want);
+    oc.exact = !is_floating(info.dtype);
+    oc.tolerance = oc.exact ? 0.0 : tol;
+    oc.pass = oc.exact ? oc.metrics.max_abs == 0 : oc.metrics.rel_l2 <= tol;
+    oc.classifier = vision && want.rank() == 2 && want.shape()[1] >= 5;
+    if (oc.classifier) {
+      auto g = last_row(got), w = last_row(want);
+      oc.top5 = topk(g, 5), oc.top5_ref = topk(w, 5);
+      if (opt.top5_in_order) {
+        oc.top5_ok = oc.top5 == oc.top5_ref;
+      } else {
+        auto a = oc.top5, b = oc.top5_ref;
+        std::sort(a.begin(), a.end()), std::sort(b.begin(), b.end());
+        oc.top5_ok = a == b && oc.top5[0] == oc.top5_ref[0];
+      }
+      oc.pass = oc.pass && oc.top5_ok;
+    }
+    res.pass = res.pass && oc.pass;
+    res.outputs.push_back(std::move(oc));
+  }
+  if (res.outputs.empty()) res.pass = false;
+  return res;
+}
+
+inline std::string fmt(const char* f, double v) {
+  char b[64];
+  std::snprintf(b, sizeof b, f, v);
+  return b;
+}
+
+inline void print_case_result(std::FILE* out, const Case& c, const CaseResult& r) {
+  for (const OutputCheck& o : r.outputs) {
+    std::fprintf(out, "  output %-24s %-18s max_abs %-10s rel_l2 %-10s cos %-10s %s %s\n", ("'" + o.name + "'").c_str(),
+                 to_string(o.shape).c_str(), fmt("%.3g", o.metrics.max_abs).c_str(), fmt("%.3g", o.metrics.rel_l2).c_str(),
+                 fmt("%.7f", o.metrics.cosine).c_str(), o.exact ? "(exact)" : ("tol " + fmt("%.0e", o.tolerance)).c_str(),
+                 o.pass ? "OK" : "FAIL");
+    if (o.classifier) {
+      auto join = [](const std::vector<std::int64_t>& v) {
+        std::string s;
+        for (auto x : v) s += (s.empty() ? "" : " ") + std::to_string(x);
+        return s;
+      };
+      std::fprintf(out, "    top-5 npusim:  %s\n    top-5 PyTorch: %s  %s\n", join(o.top5).c_str(), join(o.top5_ref).c_str(),
+                   o.top5_ok ? "(match)" : "(MISMATCH)");
+    }
+  }
+  for (const auto& s : r.skipped) std::fprintf(out, "  output '%s': no expected value in io.safetensors (not checked)\n", s.c_str());
+  std::fprintf(out, "%s %s (%.3f s)\n", r.pass ? "PASS" : "FAIL", c.name.c_str(), r.seconds);
+}
+
+}  // namespace npusim::inline NPUSIM_ABI::runtime

@@ -1,0 +1,206 @@
+// Binding weights to a graph: each weight placeholder used by a node -> state_dict key -> a value
+// from a WeightSource (safetensors, synth manifest) or the IR's own constants. Checks shape and
+// dtype against the IR, resolves tied weights to one buffer, and recomputes the rotary inv_freq
+// buffer from rope_theta when a checkpoint lacks it. Everything it decides is reported in notes.
+#pragma once
+
+#include <cmath>
+#include <memory>
+#include <optional>
+#include <unordered_map>
+#include <unordered_set>
+
+#include "npusim/ir/graph.hpp"
+#include "npusim/weights/safetensors.hpp"
+#include "npusim/weights/synth.hpp"
+
+namespace npusim::inline NPUSIM_ABI::weights {
+
+class WeightSource {
+ public:
+  virtual ~WeightSource() = default;
+  virtual const std::string& path() const = 0;
+  virtual bool contains(const std::string& key) const = 0;
+  virtual std::pair<Shape, DType> meta(const std::string& key) const = 0;
+  virtual Tensor load(const std::string& key) const = 0;
+  // Keys with the same canonical name share one buffer (synth aliases).
+  virtual std::string canonical(const std::string& key) const { return key; }
+};
+
+class SafetensorsSource final : public WeightSource {
+ public:
+  explicit SafetensorsSource(const std::string& path) : file_(SafetensorsFile::open(path)) {}
+  const std::string& path() const override { return file_.path(); }
+  bool contains(const std::string& key) const override { return file_.find(key) != nullptr; }
+  std::pair<Shape, DType> meta(const std::string& key) const override {
+    const SafetensorsEntry* e = file_.find(key);
+    if (!e) throw Error(ErrorCode::weights, "not in the file", {.file = path(), .tensor = key});
+    return {e->shape, e->dtype};
+  }
+  Tensor load(const std::string& key) const override { return file_.tensor(key); }
+  const SafetensorsFile& file() const { return file_; }
+
+ private:
+  SafetensorsFile file_;
+};
+
+class SynthSource final : public WeightSource {
+ public:
+  explicit SynthSource(SynthManifest m) : m_(std::move(m)) {}
+  static SynthSource read(const std::string& path) { return SynthSource(SynthManifest::read(path)); }
+  const std::string& path() const override { return m_.source; }
+  bool contains(const std::string& key) const override { return m_.contains(key); }
+  std::pair<Shape, DType> meta(const std::string& key) const override { return m_.meta(key); }
+  Tensor load(const std::string& key) const override { return m_.generate(key); }
+  std::string canonical(const std::string& key) const override { return m_.resolve(key); }
+  const SynthManifest& manifest() const { return m_; }
+
+ private:
+  SynthManifest m_;
+};
+
+struct BindOptions {
+  bool allow_cast = false;  // cast a weight whose stored dtype differs from the IR's (else an error)
+  // Tied-weight rules, tried only when a key is missing: a key ending in .first may take the
+  // value of the same prefix + .second (HF checkpoints store embed_tokens, not lm_head).
+  std::vector<std::pair<std::string, std::string>> ties{{"lm_head.weight", "model.embed_tokens.weight"},
+                                                         {"lm_head.weight", "embed_tokens.weight"},
+                                                         {"lm_head.weight", "transformer.wte.weight"}};
+  std::optional<double> rope_theta;  // recompute a missing rotary inv_freq buffer
+  // Convert float weights to this dtype once loaded (after rounding to the IR's dtype), e.g. f32
+  // for the reference target.
+  std::optional<DType> load_as;
+  // Shared between bind_weights calls (a prefill and a decode graph of one model): values by
+  // source key, so each weight is loaded and converted once.
+  std::unordered_map<std::string, Tensor>* cache = nullptr;
+  Progress progress;
+};
+
+struct BoundWeights {
+  std::unordered_map<ir::TensorId, Tensor> tensors;  // by weight placeholder id
+  std::vector<std::string> notes;                    // ties, casts, recomputed buffers
+  std::vector<std::string> unused;                   // IR weights no node reads (not loaded)
+  std::uint64_t bytes = 0;                           // distinct bytes bound
+};
+
+namespace detail {
+inline std::string describe_users(const ir::Graph& g, ir::TensorId id) {
+  for (const ir::Node& n : g.nodes)
+    for (auto t : n.inputs)
+      if (t == id) return n.name;
+  return {};
+}
+inline bool is_inv_freq(const std::string& key) { return key.ends_with("rotary_emb.inv_freq") || key.ends_with("rotary_emb.original_inv_freq"); }
+
+// HF default rope: inv_freq[i] = 1 / theta^(2i / D), in float32.
+inline Tensor rope_inv_freq(double theta, std::int64_t half) {
+  Tensor t = Tensor::empty(DType::f32, {half});
+  const float d = static_cast<float>(2 * half);
+  for (std::int64_t i = 0; i < half; ++i)
+    t.data<float>()[i] = 1.0f / std::pow(static_cast<float>(theta), static_cast<float>(2 * i) / d);
+  return t;
+}
+}  // namespace detail
+
+inline BoundWeights bind_weights(const ir::Graph& g, const WeightSource* src, const BindOptions& opt = {}) {
+  BoundWeights out;
+  std::vector<bool> used(g.tensors.size(), false);
+  for (const ir::Node& n : g.nodes)
+    for (auto t : n.inputs) used[static_cast<std::size_t>(t)] = true;
+
+  // Plan: which key feeds which placeholder.
+  struct Item {
+    ir::TensorId id;
+    std::string key, from;  // IR key, key actually read
+    bool constant;
+  };
+  std::vector<Item> plan;
+  std::uint64_t total = 0;
+  for (ir::TensorId id : g.weights) {
+    const ir::TensorInfo& w = g.tensor(id);
+    if (!used[static_cast<std::size_t>(id)]) {
+      out.unused.push_back(w.weight_key);
+      continue;
+    }
+    Item it{id, w.weight_key, w.weight_key, false};
+    if (g.constants.count(w.weight_key)) {
+      it.constant = true;
+    } else if (!src || !src->contains(w.weight_key)) {
+      bool found = false;
+      for (const auto& [a, b] : opt.ties) {
+        if (!src || !w.weight_key.ends_with(a)) continue;
+        std::string cand = w.weight_key.substr(0, w.weight_key.size() - a.size()) + b;
+        if (src->contains(cand) && src->meta(cand).first == w.shape) {
+          it.from = cand;
+          out.notes.push_back("tied: " + w.weight_key + " uses " + cand);
+          found = true;
+          break;
+        }
+      }
+      if (!found && detail::is_inv_freq(w.weight_key) && opt.rope_theta) {
+        it.from.clear();  // recomputed below
+        found = true;
+      }
+      if (!found) {
+        std::string hint = detail::is_inv_freq(w.weight_key) ? " (a rotary buffer checkpoints omit: give rope_theta to recompute it)" : "";
+        throw Error(ErrorCode::weights, "weight missing from the weights source" + hint,
+                    {.file = src ? src->path() : g.source, .node = detail::describe_users(g, id),
+                     .tensor = w.weight_key, .expected = "a tensor named '" + w.weight_key + "'", .found = "none"});
+      }
+    }
+    if (!it.constant && !it.from.empty()) {
+      auto [shape, dtype] = src->meta(it.from);
+      if (shape != w.shape)
+        throw Error(ErrorCode::shape, "weight shape differs from the IR", {.file = src->path(), .node = detail::describe_users(g, id),
+                    .tensor = it.from, .expected = to_string(w.shape), .found = to_string(shape)});
+      if (dtype != w.dtype) {
+        if (!opt.allow_cast)
+          throw Error(ErrorCode::dtype, "weight dtype differs from the IR (allow casting to convert it)",
+                      {.file = src->path(), .node = detail::describe_users(g, id), .tensor = it.from,
+                       .expected = std::string(dtype_name(w.dtype)), .found = std::string(dtype_name(dtype))});
+        out.notes.push_back("cast: " + it.from + " " + std::string(dtype_name(dtype)) + " -> " + std::string(dtype_name(w.dtype)));
+      }
+      total += static_cast<std::uint64_t>(numel(w.shape)) * dtype_size(w.dtype);
+    }
+    plan.push_back(std::move(it));
+  }
+
+  // Load, sharing buffers between keys that resolve to the same source tensor.
+  std::unordered_map<std::string, Tensor> own_cache;
+  std::unordered_map<std::string, Tensor>& loaded = opt.cache ? *opt.cache : own_cache;
+  auto finish = [&](Tensor t, DType ir_dtype) {
+    t = t.to(ir_dtype);
+    if (opt.load_as && is_floating(ir_dtype)) t = t.to(*opt.load_as);
+    return t;
+  };
+  std::uint64_t done = 0;
+  for (const Item& it : plan) {
+    const ir::TensorInfo& w = g.tensor(it.id);
+    Tensor t;
+    if (it.constant) {
+      t = g.constants.at(it.key);
+      if (t.shape() != w.shape)
+        throw Error(ErrorCode::shape, "IR constant shape differs from its weight entry", {.file = g.source, .tensor = it.key,
+                    .expected = to_string(w.shape), .found = to_string(t.shape())});
+      t = finish(t, w.dtype);
+    } else if (it.from.empty()) {
+      t = finish(detail::rope_inv_freq(*opt.rope_theta, w.shape.at(0)), w.dtype);
+      out.notes.push_back("recomputed: " + it.key + " from rope_theta = " + std::to_string(*opt.rope_theta));
+    } else {
+      std::string canon = src->canonical(it.from);
+      auto found = loaded.find(canon);
+      if (found == loaded.end()) {
+        found = loaded.emplace(canon, finish(src->load(it.from), w.dtype)).first;
+        out.bytes += found->second.nbytes();
+      }
+      t = found->second;
+      done += static_cast<std::uint64_t>(numel(w.shape)) * dtype_size(w.dtype);
+      if (opt.progress) opt.progress("loading weights", done, total);
+    }
+    out.tensors[it.id] = t;
+  }
+  if (opt.progress) opt.progress("loading weights", total, total);
+  return out;
+}
+
+}  // namespace npusim::inline NPUSIM_ABI::weights

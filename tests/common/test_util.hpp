@@ -1,0 +1,66 @@
+// Helpers shared by npusim's tests: fixture paths, temporary directories, and error assertions
+// that check the message, not only the type.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <random>
+#include <string>
+
+#include "npusim/core/error.hpp"
+
+#ifndef NPUSIM_TEST_DATA
+#error "NPUSIM_TEST_DATA must point at tests/data"
+#endif
+
+namespace npusim::test {
+
+inline std::string data(const std::string& rel) { return std::string(NPUSIM_TEST_DATA) + "/" + rel; }
+
+// A fresh directory under the system temp dir, removed at scope exit.
+class TempDir {
+ public:
+  TempDir() {
+    std::random_device rd;
+    path_ = std::filesystem::temp_directory_path() / ("npusim-test-" + std::to_string(rd()) + std::to_string(rd()));
+    std::filesystem::create_directories(path_);
+  }
+  ~TempDir() {
+    std::error_code ec;
+    std::filesystem::remove_all(path_, ec);
+  }
+  std::string file(const std::string& name) const { return (path_ / name).string(); }
+  const std::filesystem::path& path() const { return path_; }
+
+ private:
+  std::filesystem::path path_;
+};
+
+inline void write_text(const std::string& path, const std::string& text) {
+  std::ofstream f(path, std::ios::binary);
+  f << text;
+}
+
+inline std::string read_text(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(f), {});
+}
+
+}  // namespace npusim::test
+
+// Expects `stmt` to throw npusim::Error whose message contains every listed fragment.
+#define NPUSIM_EXPECT_ERROR(stmt, ...)                                                          \
+  do {                                                                                          \
+    try {                                                                                       \
+      stmt;                                                                                     \
+      ADD_FAILURE() << "expected npusim::Error from: " #stmt;                                  \
+    } catch (const npusim::Error& e_) {                                                         \
+      const std::string msg_ = e_.what();                                                       \
+      for (const char* frag_ : {__VA_ARGS__})                                                   \
+        EXPECT_NE(msg_.find(frag_), std::string::npos) << "message lacks '" << frag_ << "': " << msg_; \
+    } catch (const std::exception& e_) {                                                        \
+      ADD_FAILURE() << "expected npusim::Error, got std::exception: " << e_.what();             \
+    }                                                                                           \
+  } while (0)
