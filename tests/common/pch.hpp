@@ -10,3 +10,6 @@
 #include "npusim/runtime/case.hpp"
 #include "npusim/target/reference/reference_target.hpp"
 #include "npusim/weights/binding.hpp"
+#include "npusim/program/compiler.hpp"
+#include "npusim/program/npubin.hpp"
+#include "npusim/target/reference/program_runner.hpp"

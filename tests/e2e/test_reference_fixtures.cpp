@@ -95,7 +95,8 @@ TEST(QwenTiny, PrefillLogitsAndEightGreedyDecodeTokens) {
   std::vector<std::int64_t> prompt(ids.span<std::int64_t>().begin(), ids.span<std::int64_t>().end());
   Tensor tok = dc.io->tensor("decode_tokens");
   std::vector<std::int64_t> tokens(tok.span<std::int64_t>().begin(), tok.span<std::int64_t>().end());
-  llm::GenerateCheck r = llm::check_generation(prefill, decode, map, prompt, pc.io->tensor("linear_14"), tokens, dc.io->tensor("decode_logits"));
+  llm::LlmPrograms model(prefill, decode, map, pc.graph, dc.graph);
+  llm::GenerateCheck r = llm::check_generation(model, prompt, pc.io->tensor("linear_14"), tokens, dc.io->tensor("decode_logits"));
   EXPECT_LE(r.prefill.rel_l2, 1e-4);
   EXPECT_EQ(r.prefill_top1, tokens[0]);
   ASSERT_EQ(r.steps.size(), 8u);
@@ -106,7 +107,7 @@ TEST(QwenTiny, PrefillLogitsAndEightGreedyDecodeTokens) {
   EXPECT_EQ(r.token_matches, 8);
 
   // Free-running greedy generation reproduces all nine fixture tokens.
-  llm::Generation g = llm::generate_greedy(prefill, decode, map, prompt, 9);
+  llm::Generation g = llm::generate_greedy(model, prompt, 9);
   EXPECT_EQ(g.tokens, tokens);
 }
 

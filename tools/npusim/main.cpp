@@ -1,12 +1,14 @@
-// npusim command line: run fixture cases, drive LLM generation, list ops.
+// npusim command line: compile, inspect, explain, run fixture cases, drive LLM generation.
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
+#include <chrono>
 #include <cstdio>
 #include <filesystem>
 #include <iostream>
 
 #include "npusim/core/progress.hpp"
+#include "npusim/program/inspect.hpp"
 #include "npusim/runtime/case.hpp"
 #include "npusim/runtime/generate.hpp"
 #include "targets.hpp"
@@ -17,8 +19,11 @@
 
 namespace fs = std::filesystem;
 using namespace npusim;
+using clock_type = std::chrono::steady_clock;
 
 namespace {
+
+double seconds_since(clock_type::time_point t) { return std::chrono::duration<double>(clock_type::now() - t).count(); }
 
 Progress console_progress() {
   auto p = std::make_shared<ConsoleProgress>(stderr);
@@ -34,34 +39,51 @@ void set_threads(int n) {
   Eigen::setNbThreads(n);
 }
 
-std::string count_str(std::uint64_t bytes) {
-  char b[32];
-  if (bytes >= (1u << 30)) std::snprintf(b, sizeof b, "%.2f GiB", static_cast<double>(bytes) / (1u << 30));
-  else std::snprintf(b, sizeof b, "%.1f MiB", static_cast<double>(bytes) / (1u << 20));
-  return b;
+void print_compile_summary(const program::CompiledProgram& p, double secs) {
+  std::int64_t arena = 0;
+  for (const auto& part : p.partitions) arena += part.plan.arena_bytes;
+  std::printf("compiled for %s (%s) in %.0f ms: %lld nodes -> %lld kernels (%lld fused, %lld zero-copy), %zu partition(s), arena %s\n",
+              p.target.c_str(), std::string(dtype_short_name(p.compute)).c_str(), secs * 1000, static_cast<long long>(p.stats.nodes_in),
+              static_cast<long long>(p.stats.kernels - p.stats.view_kernels), static_cast<long long>(p.stats.fused_kernels),
+              static_cast<long long>(p.stats.view_kernels), p.partitions.size(), program::human_bytes(arena).c_str());
 }
 
-void print_notes(const weights::BoundWeights& w) {
-  for (const auto& n : w.notes) std::printf("  weights: %s\n", n.c_str());
-  if (!w.unused.empty()) std::printf("  weights: %zu IR weight(s) unused by any node, not loaded\n", w.unused.size());
+// A runner for a case graph: compiled for the target (default) or interpreted on the reference.
+struct Prepared {
+  std::unique_ptr<Runner> runner;
+  std::optional<program::CompiledProgram> program;
+};
+
+Prepared prepare(const cli::TargetChoice& tc, const ir::Graph& g, const weights::WeightSource* src, std::unordered_map<std::string, Tensor>* cache) {
+  Prepared r;
+  weights::BindOptions bo;
+  bo.progress = console_progress();
+  bo.cache = cache;
+  if (tc.interpret) {
+    auto io = cli::interpreter_bind_options();
+    io.progress = bo.progress, io.cache = cache;
+    r.runner = cli::make_interpreter(tc, g, weights::bind_weights(g, src, io));
+    return r;
+  }
+  auto t0 = clock_type::now();
+  r.program = cli::compile(tc, g);
+  print_compile_summary(*r.program, seconds_since(t0));
+  r.runner = cli::make_runner(tc, *r.program, src, bo);
+  return r;
 }
 
-int cmd_run(const std::string& dir, const cli::TargetChoice& tc, const std::string& weights, std::optional<double> tol, bool verbose) {
+int cmd_run(const std::string& dir, const cli::TargetChoice& tc, const std::string& weights, std::optional<double> tol) {
   cli::validate(tc);
   runtime::Case c = runtime::Case::open(dir, weights);
   std::printf("case %s: %zu nodes, %zu inputs, %zu outputs; weights: %s\n", c.name.c_str(), c.graph.nodes.size(), c.graph.inputs.size(),
               c.graph.outputs.size(), c.weights ? c.weights->path().c_str() : "(none)");
-  auto bo = cli::bind_options(tc);
-  bo.progress = console_progress();
-  weights::BoundWeights w = c.bind(bo);
-  if (verbose) print_notes(w);
-  auto runner = cli::make_runner(tc, c.graph, w);
-  std::printf("target: %s\n", runner->describe().c_str());
+  Prepared p = prepare(tc, c.graph, c.weights.get(), nullptr);
+  std::printf("target: %s\n", p.runner->describe().c_str());
   runtime::CheckOptions co;
   co.tolerance = tol;
   co.half_compute = cli::half_dtype(tc.dtype);
   co.top5_in_order = !co.half_compute;
-  runtime::CaseResult r = runtime::check_case(c, *runner, co);
+  runtime::CaseResult r = runtime::check_case(c, *p.runner, co);
   runtime::print_case_result(stdout, c, r);
   return r.pass ? 0 : 1;
 }
@@ -86,29 +108,23 @@ int cmd_generate(const GenerateArgs& a, const cli::TargetChoice& tc) {
               static_cast<long long>(map.max_cache_len));
   // One set of weights for both programs: loaded once, shared.
   std::unordered_map<std::string, Tensor> cache;
-  auto bo = cli::bind_options(tc);
-  bo.progress = console_progress();
-  bo.cache = &cache;
-  auto t0 = std::chrono::steady_clock::now();
-  weights::BoundWeights pw = weights::bind_weights(pc.graph, pc.weights.get(), bo);
-  weights::BoundWeights dw = weights::bind_weights(dc.graph, pc.weights.get(), bo);
-  double load_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  std::printf("weights: %s from %s in %.1f s\n", count_str(pw.bytes + dw.bytes).c_str(), pc.weights->path().c_str(), load_s);
-  auto prefill = cli::make_runner(tc, pc.graph, pw);
-  auto decode = cli::make_runner(tc, dc.graph, dw);
+  auto t0 = clock_type::now();
+  Prepared prefill = prepare(tc, pc.graph, pc.weights.get(), &cache);
+  Prepared decode = prepare(tc, dc.graph, pc.weights.get(), &cache);
+  std::printf("weights from %s ready in %.1f s\n", pc.weights->path().c_str(), seconds_since(t0));
   cache.clear();
-  std::printf("target: %s\n", prefill->describe().c_str());
+  std::printf("target: %s\n", prefill.runner->describe().c_str());
 
   if (!pc.io) throw Error(ErrorCode::io, "prefill case has no io.safetensors (prompt ids)", {.file = a.prefill_dir});
-  llm::Roles roles = llm::detect_roles(pc.graph);
-  Tensor ids = pc.io->tensor(pc.graph.tensor(roles.input_ids).name);
+  llm::LlmPrograms model(*prefill.runner, *decode.runner, map, pc.graph, dc.graph);
+  Tensor ids = pc.io->tensor(model.prefill_roles.input_ids);
   std::vector<std::int64_t> prompt(ids.span<std::int64_t>().begin(), ids.span<std::int64_t>().end());
 
   if (!a.check) {
     std::size_t n = a.max_new_tokens ? a.max_new_tokens : 9;
     std::printf("generating %zu tokens greedily from the case prompt (%zu tokens)\ntokens:", n, prompt.size());
     std::fflush(stdout);
-    llm::Generation g = llm::generate_greedy(*prefill, *decode, map, prompt, n, [](std::int64_t t, std::size_t) {
+    llm::Generation g = llm::generate_greedy(model, prompt, n, [](std::int64_t t, std::size_t) {
       std::printf(" %lld", static_cast<long long>(t));
       std::fflush(stdout);
     });
@@ -147,7 +163,7 @@ int cmd_generate(const GenerateArgs& a, const cli::TargetChoice& tc) {
     std::fflush(stdout);
   };
   std::vector<std::int64_t> tok(tokens.span<std::int64_t>().begin(), tokens.span<std::int64_t>().end());
-  llm::GenerateCheck r = llm::check_generation(*prefill, *decode, map, prompt, plogits, tok, dlogits, cb);
+  llm::GenerateCheck r = llm::check_generation(model, prompt, plogits, tok, dlogits, cb);
   ok = ok && r.token_matches >= need;
   double step_total = 0;
   for (const auto& s : r.steps) step_total += s.ms;
@@ -155,6 +171,58 @@ int cmd_generate(const GenerateArgs& a, const cli::TargetChoice& tc) {
   std::printf("time to first token %.1f ms; decode %.1f ms/token (%.2f tok/s)\n", r.prefill_ms, step_total / steps, 1000.0 * steps / step_total);
   std::printf("%s\n", ok ? "PASS" : "FAIL");
   return ok ? 0 : 1;
+}
+
+int cmd_compile(const std::string& ir_path, const std::string& out, const cli::TargetChoice& tc, bool verify) {
+  auto t0 = clock_type::now();
+  ir::Graph g = ir::read_ir_file(ir_path);
+  program::CompileOptions o = cli::compile_options(tc);
+  o.verify = verify;
+  program::CompiledProgram p = program::compile(std::move(g), cli::target_info(tc), o);
+  program::save(p, out);
+  print_compile_summary(p, seconds_since(t0));
+  std::printf("wrote %s (%s)\n", out.c_str(), program::human_bytes(static_cast<std::int64_t>(fs::file_size(out))).c_str());
+  return 0;
+}
+
+int cmd_inspect(const std::string& path, bool json, bool buffers, bool no_kernels) {
+  program::CompiledProgram p = program::load(path);
+  if (json) {
+    std::printf("%s\n", program::inspect_json(p).c_str());
+  } else {
+    program::InspectOptions o;
+    o.buffers = buffers, o.kernels = !no_kernels;
+    std::printf("%s", program::inspect_text(p, o).c_str());
+  }
+  return 0;
+}
+
+int cmd_explain(const std::string& ir_path, const cli::TargetChoice& tc) {
+  ir::Graph g = ir::read_ir_file(ir_path);
+  program::CompiledProgram p = cli::compile(tc, g);
+  std::printf("%s on %s (%s): %lld IR nodes, %lld after passes, %zu partition(s)\n", ir_path.c_str(), p.target.c_str(),
+              std::string(dtype_short_name(p.compute)).c_str(), static_cast<long long>(p.stats.nodes_in),
+              static_cast<long long>(p.stats.nodes_after_passes), p.partitions.size());
+  // Re-derive the verdicts on the transformed graph the partitioner saw.
+  ir::Graph t = g;
+  std::vector<weights::Recipe> recipes;
+  passes::normalize_inplace(t), passes::remove_noops(t), passes::fold_batch_norms(t, recipes);
+  passes::fold_constants(t, cli::compile_options(tc).evaluator), passes::eliminate_dead_code(t);
+  auto sup = partition::node_support(t, cli::target_info(tc), cli::compile_options(tc).force);
+  int fallback = 0;
+  for (std::size_t i = 0; i < sup.size(); ++i)
+    if (!sup[i].on_target) {
+      ++fallback;
+      std::printf("  fallback  %-32s %-34s %s\n", t.nodes[i].name.c_str(), t.nodes[i].op_type.c_str(), sup[i].reason.c_str());
+    }
+  std::printf("%d node(s) fall back to %s\n", fallback, fallback ? "the reference target" : "nothing");
+  for (std::size_t k = 0; k < p.partitions.size(); ++k)
+    std::printf("  partition %zu: %s%s, %zu kernels\n", k, p.partitions[k].target.c_str(), p.partitions[k].fallback ? " (fallback)" : "",
+                p.partitions[k].kernels.size());
+  for (const auto& x : p.transfers)
+    if (x.from >= 0 && x.to >= 0)
+      std::printf("  transfer %-28s partition %d -> %d  %s\n", x.tensor.c_str(), x.from, x.to, program::human_bytes(x.bytes).c_str());
+  return 0;
 }
 
 int cmd_ops() {
@@ -178,21 +246,21 @@ int main(int argc, char** argv) {
   int threads = 0;
   app.add_option("--threads", threads, "worker threads (default: all cores)");
 
-  auto add_target = [&](CLI::App* sub) {
-    sub->add_option("--target", tc.target, "execution target")->check(CLI::IsMember({"reference"}));
-    sub->add_option("--dtype", tc.dtype, "compute dtype (reference: f16/bf16 round what the IR stores as half)")
-        ->check(CLI::IsMember({"f32", "f16", "bf16"}));
+  auto add_target = [&](CLI::App* sub, bool interpret) {
+    sub->add_option("--target", tc.target, "execution target")->check(CLI::IsMember(cli::target_names()));
+    sub->add_option("--dtype", tc.dtype, "compute dtype")->check(CLI::IsMember({"f32", "f16", "bf16"}));
+    sub->add_option("--force-fallback", tc.force_fallback,
+                    "debug: run these on the fallback (op types, op ids or node:NAME, comma-separated; also NPUSIM_FORCE_FALLBACK)");
+    if (interpret) sub->add_flag("--interpret", tc.interpret, "reference only: interpret the IR node by node (no passes, no fusion)");
   };
 
   std::string run_dir, run_weights = "auto";
   std::optional<double> run_tol;
-  bool verbose = false;
-  auto* run = app.add_subcommand("run", "run a case directory (ir.json, weights, io.safetensors) and compare with PyTorch");
+  auto* run = app.add_subcommand("run", "compile and run a case directory (ir.json, weights, io.safetensors), compare with PyTorch");
   run->add_option("case_dir", run_dir, "case directory")->required();
   run->add_option("--weights", run_weights, "auto, safetensors, synth, or a path");
   run->add_option("--tol", run_tol, "relative L2 tolerance (default: by dtype and reduction length)");
-  run->add_flag("-v,--verbose", verbose, "print weight-binding notes");
-  add_target(run);
+  add_target(run, true);
 
   GenerateArgs ga;
   auto* gen = app.add_subcommand("generate", "prefill + decode an LLM (teacher-forced --check against the fixtures)");
@@ -203,20 +271,44 @@ int main(int argc, char** argv) {
   gen->add_option("--tol", ga.tol, "relative L2 tolerance for logits");
   gen->add_option("--min-token-matches", ga.min_matches, "greedy tokens that must match (default: all; half dtypes: all but one)");
   gen->add_option("--max-new-tokens", ga.max_new_tokens, "tokens to generate without --check (default 9)");
-  add_target(gen);
+  add_target(gen, true);
+
+  std::string c_ir, c_out;
+  bool c_verify = false;
+  auto* comp = app.add_subcommand("compile", "compile an IR file to a .npubin program");
+  comp->add_option("ir_json", c_ir, "torch_ir JSON file")->required();
+  comp->add_option("-o,--output", c_out, "output .npubin path")->required();
+  comp->add_flag("--verify", c_verify, "re-check every node after each pass");
+  add_target(comp, false);
+
+  std::string i_path;
+  bool i_json = false, i_buffers = false, i_no_kernels = false;
+  auto* insp = app.add_subcommand("inspect", "print a .npubin program: kernels with fused members, buffers, weights, memory");
+  insp->add_option("npubin", i_path, ".npubin file")->required();
+  insp->add_flag("--json", i_json, "machine-readable JSON");
+  insp->add_flag("--buffers", i_buffers, "list every stored tensor with its arena offset and lifetime");
+  insp->add_flag("--no-kernels", i_no_kernels, "omit the kernel list");
+
+  std::string e_ir;
+  auto* expl = app.add_subcommand("explain", "list every node that falls back to the reference target, and why");
+  expl->add_option("ir_json", e_ir, "torch_ir JSON file")->required();
+  add_target(expl, false);
 
   auto* opsc = app.add_subcommand("ops", "list registered ops, their ATen names and attribute defaults");
 
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    int rc = app.exit(e);  // prints help/version or the usage error
+    int rc = app.exit(e);    // prints help/version or the usage error
     return rc == 0 ? 0 : 2;  // exit codes: 0 pass, 1 results outside tolerance, 2 bad input
   }
   try {
     set_threads(threads);
-    if (*run) return cmd_run(run_dir, tc, run_weights, run_tol, verbose);
+    if (*run) return cmd_run(run_dir, tc, run_weights, run_tol);
     if (*gen) return cmd_generate(ga, tc);
+    if (*comp) return cmd_compile(c_ir, c_out, tc, c_verify);
+    if (*insp) return cmd_inspect(i_path, i_json, i_buffers, i_no_kernels);
+    if (*expl) return cmd_explain(e_ir, tc);
     if (*opsc) return cmd_ops();
   } catch (const std::exception& e) {
     std::fflush(stdout);

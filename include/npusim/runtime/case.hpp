@@ -63,8 +63,8 @@ struct Case {
         continue;
       }
       if (!roles) roles = llm::detect_roles(graph);
-      if (t == roles->attention_mask) in.push_back(llm::causal_mask(info.dtype, info.shape[2], info.shape[3], 0));
-      else if (t == roles->position_ids || t == roles->cache_position) in.push_back(llm::positions(info.shape, 0));
+      if (info.name == roles->attention_mask) in.push_back(llm::causal_mask(info.dtype, info.shape[2], info.shape[3], 0));
+      else if (info.name == roles->position_ids || info.name == roles->cache_position) in.push_back(llm::positions(info.shape, 0));
       else
         throw Error(ErrorCode::weights, "graph input has no value in io.safetensors", {.file = dir + "/io.safetensors", .tensor = info.name});
     }

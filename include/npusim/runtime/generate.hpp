@@ -73,13 +73,31 @@ struct GenerateCallbacks {
 
 // Teacher-forced check: step s feeds decode_tokens[s] at position S + s and compares its logits
 // with decode_logits[s] and its argmax with decode_tokens[s + 1].
-inline GenerateCheck check_generation(Runner& prefill, Runner& decode, const KvMapping& map, std::span<const std::int64_t> prompt,
-                                      const Tensor& prefill_logits_ref, std::span<const std::int64_t> decode_tokens,
-                                      const Tensor& decode_logits_ref, const GenerateCallbacks& cb = {}) {
+// The two programs of a model and what the driver needs to know about their inputs. Roles come
+// from the IR graphs (structure), and apply by name to whatever the runners execute.
+struct LlmPrograms {
+  Runner& prefill;
+  Runner& decode;
+  KvMapping map;
+  Roles prefill_roles, decode_roles;
+
+  LlmPrograms(Runner& p, Runner& d, KvMapping m, const ir::Graph& prefill_ir, const ir::Graph& decode_ir)
+      : prefill(p), decode(d), map(std::move(m)) {
+    prefill_roles = detect_roles(prefill_ir);
+    std::set<ir::TensorId> kv;
+    for (const auto& l : map.layers) kv.insert(input_id(decode_ir, l.decode_key_input)), kv.insert(input_id(decode_ir, l.decode_value_input));
+    decode_roles = detect_roles(decode_ir, kv);
+  }
+};
+
+inline GenerateCheck check_generation(LlmPrograms& m, std::span<const std::int64_t> prompt, const Tensor& prefill_logits_ref,
+                                      std::span<const std::int64_t> decode_tokens, const Tensor& decode_logits_ref,
+                                      const GenerateCallbacks& cb = {}) {
   using clock = std::chrono::steady_clock;
+  Runner &prefill = m.prefill, &decode = m.decode;
   const ir::Graph &pg = prefill.graph(), &dg = decode.graph();
-  KvState kv(pg, dg, map);
-  Roles pr = detect_roles(pg), dr = detect_roles(dg, kv.input_ids());
+  KvState kv(pg, dg, m.map);
+  const Roles &pr = m.prefill_roles, &dr = m.decode_roles;
   GenerateCheck res;
 
   auto t0 = clock::now();
@@ -127,12 +145,13 @@ struct Generation {
   std::vector<double> step_ms;
 };
 
-inline Generation generate_greedy(Runner& prefill, Runner& decode, const KvMapping& map, std::span<const std::int64_t> prompt,
-                                  std::size_t new_tokens, const std::function<void(std::int64_t, std::size_t)>& on_token = {}) {
+inline Generation generate_greedy(LlmPrograms& m, std::span<const std::int64_t> prompt, std::size_t new_tokens,
+                                  const std::function<void(std::int64_t, std::size_t)>& on_token = {}) {
   using clock = std::chrono::steady_clock;
+  Runner &prefill = m.prefill, &decode = m.decode;
   const ir::Graph &pg = prefill.graph(), &dg = decode.graph();
-  KvState kv(pg, dg, map);
-  Roles pr = detect_roles(pg), dr = detect_roles(dg, kv.input_ids());
+  KvState kv(pg, dg, m.map);
+  const Roles &pr = m.prefill_roles, &dr = m.decode_roles;
   Generation g;
   auto t0 = clock::now();
   std::vector<Tensor> pout = prefill.run(build_inputs(pg, pr, prompt, 0, {}));

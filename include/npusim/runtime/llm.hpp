@@ -58,12 +58,15 @@ struct KvMapping {
 // Which graph input is what. Found structurally: token ids feed an embedding's index operand,
 // position ids feed the rotary op, cache positions are the 1-D integer input, the mask is the
 // remaining rank-4 float input that is not a KV buffer.
+// Roles are kept by tensor name, so they apply to any program compiled from the graph.
 struct Roles {
-  ir::TensorId input_ids = ir::no_tensor, attention_mask = ir::no_tensor, position_ids = ir::no_tensor, cache_position = ir::no_tensor;
+  std::string input_ids, attention_mask, position_ids, cache_position;
 };
 
 inline Roles detect_roles(const ir::Graph& g, const std::set<ir::TensorId>& kv_inputs = {}) {
-  Roles r;
+  struct {
+    ir::TensorId input_ids = ir::no_tensor, attention_mask = ir::no_tensor, position_ids = ir::no_tensor, cache_position = ir::no_tensor;
+  } r;
   auto is_input = [&](ir::TensorId t) { return g.tensor(t).kind == ir::TensorKind::input; };
   for (const ir::Node& n : g.nodes) {
     if (n.op_type == "aten.embedding.default" && n.inputs.size() == 2 && is_input(n.inputs[1])) r.input_ids = n.inputs[1];
@@ -78,7 +81,8 @@ inline Roles detect_roles(const ir::Graph& g, const std::set<ir::TensorId>& kv_i
   }
   if (r.input_ids == ir::no_tensor)
     throw Error(ErrorCode::graph, "cannot find the token-id input (no embedding reads a graph input)", {.file = g.source});
-  return r;
+  auto name = [&](ir::TensorId t) { return t == ir::no_tensor ? std::string() : g.tensor(t).name; };
+  return {name(r.input_ids), name(r.attention_mask), name(r.position_ids), name(r.cache_position)};
 }
 
 inline double lowest_finite(DType t) {
@@ -107,21 +111,21 @@ inline Tensor positions(Shape shape, std::int64_t start) {
 }
 
 // Builds the graph inputs for tokens at positions start..start+len-1, given the tensors for the
-// remaining inputs (KV buffers) by id.
+// remaining inputs (KV buffers) by id in `g`.
 inline std::vector<Tensor> build_inputs(const ir::Graph& g, const Roles& r, std::span<const std::int64_t> tokens, std::int64_t start,
                                         const std::map<ir::TensorId, Tensor>& others) {
   std::vector<Tensor> in;
   const auto len = static_cast<std::int64_t>(tokens.size());
   for (ir::TensorId t : g.inputs) {
     const ir::TensorInfo& info = g.tensor(t);
-    if (t == r.input_ids) {
+    if (info.name == r.input_ids) {
       if (numel(info.shape) != len)
         throw Error(ErrorCode::shape, "token count does not match the program's sequence length", {.file = g.source, .tensor = info.name,
                     .expected = std::to_string(numel(info.shape)) + " tokens", .found = std::to_string(len)});
       in.push_back(Tensor::from_values<std::int64_t>(info.shape, tokens));
-    } else if (t == r.position_ids || t == r.cache_position) {
+    } else if (!info.name.empty() && (info.name == r.position_ids || info.name == r.cache_position)) {
       in.push_back(positions(info.shape, start));
-    } else if (t == r.attention_mask) {
+    } else if (!info.name.empty() && info.name == r.attention_mask) {
       in.push_back(causal_mask(info.dtype, info.shape[2], info.shape[3], start));
     } else if (auto it = others.find(t); it != others.end()) {
       in.push_back(it->second);

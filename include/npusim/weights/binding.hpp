@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cmath>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <unordered_map>
@@ -25,6 +26,8 @@ class WeightSource {
   virtual Tensor load(const std::string& key) const = 0;
   // Keys with the same canonical name share one buffer (synth aliases).
   virtual std::string canonical(const std::string& key) const { return key; }
+  // Computed by npusim (a recipe) rather than read: any float dtype is acceptable.
+  virtual bool derived(const std::string&) const { return false; }
 };
 
 class SafetensorsSource final : public WeightSource {
@@ -70,6 +73,9 @@ struct BindOptions {
   // Convert float weights to this dtype once loaded (after rounding to the IR's dtype), e.g. f32
   // for the reference target.
   std::optional<DType> load_as;
+  // The dtype the target stores each weight in (a compiled program's plan); by default the IR's.
+  // Values are rounded to it (derived weights are computed in float32 and rounded once).
+  std::function<DType(ir::TensorId)> storage;
   // Shared between bind_weights calls (a prefill and a decode graph of one model): values by
   // source key, so each weight is loaded and converted once.
   std::unordered_map<std::string, Tensor>* cache = nullptr;
@@ -153,7 +159,7 @@ inline BoundWeights bind_weights(const ir::Graph& g, const WeightSource* src, co
       if (shape != w.shape)
         throw Error(ErrorCode::shape, "weight shape differs from the IR", {.file = src->path(), .node = detail::describe_users(g, id),
                     .tensor = it.from, .expected = to_string(w.shape), .found = to_string(shape)});
-      if (dtype != w.dtype) {
+      if (dtype != w.dtype && !src->derived(it.from)) {
         if (!opt.allow_cast)
           throw Error(ErrorCode::dtype, "weight dtype differs from the IR (allow casting to convert it)",
                       {.file = src->path(), .node = detail::describe_users(g, id), .tensor = it.from,
@@ -168,8 +174,12 @@ inline BoundWeights bind_weights(const ir::Graph& g, const WeightSource* src, co
   // Load, sharing buffers between keys that resolve to the same source tensor.
   std::unordered_map<std::string, Tensor> own_cache;
   std::unordered_map<std::string, Tensor>& loaded = opt.cache ? *opt.cache : own_cache;
-  auto finish = [&](Tensor t, DType ir_dtype) {
-    t = t.to(ir_dtype);
+  // Values take the IR's dtype (the model's semantics), then the target's storage dtype; derived
+  // weights (recipes) skip the first rounding.
+  auto finish = [&](Tensor t, ir::TensorId id, bool derived) {
+    const DType ir_dtype = g.tensor(id).dtype;
+    if (!derived) t = t.to(ir_dtype);
+    t = t.to(opt.storage ? opt.storage(id) : ir_dtype);
     if (opt.load_as && is_floating(ir_dtype)) t = t.to(*opt.load_as);
     return t;
   };
@@ -182,15 +192,15 @@ inline BoundWeights bind_weights(const ir::Graph& g, const WeightSource* src, co
       if (t.shape() != w.shape)
         throw Error(ErrorCode::shape, "IR constant shape differs from its weight entry", {.file = g.source, .tensor = it.key,
                     .expected = to_string(w.shape), .found = to_string(t.shape())});
-      t = finish(t, w.dtype);
+      t = finish(t, it.id, false);
     } else if (it.from.empty()) {
-      t = finish(detail::rope_inv_freq(*opt.rope_theta, w.shape.at(0)), w.dtype);
+      t = finish(detail::rope_inv_freq(*opt.rope_theta, w.shape.at(0)), it.id, false);
       out.notes.push_back("recomputed: " + it.key + " from rope_theta = " + std::to_string(*opt.rope_theta));
     } else {
       std::string canon = src->canonical(it.from);
       auto found = loaded.find(canon);
       if (found == loaded.end()) {
-        found = loaded.emplace(canon, finish(src->load(it.from), w.dtype)).first;
+        found = loaded.emplace(canon, finish(src->load(it.from), it.id, src->derived(it.from))).first;
         out.bytes += found->second.nbytes();
       }
       t = found->second;

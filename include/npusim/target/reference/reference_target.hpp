@@ -8,6 +8,7 @@
 #include <unordered_map>
 
 #include "npusim/core/progress.hpp"
+#include "npusim/fusion/fuse.hpp"
 #include "npusim/ir/graph.hpp"
 #include "npusim/ops/registry.hpp"
 #include "npusim/target/reference/kernels_elementwise.hpp"
@@ -21,8 +22,13 @@ namespace npusim::inline NPUSIM_ABI {
 struct ReferenceTarget {
   static constexpr std::string_view name = "reference";
   using op_list = ops::all_ops;
-  using pattern_list = meta::list<>;  // fused kernels run as the composition of their members
-  using fallback = void;
+  // Accepts every pattern: a fused kernel runs as the composition of its members.
+  using pattern_list = fusion::all_patterns;
+  static constexpr DType dtypes[] = {DType::f32, DType::f16, DType::bf16};
+  // The reference is everyone's fallback; naming itself lets tests force plans onto two parts.
+  static constexpr std::string_view fallback_name = "reference";
+  // Constant folding at compile time evaluates nodes with this target's kernels.
+  static auto evaluator();
 };
 static_assert(check_target<ReferenceTarget>(ReferenceTarget::op_list{}));
 
@@ -38,6 +44,28 @@ inline NodeFn make_node_fn(std::size_t op_index, const ir::Node& n) {
   });
 }
 
+// Evaluates one node on the reference target (constant folding at compile time uses this).
+inline std::vector<Tensor> evaluate_node(const ir::Graph& g, const ir::Node& n, std::span<const Tensor> inputs) {
+  NodeFn fn = make_node_fn(ops::require_op(n), n);
+  std::vector<Tensor> ins, outs(n.outputs.size());
+  std::vector<ops::TensorSpec> in_specs, out_specs;
+  std::vector<bool> aliased(n.outputs.size(), false);
+  for (std::size_t i = 0; i < n.inputs.size(); ++i) {
+    in_specs.push_back({g.tensor(n.inputs[i]).shape, g.tensor(n.inputs[i]).dtype});
+    ins.push_back(inputs[i].to(runtime_dtype(in_specs.back().dtype)));
+  }
+  for (auto t : n.outputs) out_specs.push_back({g.tensor(t).shape, g.tensor(t).dtype});
+  Args args{ins, in_specs, out_specs, outs, aliased};
+  fn(args);
+  return outs;
+}
+
+}  // namespace ref
+
+inline auto ReferenceTarget::evaluator() { return &ref::evaluate_node; }
+
+namespace ref {
+
 inline void round_in_place(Tensor& t, DType to) {
   if (t.dtype() != DType::f32 || !is_half(to)) return;
   float* p = t.data<float>();
@@ -48,25 +76,19 @@ inline void round_in_place(Tensor& t, DType to) {
     for (std::int64_t i = 0; i < n; ++i) p[i] = f16_bits_to_f32(f32_to_f16_bits(p[i]));
 }
 
-// Converts a tensor to the reference's runtime representation of IR dtype `ir_dtype`.
-inline Tensor to_runtime(const Tensor& t, DType ir_dtype, bool round_half) {
-  Tensor r = t.to(runtime_dtype(ir_dtype));
-  if (round_half && is_half(ir_dtype) && t.dtype() == DType::f32) {
-    if (r.raw() == t.raw()) r = r.clone();
-    round_in_place(r, ir_dtype);
-  }
-  return r;
-}
-
 struct Options {
   bool round_half = false;  // round values the IR stores as f16/bf16 after every node
+  // Explicit rounding per tensor id (a compiled program's storage dtypes); overrides round_half.
+  std::vector<DType> round_to{};
+  // Node execution order (a compiled program's kernel schedule); empty = graph order.
+  std::vector<std::int32_t> order{};
 };
 
 // Executes a graph. Construction checks every node (op known, attrs supported, shapes agree with
 // the IR); run() may be called many times with different inputs.
 class GraphExecutor {
  public:
-  GraphExecutor(const ir::Graph& g, Options opt = {}) : g_(g), opt_(opt) {
+  GraphExecutor(const ir::Graph& g, Options opt = {}) : g_(g), opt_(std::move(opt)) {
     fns_.reserve(g.nodes.size());
     for (const ir::Node& n : g.nodes) {
       try {
@@ -76,10 +98,16 @@ class GraphExecutor {
         throw e.with_node(n.name).with_file(g.source);
       }
     }
-    // Last node reading each tensor, so intermediates are freed as soon as possible.
+    if (opt_.order.empty())
+      for (std::size_t i = 0; i < g.nodes.size(); ++i) opt_.order.push_back(static_cast<std::int32_t>(i));
+    if (opt_.order.size() != g.nodes.size())
+      throw Error(ErrorCode::runtime, "execution order does not cover every node (npusim bug)", {.file = g.source});
+    if (opt_.round_to.empty() && opt_.round_half)
+      for (const auto& t : g.tensors) opt_.round_to.push_back(t.dtype);
+    // Last step reading each tensor, so intermediates are freed as soon as possible.
     last_use_.assign(g.tensors.size(), -1);
-    for (std::size_t i = 0; i < g.nodes.size(); ++i)
-      for (auto t : g.nodes[i].inputs) last_use_[ref::uidx(t)] = static_cast<std::int64_t>(i);
+    for (std::size_t s = 0; s < opt_.order.size(); ++s)
+      for (auto t : g.nodes[ref::uidx(opt_.order[s])].inputs) last_use_[ref::uidx(t)] = static_cast<std::int64_t>(s);
     for (auto t : g.outputs) last_use_[ref::uidx(t)] = static_cast<std::int64_t>(g.nodes.size());
   }
 
@@ -111,7 +139,12 @@ class GraphExecutor {
     for (std::size_t i = 0; i < inputs.size(); ++i) {
       const ir::TensorInfo& info = g_.tensor(g_.inputs[i]);
       check_input(info, inputs[i]);
-      vals[ref::uidx(g_.inputs[i])] = to_runtime(inputs[i], info.dtype, opt_.round_half);
+      Tensor v = inputs[i].to(runtime_dtype(info.dtype));
+      if (!opt_.round_to.empty() && is_half(opt_.round_to[ref::uidx(g_.inputs[i])])) {
+        if (v.raw() == inputs[i].raw()) v = v.clone();
+        round_in_place(v, opt_.round_to[ref::uidx(g_.inputs[i])]);
+      }
+      vals[ref::uidx(g_.inputs[i])] = v;
     }
     for (ir::TensorId w : g_.weights) {
       auto it = weights_.find(w);
@@ -120,7 +153,8 @@ class GraphExecutor {
     std::vector<Tensor> ins, outs;
     std::vector<ops::TensorSpec> in_specs, out_specs;
     std::vector<bool> aliased;
-    for (std::size_t ni = 0; ni < g_.nodes.size(); ++ni) {
+    for (std::size_t step = 0; step < opt_.order.size(); ++step) {
+      const std::size_t ni = ref::uidx(opt_.order[step]);
       const ir::Node& n = g_.nodes[ni];
       ins.clear(), in_specs.clear(), out_specs.clear();
       for (auto t : n.inputs) {
@@ -143,13 +177,13 @@ class GraphExecutor {
         if (!outs[k].defined() || outs[k].shape() != out_specs[k].shape)
           throw Error(ErrorCode::runtime, "kernel produced no value or a wrong shape (npusim bug)",
                       {.node = n.name, .tensor = g_.tensor(n.outputs[k]).name, .expected = to_string(out_specs[k].shape)});
-        if (opt_.round_half && !aliased[k]) round_in_place(outs[k], out_specs[k].dtype);
+        if (!opt_.round_to.empty() && !aliased[k]) round_in_place(outs[k], opt_.round_to[ref::uidx(n.outputs[k])]);
         vals[ref::uidx(n.outputs[k])] = std::move(outs[k]);
       }
       for (auto t : n.inputs)
-        if (last_use_[ref::uidx(t)] == static_cast<std::int64_t>(ni) && g_.tensor(t).kind == ir::TensorKind::intermediate)
+        if (last_use_[ref::uidx(t)] == static_cast<std::int64_t>(step) && g_.tensor(t).kind == ir::TensorKind::intermediate)
           vals[ref::uidx(t)] = Tensor();
-      if (on_node) on_node(ni, n);
+      if (on_node) on_node(step, n);
     }
     std::vector<Tensor> result;
     for (auto t : g_.outputs) result.push_back(vals[ref::uidx(t)]);

@@ -1,0 +1,76 @@
+// Pipeline<Target, DType>: the thin facade most users need. Compile an IR (or load a .npubin),
+// load weights, run.
+//
+//   npusim::Pipeline<npusim::ReferenceTarget, npusim::F32> p("model/ir.json");
+//   p.load_weights(npusim::weights::SynthSource::read("model/synth.json"));
+//   auto outputs = p.run(inputs);
+//
+// The target's runner header must be included (it specialises runner_for<Target>).
+#pragma once
+
+#include <memory>
+
+#include "npusim/core/dtype.hpp"
+#include "npusim/ir/reader.hpp"
+#include "npusim/program/compiler.hpp"
+#include "npusim/program/npubin.hpp"
+#include "npusim/target/describe.hpp"
+#include "npusim/target/runner.hpp"
+
+namespace npusim::inline NPUSIM_ABI {
+
+// Specialised by each target: builds the object that runs a compiled program on it.
+template <class Target>
+struct runner_for;
+
+template <class Target>
+concept RunnableTarget = requires(const program::CompiledProgram& p, const weights::WeightSource* w) {
+  { runner_for<Target>::make(p, w) } -> std::convertible_to<std::unique_ptr<Runner>>;
+};
+
+template <class Target, ComputeTag D = F32>
+class Pipeline {
+  static_assert(RunnableTarget<Target>,
+                "NPUSIM: Pipeline<Target, D> needs runner_for<Target>: include the target's runner header "
+                "(e.g. npusim/target/reference/program_runner.hpp, npusim/target/cpu/cpu_target.hpp)");
+
+ public:
+  // Reads and compiles an IR file for Target, computing in D.
+  explicit Pipeline(const std::string& ir_path, program::CompileOptions opt = {})
+      : program_(std::make_shared<program::CompiledProgram>(compile_ir(ir_path, std::move(opt)))) {}
+  explicit Pipeline(program::CompiledProgram p) : program_(std::make_shared<program::CompiledProgram>(std::move(p))) {
+    if (program_->target != Target::name)
+      throw Error(ErrorCode::unsupported, "program was compiled for another target", {.file = program_->source,
+                  .expected = std::string(Target::name), .found = program_->target});
+  }
+  static Pipeline load(const std::string& npubin_path) { return Pipeline(program::load(npubin_path)); }
+
+  void save(const std::string& npubin_path) const { program::save(*program_, npubin_path); }
+  const program::CompiledProgram& program() const { return *program_; }
+
+  // Binds (and uploads) the weights; recipes (folded BatchNorms, ...) are applied here.
+  void load_weights(const weights::WeightSource& source) { runner_ = runner_for<Target>::make(*program_, &source); }
+  void load_weights_none() { runner_ = runner_for<Target>::make(*program_, nullptr); }
+
+  std::vector<Tensor> run(std::span<const Tensor> inputs) {
+    if (!runner_) load_weights_none();
+    return runner_->run(inputs);
+  }
+  Runner& runner() {
+    if (!runner_) load_weights_none();
+    return *runner_;
+  }
+
+ private:
+  static program::CompiledProgram compile_ir(const std::string& path, program::CompileOptions opt) {
+    opt.compute = D::dtype;
+    if constexpr (requires { Target::evaluator(); })
+      if (!opt.evaluator) opt.evaluator = Target::evaluator();
+    return program::compile(ir::read_ir_file(path), describe_target<Target>(), opt);
+  }
+
+  std::shared_ptr<program::CompiledProgram> program_;
+  std::unique_ptr<Runner> runner_;
+};
+
+}  // namespace npusim::inline NPUSIM_ABI

@@ -1,0 +1,425 @@
+// .npubin: a CompiledProgram serialised with msgpack-cxx.
+//   bytes 0-7   magic "NPUBIN\r\n"
+//   bytes 8-11  format version (u32, little endian)
+//   bytes 12-19 payload length (u64, little endian)
+//   payload     msgpack map (fixed key order, so save(load(save(p))) is byte-identical)
+//   last 8      FNV-1a 64 of the payload (truncation and corruption are detected before parsing)
+// Reading checks every index against the sizes it refers to, then re-checks every node of every
+// partition, so a damaged or hostile file is an error, never a crash.
+#pragma once
+
+#include <msgpack.hpp>
+#include <string>
+#include <string_view>
+
+#include "npusim/core/file.hpp"
+#include "npusim/ops/registry.hpp"
+#include "npusim/program/program.hpp"
+#include "npusim/weights/synth.hpp"
+
+namespace npusim::inline NPUSIM_ABI::program {
+
+namespace npubin_detail {
+
+using Packer = msgpack::packer<msgpack::sbuffer>;
+
+inline void put(Packer& pk, std::string_view s) { pk.pack_str(static_cast<std::uint32_t>(s.size())), pk.pack_str_body(s.data(), static_cast<std::uint32_t>(s.size())); }
+inline void put(Packer& pk, std::int64_t v) { pk.pack_int64(v); }
+inline void put_shape(Packer& pk, const Shape& s) {
+  pk.pack_array(static_cast<std::uint32_t>(s.size()));
+  for (auto d : s) pk.pack_int64(d);
+}
+template <class T>
+void put_ids(Packer& pk, const std::vector<T>& v) {
+  pk.pack_array(static_cast<std::uint32_t>(v.size()));
+  for (auto x : v) pk.pack_int64(static_cast<std::int64_t>(x));
+}
+inline void put_attr(Packer& pk, const ir::AttrValue& a) {
+  std::visit(
+      [&](const auto& x) {
+        using T = std::decay_t<decltype(x)>;
+        if constexpr (std::is_same_v<T, std::monostate>) pk.pack_nil();
+        else if constexpr (std::is_same_v<T, bool>) x ? pk.pack_true() : pk.pack_false();
+        else if constexpr (std::is_same_v<T, std::int64_t>) pk.pack_int64(x);
+        else if constexpr (std::is_same_v<T, double>) pk.pack_double(x);
+        else if constexpr (std::is_same_v<T, std::string>) put(pk, x);
+        else {
+          pk.pack_array(static_cast<std::uint32_t>(x.size()));
+          for (const auto& e : x) put_attr(pk, e);
+        }
+      },
+      a.v);
+}
+inline void put_attrs(Packer& pk, const ir::AttrMap& m) {
+  pk.pack_map(static_cast<std::uint32_t>(m.items.size()));
+  for (const auto& [k, v] : m.items) put(pk, k), put_attr(pk, v);
+}
+inline void put_graph(Packer& pk, const ir::Graph& g) {
+  pk.pack_map(8);
+  put(pk, "model_name"), put(pk, g.model_name);
+  put(pk, "tensors");
+  pk.pack_array(static_cast<std::uint32_t>(g.tensors.size()));
+  for (const auto& t : g.tensors) {
+    pk.pack_array(7);
+    put(pk, t.name), put_shape(pk, t.shape), put(pk, dtype_name(t.dtype)), pk.pack_int64(static_cast<std::int64_t>(t.kind));
+    pk.pack_int64(t.producer), pk.pack_int64(t.producer_output), put(pk, t.weight_key);
+  }
+  put(pk, "inputs"), put_ids(pk, g.inputs);
+  put(pk, "outputs"), put_ids(pk, g.outputs);
+  put(pk, "weights"), put_ids(pk, g.weights);
+  put(pk, "nodes");
+  pk.pack_array(static_cast<std::uint32_t>(g.nodes.size()));
+  for (const auto& n : g.nodes) {
+    pk.pack_array(5);
+    put(pk, n.name), put(pk, n.op_type), put_ids(pk, n.inputs), put_ids(pk, n.outputs), put_attrs(pk, n.attrs);
+  }
+  put(pk, "constants");
+  pk.pack_map(static_cast<std::uint32_t>(g.constants.size()));
+  for (const auto& [k, t] : g.constants) {
+    put(pk, k);
+    pk.pack_array(3);
+    put(pk, dtype_name(t.dtype())), put_shape(pk, t.shape());
+    pk.pack_bin(static_cast<std::uint32_t>(t.nbytes()));
+    pk.pack_bin_body(static_cast<const char*>(t.raw()), static_cast<std::uint32_t>(t.nbytes()));
+  }
+  put(pk, "pytorch_version"), put(pk, g.pytorch_version);
+}
+inline void put_kernel(Packer& pk, const Kernel& k) {
+  pk.pack_array(5);
+  put(pk, k.kind), put_ids(pk, k.nodes), put_ids(pk, k.inputs), put_ids(pk, k.outputs), put_attrs(pk, k.params);
+}
+inline void put_plan(Packer& pk, const plan::BufferPlan& b) {
+  pk.pack_array(5);
+  pk.pack_array(static_cast<std::uint32_t>(b.tensors.size()));
+  for (const auto& t : b.tensors) {
+    pk.pack_array(7);
+    pk.pack_int64(static_cast<std::int64_t>(t.place)), put(pk, dtype_name(t.storage)), pk.pack_int64(t.bytes), pk.pack_int64(t.offset);
+    pk.pack_int64(t.root), pk.pack_int64(t.first), pk.pack_int64(t.last);
+  }
+  pk.pack_int64(b.arena_bytes), pk.pack_int64(b.naive_bytes), pk.pack_int64(b.lower_bound_bytes), pk.pack_int64(b.in_place);
+}
+inline void put_io(Packer& pk, const std::vector<IoSpec>& v) {
+  pk.pack_array(static_cast<std::uint32_t>(v.size()));
+  for (const auto& io : v) pk.pack_array(3), put(pk, io.name), put_shape(pk, io.shape), put(pk, dtype_name(io.dtype));
+}
+
+// ---- reading -------------------------------------------------------------------------------------
+struct Reader {
+  std::string file;
+  [[noreturn]] void fail(const std::string& what) const { throw Error(ErrorCode::parse, "malformed .npubin: " + what, {.file = file}); }
+  const msgpack::object& field(const msgpack::object& o, std::string_view key) const {
+    if (o.type != msgpack::type::MAP) fail("expected a map around \"" + std::string(key) + "\"");
+    for (std::uint32_t i = 0; i < o.via.map.size; ++i) {
+      const auto& kv = o.via.map.ptr[i];
+      if (kv.key.type == msgpack::type::STR && std::string_view(kv.key.via.str.ptr, kv.key.via.str.size) == key) return kv.val;
+    }
+    fail("missing field \"" + std::string(key) + "\"");
+  }
+  std::string str(const msgpack::object& o) const {
+    if (o.type != msgpack::type::STR) fail("expected a string");
+    return std::string(o.via.str.ptr, o.via.str.size);
+  }
+  std::int64_t i64(const msgpack::object& o) const {
+    if (o.type == msgpack::type::POSITIVE_INTEGER) {
+      if (o.via.u64 > static_cast<std::uint64_t>(INT64_MAX)) fail("integer out of range");
+      return static_cast<std::int64_t>(o.via.u64);
+    }
+    if (o.type == msgpack::type::NEGATIVE_INTEGER) return o.via.i64;
+    fail("expected an integer");
+  }
+  bool boolean(const msgpack::object& o) const {
+    if (o.type != msgpack::type::BOOLEAN) fail("expected a bool");
+    return o.via.boolean;
+  }
+  std::span<const msgpack::object> arr(const msgpack::object& o, std::size_t expect = SIZE_MAX) const {
+    if (o.type != msgpack::type::ARRAY) fail("expected an array");
+    if (expect != SIZE_MAX && o.via.array.size != expect) fail("array of the wrong length");
+    return {o.via.array.ptr, o.via.array.size};
+  }
+  DType dtype(const msgpack::object& o) const {
+    auto d = parse_dtype(str(o));
+    if (!d) fail("unknown dtype");
+    return *d;
+  }
+  Shape shape(const msgpack::object& o) const {
+    Shape s;
+    for (const auto& d : arr(o)) {
+      s.push_back(i64(d));
+      if (s.back() < 0) fail("negative dimension");
+    }
+    try {
+      checked_numel(s);
+    } catch (const Error&) {
+      fail("shape too large");
+    }
+    return s;
+  }
+  template <class T>
+  std::vector<T> ids(const msgpack::object& o, std::int64_t bound) const {
+    std::vector<T> v;
+    for (const auto& e : arr(o)) {
+      std::int64_t x = i64(e);
+      if (x < 0 || x >= bound) fail("index out of range");
+      v.push_back(static_cast<T>(x));
+    }
+    return v;
+  }
+  ir::AttrValue attr(const msgpack::object& o, int depth = 0) const {
+    if (depth > 32) fail("attribute nested too deeply");
+    switch (o.type) {
+      case msgpack::type::NIL: return ir::AttrValue(nullptr);
+      case msgpack::type::BOOLEAN: return ir::AttrValue(o.via.boolean);
+      case msgpack::type::POSITIVE_INTEGER:
+      case msgpack::type::NEGATIVE_INTEGER: return ir::AttrValue(i64(o));
+      case msgpack::type::FLOAT64:
+      case msgpack::type::FLOAT32: return ir::AttrValue(o.via.f64);
+      case msgpack::type::STR: return ir::AttrValue(str(o));
+      case msgpack::type::ARRAY: {
+        ir::AttrList l;
+        for (const auto& e : arr(o)) l.push_back(attr(e, depth + 1));
+        return ir::AttrValue(std::move(l));
+      }
+      default: fail("unsupported attribute value");
+    }
+  }
+  ir::AttrMap attrs(const msgpack::object& o) const {
+    if (o.type != msgpack::type::MAP) fail("expected an attribute map");
+    ir::AttrMap m;
+    for (std::uint32_t i = 0; i < o.via.map.size; ++i) m.items.emplace_back(str(o.via.map.ptr[i].key), attr(o.via.map.ptr[i].val));
+    return m;
+  }
+  ir::Graph graph(const msgpack::object& o) const {
+    ir::Graph g;
+    g.source = file;
+    g.model_name = str(field(o, "model_name"));
+    g.pytorch_version = str(field(o, "pytorch_version"));
+    for (const auto& t : arr(field(o, "tensors"))) {
+      auto f = arr(t, 7);
+      ir::TensorInfo info;
+      info.name = str(f[0]), info.shape = shape(f[1]), info.dtype = dtype(f[2]);
+      std::int64_t kind = i64(f[3]);
+      if (kind < 0 || kind > 3) fail("bad tensor kind");
+      info.kind = static_cast<ir::TensorKind>(kind);
+      info.producer = static_cast<std::int32_t>(i64(f[4])), info.producer_output = static_cast<std::int32_t>(i64(f[5]));
+      info.weight_key = str(f[6]);
+      g.tensors.push_back(std::move(info));
+    }
+    const auto T = static_cast<std::int64_t>(g.tensors.size());
+    g.inputs = ids<ir::TensorId>(field(o, "inputs"), T);
+    g.outputs = ids<ir::TensorId>(field(o, "outputs"), T);
+    g.weights = ids<ir::TensorId>(field(o, "weights"), T);
+    for (const auto& n : arr(field(o, "nodes"))) {
+      auto f = arr(n, 5);
+      g.nodes.push_back({str(f[0]), str(f[1]), ids<ir::TensorId>(f[2], T), ids<ir::TensorId>(f[3], T), attrs(f[4])});
+    }
+    const auto N = static_cast<std::int64_t>(g.nodes.size());
+    for (const auto& t : g.tensors)
+      if (t.producer < -1 || t.producer >= N) fail("producer index out of range");
+    const msgpack::object& cs = field(o, "constants");
+    if (cs.type != msgpack::type::MAP) fail("constants must be a map");
+    for (std::uint32_t i = 0; i < cs.via.map.size; ++i) {
+      auto f = arr(cs.via.map.ptr[i].val, 3);
+      DType d = dtype(f[0]);
+      Shape s = shape(f[1]);
+      if (f[2].type != msgpack::type::BIN) fail("constant data must be binary");
+      Tensor t = Tensor::empty(d, s);
+      if (f[2].via.bin.size != t.nbytes()) fail("constant data size does not match its shape");
+      std::memcpy(t.raw(), f[2].via.bin.ptr, t.nbytes());
+      g.constants[str(cs.via.map.ptr[i].key)] = t;
+    }
+    g.reindex();
+    return g;
+  }
+  Kernel kernel(const msgpack::object& o, std::int64_t nodes, std::int64_t tensors) const {
+    auto f = arr(o, 5);
+    Kernel k{str(f[0]), ids<std::int32_t>(f[1], nodes), ids<ir::TensorId>(f[2], tensors), ids<ir::TensorId>(f[3], tensors), attrs(f[4])};
+    if (k.nodes.empty()) fail("kernel without nodes");
+    return k;
+  }
+  plan::BufferPlan buffer_plan(const msgpack::object& o, std::int64_t tensors) const {
+    auto f = arr(o, 5);
+    plan::BufferPlan b;
+    for (const auto& t : arr(f[0])) {
+      auto e = arr(t, 7);
+      plan::TensorPlan p;
+      std::int64_t place = i64(e[0]);
+      if (place < 0 || place > 4) fail("bad placement");
+      p.place = static_cast<plan::Place>(place);
+      p.storage = dtype(e[1]), p.bytes = i64(e[2]), p.offset = i64(e[3]);
+      p.root = static_cast<ir::TensorId>(i64(e[4])), p.first = static_cast<std::int32_t>(i64(e[5])), p.last = static_cast<std::int32_t>(i64(e[6]));
+      if (p.root < -1 || p.root >= tensors || p.bytes < 0 || p.offset < 0) fail("buffer plan entry out of range");
+      b.tensors.push_back(p);
+    }
+    if (static_cast<std::int64_t>(b.tensors.size()) != tensors) fail("buffer plan does not cover every tensor");
+    b.arena_bytes = i64(f[1]), b.naive_bytes = i64(f[2]), b.lower_bound_bytes = i64(f[3]), b.in_place = static_cast<int>(i64(f[4]));
+    for (const auto& p : b.tensors)
+      if (p.place == plan::Place::arena && p.offset + p.bytes > b.arena_bytes) fail("tensor placed outside the arena");
+    return b;
+  }
+  std::vector<IoSpec> io(const msgpack::object& o) const {
+    std::vector<IoSpec> v;
+    for (const auto& e : arr(o)) {
+      auto f = arr(e, 3);
+      v.push_back({str(f[0]), shape(f[1]), dtype(f[2])});
+    }
+    return v;
+  }
+};
+
+inline std::uint64_t fnv1a(std::string_view s) { return weights::fnv1a64(s); }
+
+inline void put_u32(std::string& out, std::uint32_t v) {
+  for (int i = 0; i < 4; ++i) out.push_back(static_cast<char>((v >> (8 * i)) & 0xff));
+}
+inline void put_u64(std::string& out, std::uint64_t v) {
+  for (int i = 0; i < 8; ++i) out.push_back(static_cast<char>((v >> (8 * i)) & 0xff));
+}
+inline std::uint64_t get_u64(const char* p, int n) {
+  std::uint64_t v = 0;
+  for (int i = n - 1; i >= 0; --i) v = (v << 8) | static_cast<unsigned char>(p[i]);
+  return v;
+}
+
+}  // namespace npubin_detail
+
+inline std::string serialize(const CompiledProgram& p) {
+  using namespace npubin_detail;
+  msgpack::sbuffer buf;
+  Packer pk(buf);
+  pk.pack_map(13);
+  put(pk, "format"), put(pk, "npubin");
+  put(pk, "npusim_version"), put(pk, p.npusim_version);
+  put(pk, "model_name"), put(pk, p.model_name);
+  put(pk, "source"), put(pk, p.source);
+  put(pk, "target"), put(pk, p.target);
+  put(pk, "compute"), put(pk, dtype_name(p.compute));
+  put(pk, "limits"), pk.pack_map(1), put(pk, "channel_alignment_bytes"), pk.pack_int64(p.limits.channel_alignment_bytes);
+  put(pk, "inputs"), put_io(pk, p.inputs);
+  put(pk, "outputs"), put_io(pk, p.outputs);
+  put(pk, "partitions");
+  pk.pack_array(static_cast<std::uint32_t>(p.partitions.size()));
+  for (const auto& part : p.partitions) {
+    pk.pack_map(5);
+    put(pk, "target"), put(pk, part.target);
+    put(pk, "fallback"), part.fallback ? pk.pack_true() : pk.pack_false();
+    put(pk, "graph"), put_graph(pk, part.graph);
+    put(pk, "kernels");
+    pk.pack_array(static_cast<std::uint32_t>(part.kernels.size()));
+    for (const auto& k : part.kernels) put_kernel(pk, k);
+    put(pk, "plan"), put_plan(pk, part.plan);
+  }
+  put(pk, "transfers");
+  pk.pack_array(static_cast<std::uint32_t>(p.transfers.size()));
+  for (const auto& t : p.transfers) pk.pack_array(4), put(pk, t.tensor), pk.pack_int64(t.from), pk.pack_int64(t.to), pk.pack_int64(t.bytes);
+  put(pk, "recipes");
+  pk.pack_array(static_cast<std::uint32_t>(p.recipes.size()));
+  for (const auto& r : p.recipes) {
+    pk.pack_array(4);
+    put(pk, r.kind);
+    pk.pack_array(static_cast<std::uint32_t>(r.inputs.size()));
+    for (const auto& s : r.inputs) put(pk, s);
+    pk.pack_array(static_cast<std::uint32_t>(r.outputs.size()));
+    for (const auto& s : r.outputs) put(pk, s);
+    put_attrs(pk, r.params);
+  }
+  put(pk, "stats");
+  pk.pack_map(7);
+  put(pk, "nodes_in"), pk.pack_int64(p.stats.nodes_in);
+  put(pk, "kernels_unfused"), pk.pack_int64(p.stats.kernels_unfused);
+  put(pk, "nodes_after_passes"), pk.pack_int64(p.stats.nodes_after_passes);
+  put(pk, "kernels"), pk.pack_int64(p.stats.kernels);
+  put(pk, "view_kernels"), pk.pack_int64(p.stats.view_kernels);
+  put(pk, "fused_kernels"), pk.pack_int64(p.stats.fused_kernels);
+  put(pk, "pass_counts"), put_attrs(pk, p.stats.pass_counts);
+
+  std::string out(npubin_magic, sizeof npubin_magic);
+  put_u32(out, npubin_format_version);
+  put_u64(out, buf.size());
+  out.append(buf.data(), buf.size());
+  put_u64(out, fnv1a(std::string_view(buf.data(), buf.size())));
+  return out;
+}
+
+inline CompiledProgram deserialize(std::string_view bytes, const std::string& file = "<memory>") {
+  using namespace npubin_detail;
+  auto fail = [&](ErrorCode c, const std::string& msg, std::string expected = {}, std::string found = {}) {
+    return Error(c, msg, {.file = file, .expected = std::move(expected), .found = std::move(found)});
+  };
+  constexpr std::size_t header = sizeof npubin_magic + 4 + 8;
+  if (bytes.size() < header + 8 || bytes.substr(0, sizeof npubin_magic) != std::string_view(npubin_magic, sizeof npubin_magic))
+    throw fail(ErrorCode::parse, "not an .npubin file (bad magic or too short)");
+  const auto version = static_cast<std::uint32_t>(get_u64(bytes.data() + 8, 4));
+  if (version != npubin_format_version)
+    throw fail(ErrorCode::unsupported, "unsupported .npubin format version (recompile the model with this npusim)",
+               std::to_string(npubin_format_version), std::to_string(version));
+  const std::uint64_t len = get_u64(bytes.data() + 12, 8);
+  if (len != bytes.size() - header - 8)
+    throw fail(ErrorCode::parse, "truncated or padded .npubin file", std::to_string(len + header + 8) + " bytes", std::to_string(bytes.size()) + " bytes");
+  std::string_view payload = bytes.substr(header, len);
+  if (get_u64(bytes.data() + header + len, 8) != fnv1a(payload))
+    throw fail(ErrorCode::parse, "corrupted .npubin file (checksum mismatch)");
+
+  msgpack::object_handle oh;
+  try {
+    oh = msgpack::unpack(payload.data(), payload.size());
+  } catch (const std::exception& e) {
+    throw fail(ErrorCode::parse, std::string("malformed .npubin payload: ") + e.what());
+  }
+  const msgpack::object& o = oh.get();
+  Reader r{file};
+  CompiledProgram p;
+  if (r.str(r.field(o, "format")) != "npubin") r.fail("format field is not \"npubin\"");
+  p.npusim_version = r.str(r.field(o, "npusim_version"));
+  p.model_name = r.str(r.field(o, "model_name"));
+  p.source = r.str(r.field(o, "source"));
+  p.target = r.str(r.field(o, "target"));
+  p.compute = r.dtype(r.field(o, "compute"));
+  p.limits.channel_alignment_bytes = r.i64(r.field(r.field(o, "limits"), "channel_alignment_bytes"));
+  p.inputs = r.io(r.field(o, "inputs"));
+  p.outputs = r.io(r.field(o, "outputs"));
+  for (const auto& po : r.arr(r.field(o, "partitions"))) {
+    Partition part;
+    part.target = r.str(r.field(po, "target"));
+    part.fallback = r.boolean(r.field(po, "fallback"));
+    part.graph = r.graph(r.field(po, "graph"));
+    const auto N = static_cast<std::int64_t>(part.graph.nodes.size()), T = static_cast<std::int64_t>(part.graph.tensors.size());
+    for (const auto& k : r.arr(r.field(po, "kernels"))) part.kernels.push_back(r.kernel(k, N, T));
+    part.plan = r.buffer_plan(r.field(po, "plan"), T);
+    try {
+      ops::check_graph(part.graph);  // every node still means what it meant when compiled
+    } catch (Error& e) {
+      throw e.with_file(file);
+    }
+    p.partitions.push_back(std::move(part));
+  }
+  const auto P = static_cast<std::int64_t>(p.partitions.size());
+  for (const auto& t : r.arr(r.field(o, "transfers"))) {
+    auto f = r.arr(t, 4);
+    Transfer x{r.str(f[0]), static_cast<std::int32_t>(r.i64(f[1])), static_cast<std::int32_t>(r.i64(f[2])), r.i64(f[3])};
+    if (x.from < -1 || x.from >= P || x.to < -1 || x.to >= P) r.fail("transfer partition index out of range");
+    p.transfers.push_back(x);
+  }
+  for (const auto& ro : r.arr(r.field(o, "recipes"))) {
+    auto f = r.arr(ro, 4);
+    weights::Recipe rec;
+    rec.kind = r.str(f[0]);
+    for (const auto& s : r.arr(f[1])) rec.inputs.push_back(r.str(s));
+    for (const auto& s : r.arr(f[2])) rec.outputs.push_back(r.str(s));
+    rec.params = r.attrs(f[3]);
+    p.recipes.push_back(std::move(rec));
+  }
+  const auto& st = r.field(o, "stats");
+  p.stats.nodes_in = r.i64(r.field(st, "nodes_in"));
+  p.stats.nodes_after_passes = r.i64(r.field(st, "nodes_after_passes"));
+  p.stats.kernels = r.i64(r.field(st, "kernels"));
+  p.stats.kernels_unfused = r.i64(r.field(st, "kernels_unfused"));
+  p.stats.view_kernels = r.i64(r.field(st, "view_kernels"));
+  p.stats.fused_kernels = r.i64(r.field(st, "fused_kernels"));
+  p.stats.pass_counts = r.attrs(r.field(st, "pass_counts"));
+  return p;
+}
+
+inline void save(const CompiledProgram& p, const std::string& path) { write_file_atomic(path, serialize(p)); }
+inline CompiledProgram load(const std::string& path) { return deserialize(read_file(path, std::uint64_t{1} << 32), path); }
+
+}  // namespace npusim::inline NPUSIM_ABI::program

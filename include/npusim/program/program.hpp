@@ -1,0 +1,73 @@
+// CompiledProgram: everything a target needs to run a model, self-contained and versioned. One or
+// more partitions (a target part, or a fallback part for what the target cannot run), each with
+// its transformed graph, kernel schedule and buffer plan; the transfers between partitions; the
+// weight bindings (state_dict keys) and recipes for derived weights; compile statistics.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "npusim/fusion/kernel.hpp"
+#include "npusim/ir/graph.hpp"
+#include "npusim/plan/buffer_plan.hpp"
+#include "npusim/weights/recipes.hpp"
+
+namespace npusim::inline NPUSIM_ABI::program {
+
+inline constexpr char npubin_magic[8] = {'N', 'P', 'U', 'B', 'I', 'N', '\r', '\n'};
+inline constexpr std::uint32_t npubin_format_version = 1;
+
+struct TargetLimits {
+  std::int64_t channel_alignment_bytes = 0;  // 0: no channel padding
+  friend bool operator==(const TargetLimits&, const TargetLimits&) = default;
+};
+
+struct Partition {
+  std::string target;  // target name, or the fallback's ("reference")
+  bool fallback = false;
+  ir::Graph graph;     // inputs: graph inputs or tensors from earlier partitions (by name)
+  std::vector<Kernel> kernels;
+  plan::BufferPlan plan;
+};
+
+// A tensor crossing from one partition to a later one (by name), with its size.
+struct Transfer {
+  std::string tensor;
+  std::int32_t from = -1, to = -1;  // partition indices; -1 = the caller (graph input / output)
+  std::int64_t bytes = 0;
+  friend bool operator==(const Transfer&, const Transfer&) = default;
+};
+
+struct CompileStats {
+  std::int64_t nodes_in = 0;          // IR nodes read
+  std::int64_t nodes_after_passes = 0;
+  std::int64_t kernels_unfused = 0;   // compute kernels the same graph would need without fusion
+  std::int64_t kernels = 0;           // all partitions
+  std::int64_t view_kernels = 0;      // zero-copy
+  std::int64_t fused_kernels = 0;
+  ir::AttrMap pass_counts;            // what each pass changed
+  friend bool operator==(const CompileStats&, const CompileStats&) = default;
+};
+
+struct IoSpec {
+  std::string name;
+  Shape shape;
+  DType dtype = DType::f32;
+  friend bool operator==(const IoSpec&, const IoSpec&) = default;
+};
+
+struct CompiledProgram {
+  std::string model_name;
+  std::string source;          // IR file compiled
+  std::string npusim_version;
+  std::string target;
+  DType compute = DType::f32;
+  TargetLimits limits;
+  std::vector<IoSpec> inputs, outputs;  // graph inputs / outputs (IR dtype), in order
+  std::vector<Partition> partitions;
+  std::vector<Transfer> transfers;
+  std::vector<weights::Recipe> recipes;
+  CompileStats stats;
+};
+
+}  // namespace npusim::inline NPUSIM_ABI::program

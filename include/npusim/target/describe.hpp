@@ -1,0 +1,24 @@
+// Turns a target type (its op_list, pattern_list, dtypes, limits, fallback) into the plain
+// partition::TargetInfo the compiler works with.
+#pragma once
+
+#include "npusim/partition/support.hpp"
+#include "npusim/target/kernel.hpp"
+
+namespace npusim::inline NPUSIM_ABI {
+
+template <class Target>
+partition::TargetInfo describe_target() {
+  partition::TargetInfo t;
+  t.name = std::string(Target::name);
+  t.ops.assign(ops::op_count, false);
+  meta::for_each(typename Target::op_list{}, [&]<class Op>() { t.ops[ops::op_index_v<Op>] = true; });
+  t.patterns = fusion::pattern_infos(typename Target::pattern_list{});
+  if constexpr (requires { Target::refuse; }) t.refuse = &Target::refuse;
+  t.dtypes.assign(std::begin(Target::dtypes), std::end(Target::dtypes));
+  if constexpr (requires { Target::limits(); }) t.limits = Target::limits();
+  t.fallback = std::string(Target::fallback_name);
+  return t;
+}
+
+}  // namespace npusim::inline NPUSIM_ABI

@@ -1,0 +1,170 @@
+// Every fusion pattern: where it must match (and what it extracts), and where it must not.
+#include "../../common/compile_util.hpp"
+#include "../../common/test_util.hpp"
+
+using namespace npusim;
+using npusim::test::data;
+
+namespace {
+
+struct Compiled {
+  program::CompiledProgram p;
+  std::map<std::string, int> kinds;
+  const Kernel* first(std::string_view kind) const {
+    for (const auto& k : p.partitions.at(0).kernels)
+      if (k.kind == kind) return &k;
+    return nullptr;
+  }
+};
+
+Compiled compile_case(const std::string& c, std::set<std::string, std::less<>> disabled = {}) {
+  auto o = test::reference_options();
+  o.fuse.disabled = std::move(disabled);
+  Compiled r{test::compile_reference(ir::read_ir_file(data(c + "/ir.json")), o), {}};
+  for (const auto& part : r.p.partitions)
+    for (const auto& k : part.kernels) ++r.kinds[k.kind];
+  return r;
+}
+
+}  // namespace
+
+TEST(Fusion, ConvBnReluMatchesAndPlainConvDoesNot) {
+  auto a = compile_case("ops/conv_bn_relu");
+  ASSERT_EQ(a.kinds["conv_bn_relu"], 1);
+  EXPECT_EQ(a.p.partitions[0].kernels.size(), 1u);
+  EXPECT_EQ(a.first("conv_bn_relu")->params.find("has_relu")->as_bool(), true);
+  auto r18 = compile_case("models/resnet18");
+  EXPECT_EQ(r18.kinds["conv_bn_relu"], 9);  // stem + first conv of each of 8 blocks (BN folded, then relu)
+  EXPECT_EQ(r18.kinds["conv2d"], 11);       // second convs (their relu follows the residual add) and downsamples
+  EXPECT_EQ(r18.kinds["batch_norm"], 0);
+  auto b = compile_case("ops/conv2d_3x3_bias");
+  EXPECT_EQ(b.kinds.count("conv_bn_relu"), 0u);
+  EXPECT_EQ(b.kinds["conv2d"], 1);
+}
+
+TEST(Fusion, AddReluMatchesOnlyWithARelu) {
+  EXPECT_EQ(compile_case("ops/add_relu").kinds["add_relu"], 1);
+  EXPECT_EQ(compile_case("models/resnet18").kinds["add_relu"], 8);
+  EXPECT_EQ(compile_case("ops/add_broadcast").kinds.count("add_relu"), 0u);
+}
+
+TEST(Fusion, RmsNormIsOneKernelWithEpsFromAttrs) {
+  auto a = compile_case("ops/rmsnorm");
+  ASSERT_EQ(a.kinds["rmsnorm"], 1);
+  const Kernel* k = a.first("rmsnorm");
+  EXPECT_DOUBLE_EQ(k->param("eps"), 1e-6);
+  EXPECT_TRUE(k->params.find("has_weight")->as_bool());
+  EXPECT_EQ(k->inputs.size(), 2u);
+  EXPECT_EQ(a.p.partitions[0].kernels.size(), 1u);
+  auto t = compile_case("models/qwen2_tiny_decode");
+  EXPECT_EQ(t.kinds["rmsnorm"], 5);  // 2 per layer + final
+  // pow-mean-rsqrt without the multiply by x is not an RMSNorm.
+  EXPECT_EQ(compile_case("ops/pow_mean_rsqrt").kinds.count("rmsnorm"), 0u);
+}
+
+TEST(Fusion, SiluGateMatchesOnlyWhenMultiplied) {
+  auto a = compile_case("ops/silu_gate_mlp");
+  EXPECT_EQ(a.kinds["silu_gate"], 1);
+  EXPECT_EQ(compile_case("ops/neg_silu").kinds.count("silu_gate"), 0u);
+}
+
+TEST(Fusion, MaskedSoftmaxTakesScaleAndMask) {
+  auto a = compile_case("ops/masked_softmax");
+  ASSERT_EQ(a.kinds["masked_softmax"], 1);
+  EXPECT_DOUBLE_EQ(a.first("masked_softmax")->param("scale"), 1.0);
+  auto b = compile_case("models/qwen2_tiny_decode", {"attention"});
+  ASSERT_GE(b.kinds["masked_softmax"], 2);
+  EXPECT_NEAR(b.first("masked_softmax")->param("scale"), 1 / std::sqrt(32.0), 1e-12);
+  EXPECT_EQ(compile_case("ops/softmax_last").kinds.count("masked_softmax"), 0u);
+}
+
+TEST(Fusion, AttentionFusesGqaWithoutRepeatingKv) {
+  auto a = compile_case("models/qwen2_tiny_decode");
+  EXPECT_EQ(a.kinds["attention"], 2);
+  EXPECT_EQ(a.kinds.count("expand"), 0u);  // no materialised K/V repeat
+  const Kernel* k = a.first("attention");
+  EXPECT_EQ(k->int_param("group"), 2);
+  EXPECT_TRUE(k->params.find("has_mask")->as_bool());
+  EXPECT_EQ(k->inputs.size(), 4u);
+  const auto& g = a.p.partitions[0].graph;
+  EXPECT_EQ(g.tensor(k->inputs[1]).shape, (Shape{1, 2, 64, 32}));  // K as [B, Hkv, S, D]
+  auto b = compile_case("ops/attention_block_bf16");
+  EXPECT_EQ(b.kinds["attention"], 1);
+  EXPECT_DOUBLE_EQ(b.first("attention")->param("scale"), 0.25);
+  EXPECT_EQ(b.first("attention")->int_param("group"), 1);
+  EXPECT_EQ(compile_case("ops/matmul_4d_transpose").kinds.count("attention"), 0u);
+}
+
+TEST(Fusion, GqaMatmulWhenAttentionIsDisabled) {
+  auto a = compile_case("models/qwen2_tiny_decode", {"attention"});
+  EXPECT_EQ(a.kinds["gqa_matmul"], 4);  // scores and values in 2 layers
+  EXPECT_EQ(a.kinds.count("expand"), 0u);
+  bool trans = false;
+  for (const auto& k : a.p.partitions[0].kernels)
+    if (k.kind == "gqa_matmul") trans = trans || k.params.find("trans_b")->as_bool();
+  EXPECT_TRUE(trans);
+  // expand + reshape with no matmul after it is not a grouped matmul.
+  EXPECT_EQ(compile_case("ops/expand_gqa").kinds.count("gqa_matmul"), 0u);
+}
+
+TEST(Fusion, TransposeFoldsIntoMatmulWithNDifferentFromK) {
+  auto a = compile_case("ops/matmul_4d_transpose");  // [1,4,9,32] @ [1,4,9,32]^T: N = 9, K = 32
+  ASSERT_EQ(a.kinds["matmul_transb"], 1);
+  EXPECT_EQ(a.kinds.count("transpose"), 0u);
+  const auto& g = a.p.partitions[0].graph;
+  EXPECT_EQ(g.tensor(a.first("matmul_transb")->inputs[1]).shape, (Shape{1, 4, 9, 32}));  // b untransposed
+  EXPECT_EQ(compile_case("ops/matmul_4d").kinds.count("matmul_transb"), 0u);
+}
+
+TEST(Fusion, RotaryMatchesRotateHalf) {
+  auto a = compile_case("ops/rope_rotate_half");
+  EXPECT_EQ(a.kinds["rotary"], 1);
+  EXPECT_EQ(a.p.partitions[0].kernels.size(), 1u);
+  EXPECT_EQ(compile_case("models/qwen2_tiny_prefill").kinds["rotary"], 4);
+  EXPECT_EQ(compile_case("ops/cat_slice").kinds.count("rotary"), 0u);
+}
+
+TEST(Fusion, ElementwiseChainsWithBroadcastOperands) {
+  auto a = compile_case("ops/tanh_exp");
+  EXPECT_GE(a.kinds["eltwise_chain"], 1);
+  auto b = compile_case("ops/sigmoid_mul");
+  EXPECT_EQ(b.kinds["eltwise_chain"], 1);
+  EXPECT_EQ(b.p.partitions[0].kernels.size(), 1u);
+  EXPECT_EQ(compile_case("ops/relu").kinds.count("eltwise_chain"), 0u);
+  auto c = compile_case("ops/rsub_scalar");  // mul by scalar, div by scalar, rsub: one chain
+  EXPECT_EQ(c.kinds["eltwise_chain"], 1);
+}
+
+TEST(Fusion, Qwen15DecodeKernelCountsBeforeAndAfter) {
+  auto a = compile_case("models/qwen2.5_1.5b_decode");
+  const auto& s = a.p.stats;
+  EXPECT_EQ(s.nodes_in, 2032);
+  EXPECT_EQ(a.kinds["rmsnorm"], 57);    // every RMSNorm one kernel
+  EXPECT_EQ(a.kinds["silu_gate"], 28);  // every SiLU*gate one kernel
+  EXPECT_EQ(a.kinds["attention"], 28);
+  EXPECT_EQ(a.kinds.count("expand"), 0u);
+  EXPECT_LT(s.kernels - s.view_kernels, s.kernels_unfused / 2);
+  const auto& bp = a.p.partitions[0].plan;
+  EXPECT_LE(static_cast<double>(bp.arena_bytes), 1.2 * static_cast<double>(bp.lower_bound_bytes));
+  EXPECT_LT(bp.arena_bytes, bp.naive_bytes);
+}
+
+TEST(BufferPlan, ArenaReusesMemoryAndStaysNearTheLivenessBound) {
+  for (const char* c : {"models/resnet18", "models/resnet50", "models/qwen2_tiny_prefill"}) {
+    SCOPED_TRACE(c);
+    auto a = compile_case(c);
+    const auto& bp = a.p.partitions[0].plan;
+    EXPECT_LE(static_cast<double>(bp.arena_bytes), 1.2 * static_cast<double>(bp.lower_bound_bytes));
+    EXPECT_LT(bp.arena_bytes * 2, bp.naive_bytes);
+    // No two arena tensors that are alive at the same time overlap.
+    const auto& ts = bp.tensors;
+    for (std::size_t i = 0; i < ts.size(); ++i)
+      for (std::size_t j = i + 1; j < ts.size(); ++j) {
+        const auto &x = ts[i], &y = ts[j];
+        if (x.place != plan::Place::arena || y.place != plan::Place::arena) continue;
+        if (x.offset == y.offset && x.first <= y.last && y.first <= x.last) continue;  // shared in place
+        bool time = x.first <= y.last && y.first <= x.last, space = x.offset < y.offset + y.bytes && y.offset < x.offset + x.bytes;
+        ASSERT_FALSE(time && space) << a.p.partitions[0].graph.tensors[i].name << " / " << a.p.partitions[0].graph.tensors[j].name;
+      }
+  }
+}

@@ -1,0 +1,154 @@
+// Each compiler pass on real fixtures: what it changes, what it must leave alone, and that the
+// graph still type-checks afterwards (passes::verify).
+#include <nlohmann/json.hpp>
+
+#include "../../common/compile_util.hpp"
+#include "../../common/test_util.hpp"
+#include "npusim/passes/broadcast_fold.hpp"
+#include "npusim/passes/pad_channels.hpp"
+
+using namespace npusim;
+using npusim::test::data;
+
+namespace {
+ir::Graph read(const std::string& c) { return ir::read_ir_file(data(c + "/ir.json")); }
+int count_op(const ir::Graph& g, std::string_view op) {
+  return static_cast<int>(std::count_if(g.nodes.begin(), g.nodes.end(), [&](const ir::Node& n) { return n.op_type == op; }));
+}
+}  // namespace
+
+TEST(Passes, NormalizeInplaceRenamesInPlaceVariants) {
+  ir::Graph g = read("models/resnet18");
+  EXPECT_EQ(count_op(g, "aten.relu_.default"), 17);
+  EXPECT_EQ(passes::normalize_inplace(g), 25);  // 17 relu_ + 8 add_
+  EXPECT_EQ(count_op(g, "aten.relu_.default"), 0);
+  EXPECT_EQ(count_op(g, "aten.add.Tensor"), 8);
+  ir::Graph h = read("ops/hardtanh_relu6");
+  EXPECT_EQ(passes::normalize_inplace(h), 1);
+  EXPECT_EQ(h.nodes[0].op_type, "aten.hardtanh.default");
+  passes::verify(h, "normalize_inplace");
+}
+
+TEST(Passes, RemoveNoopsDropsAssertsAliasesDropoutGetitem) {
+  ir::Graph g = read("models/qwen2_tiny_decode");
+  const int asserts = count_op(g, "aten._assert_tensor_metadata.default"), dropouts = count_op(g, "aten.dropout.default");
+  const int aliases = count_op(g, "aten.alias.default"), getitems = count_op(g, "<built-in function getitem>");
+  int removed = passes::remove_noops(g);
+  EXPECT_EQ(removed, asserts + dropouts + aliases + getitems);
+  for (const char* op : {"aten._assert_tensor_metadata.default", "aten.dropout.default", "<built-in function getitem>"}) EXPECT_EQ(count_op(g, op), 0) << op;
+  passes::verify(g, "remove_noops");
+}
+
+TEST(Passes, RemoveNoopsKeepsGraphOutputNamesAsAliases) {
+  ir::Graph g = read("ops/permute");  // output 'contiguous' comes from a no-op
+  passes::remove_noops(g);
+  passes::verify(g, "remove_noops");
+  EXPECT_EQ(g.tensor(g.outputs[0]).name, "contiguous");
+  EXPECT_EQ(count_op(g, "aten.alias.default"), 1);
+}
+
+TEST(Passes, BatchNormFoldsIntoConvAndAddsABias) {
+  ir::Graph g = read("models/resnet18");
+  std::vector<weights::Recipe> recipes;
+  auto r = passes::fold_batch_norms(g, recipes);
+  EXPECT_EQ(r.folded, 20);
+  EXPECT_EQ(r.kept, 0);
+  EXPECT_EQ(count_op(g, "aten.batch_norm.default"), 0);
+  ASSERT_EQ(recipes.size(), 20u);
+  EXPECT_EQ(recipes[0].kind, "bn_fold");
+  EXPECT_EQ(recipes[0].inputs[1], "");  // torchvision convs have no bias: the fold adds one
+  for (const auto& n : g.nodes) {
+    if (n.op_type == "aten.conv2d.default") {
+      EXPECT_EQ(n.inputs.size(), 3u) << n.name;
+    }
+  }
+  passes::verify(g, "fold_batch_norm");
+}
+
+TEST(Passes, UnfoldableBatchNormStaysAKernel) {
+  ir::Graph g = read("ops/batch_norm");  // input is a graph input, not a conv
+  std::vector<weights::Recipe> recipes;
+  auto r = passes::fold_batch_norms(g, recipes);
+  EXPECT_EQ(r.folded, 0);
+  EXPECT_EQ(r.kept, 1);
+  EXPECT_EQ(count_op(g, "aten.batch_norm.default"), 1);
+  program::CompiledProgram p = test::compile_reference(read("ops/batch_norm"));
+  EXPECT_EQ(p.partitions[0].kernels.size(), 1u);
+  EXPECT_EQ(p.partitions[0].kernels[0].kind, "batch_norm");
+}
+
+TEST(Passes, DeadCodeIsRemovedLiveCodeKept) {
+  auto j = nlohmann::json::parse(test::read_text(data("ops/cos_sin/ir.json")));
+  // Make the graph output the cos branch only: sin and add become dead.
+  j["graph_outputs"][0] = j["nodes"][0]["outputs"][0];
+  ir::Graph g = ir::read_ir_string(j.dump(), "cos_sin");
+  EXPECT_EQ(passes::eliminate_dead_code(g), 2);
+  ASSERT_EQ(g.nodes.size(), 1u);
+  EXPECT_EQ(g.nodes[0].op_type, "aten.cos.default");
+}
+
+TEST(Passes, ConstantFoldingEvaluatesCompileTimeValuesOnly) {
+  ir::Graph g = read("ops/arange_full");
+  EXPECT_EQ(passes::fold_constants(g, &ref::evaluate_node), 2);  // arange and full; the adds read a graph input
+  EXPECT_EQ(count_op(g, "aten.arange.default"), 0);
+  EXPECT_EQ(count_op(g, "aten.add.Tensor"), 2);
+  EXPECT_EQ(g.constants.size(), 2u);
+  passes::verify(g, "fold_constants");
+  // Rotary tables depend on runtime positions: nothing to fold in a decode graph.
+  ir::Graph d = read("models/qwen2_tiny_decode");
+  passes::remove_noops(d);
+  EXPECT_EQ(passes::fold_constants(d, &ref::evaluate_node), 0);
+}
+
+TEST(Passes, BroadcastFoldingRemovesExpandBeforeABroadcastingOp) {
+  auto j = nlohmann::json::parse(R"({
+    "graph_inputs": [{"name": "x", "shape": [2, 3, 8], "dtype": "float32"}, {"name": "b", "shape": [8], "dtype": "float32"}],
+    "graph_outputs": [{"name": "add", "shape": [2, 3, 8], "dtype": "float32"}],
+    "weights": [], "nodes": [
+      {"name": "expand", "op_type": "aten.expand.default", "inputs": [{"name": "b", "shape": [8], "dtype": "float32", "producer_node": "b", "producer_output_idx": 0}],
+       "outputs": [{"name": "expand", "shape": [2, 3, 8], "dtype": "float32"}], "attrs": {"size": [2, 3, 8]}},
+      {"name": "add", "op_type": "aten.add.Tensor", "inputs": [
+        {"name": "x", "shape": [2, 3, 8], "dtype": "float32", "producer_node": "x", "producer_output_idx": 0},
+        {"name": "expand", "shape": [2, 3, 8], "dtype": "float32", "producer_node": "expand", "producer_output_idx": 0}],
+       "outputs": [{"name": "add", "shape": [2, 3, 8], "dtype": "float32"}], "attrs": {}}]})");
+  ir::Graph g = ir::read_ir_string(j.dump(), "bcast");
+  EXPECT_EQ(passes::fold_broadcasts(g), 1);
+  ASSERT_EQ(g.nodes.size(), 1u);
+  EXPECT_EQ(g.tensor(g.nodes[0].inputs[1]).name, "b");
+  passes::verify(g, "fold_broadcasts");
+  // An expand feeding cat (which needs the full shape) stays.
+  ir::Graph c = read("ops/cat_class_token");
+  EXPECT_EQ(passes::fold_broadcasts(c), 0);
+}
+
+TEST(Passes, ChannelPaddingPadsConvChainsAndUnpadsOutputs) {
+  for (const char* c : {"ops/conv_dilated", "ops/conv2d_3x3_bias", "ops/conv_bn_relu", "ops/conv2d_7x7_s2_p3", "ops/max_pool2d_3x3_s2_p1"}) {
+    SCOPED_TRACE(c);
+    runtime::Case k = runtime::Case::open(data(c));
+    auto t = describe_target<ReferenceTarget>();
+    t.limits.channel_alignment_bytes = 128;  // 32 float32 channels: pads the 16-channel convs
+    program::CompiledProgram p = program::compile(k.graph, t, test::reference_options());
+    weights::BindOptions bo;
+    bo.load_as = DType::f32;
+    ref::ReferenceRunner plain(k.graph, k.bind(bo).tensors);
+    ref::ProgramRunner compiled(p, k.weights.get());
+    auto in = k.inputs();
+    auto a = plain.run(in), b = compiled.run(in);
+    EXPECT_LE(compare(b[0], a[0]).rel_l2, 1e-6);
+    EXPECT_EQ(b[0].shape(), a[0].shape());
+  }
+  ir::Graph g = read("ops/conv_dilated");  // 16 -> 32 channels
+  std::vector<weights::Recipe> recipes;
+  EXPECT_EQ(passes::pad_channels(g, 32, recipes), 1);
+  passes::verify(g, "pad_channels");
+  EXPECT_EQ(recipes.size(), 2u);  // weight and bias
+  bool saw = false;
+  for (const auto& t : g.tensors) saw = saw || t.shape == Shape{1, 32, 12, 12};
+  EXPECT_TRUE(saw);
+}
+
+TEST(Passes, VerifyCatchesABrokenGraph) {
+  ir::Graph g = read("ops/add_relu");
+  std::swap(g.nodes[0], g.nodes[1]);
+  NPUSIM_EXPECT_ERROR(passes::verify(g, "swap"), "compiler pass 'swap' broke the graph");
+}
