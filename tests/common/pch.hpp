@@ -13,3 +13,4 @@
 #include "npusim/program/compiler.hpp"
 #include "npusim/program/npubin.hpp"
 #include "npusim/target/reference/program_runner.hpp"
+#include "npusim/runtime/plan_runner.hpp"

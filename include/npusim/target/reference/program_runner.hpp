@@ -1,16 +1,15 @@
-// The reference target running a CompiledProgram: every partition (the target's and the
-// fallback's) in order, each kernel as the composition of its member nodes' reference kernels,
-// values rounded to the program's storage dtypes when it computes in f16/bf16. This is how the
-// tests prove that passes and fusion preserve meaning.
+// The reference target running compiled programs: its PartitionExecutor runs each kernel as the
+// composition of its member nodes' reference kernels (in the kernel schedule), rounding values to
+// the planned storage types when the program computes in f16/bf16. As the fallback of every other
+// target it runs their fallback partitions; on its own it proves passes and fusion keep meaning.
 #pragma once
 
 #include <map>
 #include <memory>
 
 #include "npusim/program/program.hpp"
+#include "npusim/runtime/plan_runner.hpp"
 #include "npusim/target/reference/reference_target.hpp"
-#include "npusim/target/runner.hpp"
-#include "npusim/weights/recipe_source.hpp"
 
 namespace npusim::inline NPUSIM_ABI::ref {
 
@@ -21,72 +20,63 @@ inline std::vector<std::int32_t> kernel_order(const program::Partition& p) {
   return order;
 }
 
-class ProgramRunner final : public Runner {
+class PartitionRunner final : public runtime::PartitionExecutor {
  public:
-  // Binds the program's weights (recipes applied) from `source` and prepares every partition.
-  ProgramRunner(program::CompiledProgram program, const weights::WeightSource* source, weights::BindOptions bind = {})
-      : prog_(std::move(program)) {
-    const program::CompiledProgram& prog = prog_;
-    weights::RecipeSource rs(source, prog.recipes);
-    std::unordered_map<std::string, Tensor> own_cache;
-    bind.load_as = DType::f32;
-    if (!bind.cache) bind.cache = &own_cache;  // a caller's cache shares weights across programs
-    for (const program::Partition& part : prog.partitions) {
-      Options o;
-      o.order = kernel_order(part);
-      if (is_half(prog.compute))
-        for (const auto& tp : part.plan.tensors) o.round_to.push_back(tp.storage);
-      auto ex = std::make_unique<GraphExecutor>(part.graph, o);
-      bind.storage = [&part](ir::TensorId t) { return part.plan.tensors.at(static_cast<std::size_t>(t)).storage; };
-      ex->bind_weights(weights::bind_weights(part.graph, &rs, bind).tensors);
-      execs_.push_back(std::move(ex));
-    }
-    // The model's interface, for Runner::graph().
-    iface_.source = prog.source;
-    for (const auto& io : prog.inputs) iface_.inputs.push_back(iface_.add_tensor({io.name, io.shape, io.dtype, ir::TensorKind::input, -1, 0, {}}));
-    for (const auto& io : prog.outputs) {
-      auto id = iface_.find(io.name);
-      iface_.outputs.push_back(id ? *id : iface_.add_tensor({io.name, io.shape, io.dtype, ir::TensorKind::intermediate, -1, 0, {}}));
-    }
+  explicit PartitionRunner(const runtime::PartitionContext& ctx) : part_(ctx.partition) {
+    Options o;
+    o.order = kernel_order(part_);
+    if (is_half(ctx.program.compute))
+      for (const auto& tp : part_.plan.tensors) o.round_to.push_back(tp.storage);
+    for (const Kernel& k : part_.kernels)
+      for (auto n : k.nodes) kind_[n] = k.kind;
+    exec_ = std::make_unique<GraphExecutor>(part_.graph, o);
+    weights::BindOptions b = ctx.bind;
+    b.load_as = DType::f32;
+    b.storage = [this](ir::TensorId t) { return part_.plan.tensors.at(static_cast<std::size_t>(t)).storage; };
+    exec_->bind_weights(weights::bind_weights(part_.graph, ctx.weights, b).tensors);
   }
-
-  ProgramRunner(const ProgramRunner&) = delete;
-  ProgramRunner& operator=(const ProgramRunner&) = delete;
-
-  const ir::Graph& graph() const override { return iface_; }
-  const program::CompiledProgram& program() const { return prog_; }
-  std::string describe() const override {
-    return "reference running the compiled program (" + std::to_string(prog_.partitions.size()) + " partition(s), compute " +
-           std::string(dtype_name(prog_.compute)) + ")";
-  }
-
   std::vector<Tensor> run(std::span<const Tensor> inputs) override {
-    if (inputs.size() != prog_.inputs.size())
-      throw Error(ErrorCode::graph, "wrong number of inputs", {.file = prog_.source, .expected = std::to_string(prog_.inputs.size()),
-                                                               .found = std::to_string(inputs.size())});
-    std::map<std::string, Tensor> vals;
-    for (std::size_t i = 0; i < inputs.size(); ++i) vals[prog_.inputs[i].name] = inputs[i];
-    for (std::size_t k = 0; k < prog_.partitions.size(); ++k) {
-      const ir::Graph& g = prog_.partitions[k].graph;
-      std::vector<Tensor> in;
-      for (auto t : g.inputs) {
-        auto it = vals.find(g.tensor(t).name);
-        if (it == vals.end())
-          throw Error(ErrorCode::runtime, "partition input was not produced by an earlier partition (npusim bug)", {.tensor = g.tensor(t).name});
-        in.push_back(it->second);
-      }
-      std::vector<Tensor> out = execs_[k]->run(in);
-      for (std::size_t i = 0; i < g.outputs.size(); ++i) vals[g.tensor(g.outputs[i]).name] = out[i];
-    }
-    std::vector<Tensor> result;
-    for (const auto& io : prog_.outputs) result.push_back(vals.at(io.name));
-    return result;
+    if (!prof_) return exec_->run(inputs);
+    double t = prof_->now_us();
+    return exec_->run(inputs, [&](std::size_t, const ir::Node& n) {
+      double now = prof_->now_us();
+      auto idx = static_cast<std::int32_t>(&n - part_.graph.nodes.data());
+      prof_->add({n.name, kind_.at(idx), part_.target, t, now - t, -1, track_});
+      t = now;
+    });
+  }
+  void set_profiler(runtime::Profiler* p, int track) override { prof_ = p, track_ = track; }
+
+ private:
+  const program::Partition& part_;
+  std::unique_ptr<GraphExecutor> exec_;
+  std::map<std::int32_t, std::string> kind_;
+  runtime::Profiler* prof_ = nullptr;
+  int track_ = 0;
+};
+
+inline runtime::ExecutorFactory executor_factory() {
+  return [](const runtime::PartitionContext& ctx) -> std::unique_ptr<runtime::PartitionExecutor> {
+    return std::make_unique<PartitionRunner>(ctx);
+  };
+}
+
+// A compiled program, every partition on the reference target.
+class ProgramRunner final : public runtime::PlanRunner {
+ public:
+  ProgramRunner(program::CompiledProgram program, const weights::WeightSource* source, weights::BindOptions bind = {})
+      : PlanRunner(std::move(program), source, factories(), std::move(bind)) {}
+  std::string describe() const override {
+    return "reference running the compiled program (" + std::to_string(program().partitions.size()) + " partition(s), compute " +
+           std::string(dtype_name(program().compute)) + ")";
   }
 
  private:
-  program::CompiledProgram prog_;  // owned: the executors refer into it, so runners do not move
-  std::vector<std::unique_ptr<GraphExecutor>> execs_;
-  ir::Graph iface_;
+  static runtime::ExecutorFactories factories() {
+    runtime::ExecutorFactories f;
+    f["reference"] = executor_factory();
+    return f;
+  }
 };
 
 }  // namespace npusim::inline NPUSIM_ABI::ref

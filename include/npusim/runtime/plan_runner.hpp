@@ -1,0 +1,121 @@
+// Running a compiled program whose partitions may belong to different targets (the DAG
+// executor): each partition gets an executor from its target's factory, tensors cross between
+// partitions by name (transfers), and weights are bound once per target (a cache shared by that
+// target's partitions). Single-target programs are the one-partition case of the same thing.
+#pragma once
+
+#include <functional>
+#include <map>
+#include <memory>
+
+#include "npusim/program/program.hpp"
+#include "npusim/runtime/profiler.hpp"
+#include "npusim/target/runner.hpp"
+#include "npusim/weights/recipe_source.hpp"
+
+namespace npusim::inline NPUSIM_ABI::runtime {
+
+// What a target provides to run one partition. Inputs and outputs are host tensors in the
+// partition graph's input/output order (any float type; executors convert as they need).
+class PartitionExecutor {
+ public:
+  virtual ~PartitionExecutor() = default;
+  virtual std::vector<Tensor> run(std::span<const Tensor> inputs) = 0;
+  // Turns per-kernel profiling on (events go to `p`, track `track`), or off with nullptr.
+  virtual void set_profiler(Profiler* p, int track) = 0;
+};
+
+struct PartitionContext {
+  const program::CompiledProgram& program;
+  const program::Partition& partition;
+  std::size_t index;
+  const weights::WeightSource* weights;  // recipes already applied through it
+  weights::BindOptions bind;             // with a cache shared by this target's partitions
+};
+
+using ExecutorFactory = std::function<std::unique_ptr<PartitionExecutor>(const PartitionContext&)>;
+using ExecutorFactories = std::map<std::string, ExecutorFactory, std::less<>>;
+
+class PlanRunner : public Runner {
+ public:
+  PlanRunner(program::CompiledProgram program, const weights::WeightSource* source, const ExecutorFactories& factories,
+             weights::BindOptions bind = {})
+      : prog_(std::move(program)), recipes_(source, prog_.recipes) {
+    for (std::size_t k = 0; k < prog_.partitions.size(); ++k) {
+      const auto& part = prog_.partitions[k];
+      auto f = factories.find(part.target);
+      if (f == factories.end())
+        throw Error(ErrorCode::unsupported, "no executor for target '" + part.target + "' in this build", {.file = prog_.source});
+      weights::BindOptions b = bind;
+      if (!b.cache) b.cache = &caches_[part.target];  // weights once per target
+      execs_.push_back(f->second(PartitionContext{prog_, part, k, &recipes_, b}));
+    }
+    caches_.clear();  // executors hold what they bound
+    iface_.source = prog_.source;
+    for (const auto& io : prog_.inputs) iface_.inputs.push_back(iface_.add_tensor({io.name, io.shape, io.dtype, ir::TensorKind::input, -1, 0, {}}));
+    for (const auto& io : prog_.outputs) {
+      auto id = iface_.find(io.name);
+      iface_.outputs.push_back(id ? *id : iface_.add_tensor({io.name, io.shape, io.dtype, ir::TensorKind::intermediate, -1, 0, {}}));
+    }
+  }
+  PlanRunner(const PlanRunner&) = delete;
+  PlanRunner& operator=(const PlanRunner&) = delete;
+
+  const ir::Graph& graph() const override { return iface_; }
+  const program::CompiledProgram& program() const { return prog_; }
+  std::string describe() const override {
+    std::string s = prog_.target + " (" + std::string(dtype_name(prog_.compute)) + ")";
+    if (prog_.partitions.size() > 1) {
+      int fb = 0;
+      for (const auto& p : prog_.partitions) fb += p.fallback;
+      s += ", " + std::to_string(prog_.partitions.size()) + " partitions (" + std::to_string(fb) + " on the fallback)";
+    }
+    return s;
+  }
+
+  void set_profiler(Profiler* p) {
+    profiler_ = p;
+    for (std::size_t k = 0; k < execs_.size(); ++k) execs_[k]->set_profiler(p, static_cast<int>(k));
+  }
+
+  std::vector<Tensor> run(std::span<const Tensor> inputs) override {
+    if (inputs.size() != prog_.inputs.size())
+      throw Error(ErrorCode::graph, "wrong number of inputs", {.file = prog_.source, .expected = std::to_string(prog_.inputs.size()),
+                                                               .found = std::to_string(inputs.size())});
+    std::map<std::string, Tensor, std::less<>> vals;
+    for (std::size_t i = 0; i < inputs.size(); ++i) {
+      const auto& io = prog_.inputs[i];
+      if (inputs[i].shape() != io.shape)
+        throw Error(ErrorCode::shape, "input has the wrong shape", {.file = prog_.source, .tensor = io.name, .expected = to_string(io.shape),
+                                                                    .found = to_string(inputs[i].shape())});
+      vals[io.name] = inputs[i];
+    }
+    for (std::size_t k = 0; k < prog_.partitions.size(); ++k) {
+      const ir::Graph& g = prog_.partitions[k].graph;
+      std::vector<Tensor> in;
+      in.reserve(g.inputs.size());
+      for (auto t : g.inputs) {
+        auto it = vals.find(g.tensor(t).name);
+        if (it == vals.end())
+          throw Error(ErrorCode::runtime, "partition input was not produced by an earlier partition (npusim bug)", {.tensor = g.tensor(t).name});
+        in.push_back(it->second);
+      }
+      std::vector<Tensor> out = execs_[k]->run(in);
+      for (std::size_t i = 0; i < g.outputs.size(); ++i) vals[g.tensor(g.outputs[i]).name] = std::move(out[i]);
+    }
+    std::vector<Tensor> result;
+    result.reserve(prog_.outputs.size());
+    for (const auto& io : prog_.outputs) result.push_back(vals.at(io.name));
+    return result;
+  }
+
+ private:
+  program::CompiledProgram prog_;  // owned: executors refer into it, so runners do not move
+  weights::RecipeSource recipes_;
+  std::map<std::string, std::unordered_map<std::string, Tensor>> caches_;
+  std::vector<std::unique_ptr<PartitionExecutor>> execs_;
+  Profiler* profiler_ = nullptr;
+  ir::Graph iface_;
+};
+
+}  // namespace npusim::inline NPUSIM_ABI::runtime
