@@ -51,7 +51,7 @@ void print_compile_summary(const program::CompiledProgram& p, double secs) {
 // A runner for a case graph: compiled for the target (default) or interpreted on the reference.
 struct Prepared {
   std::unique_ptr<Runner> runner;
-  std::optional<program::CompiledProgram> program;
+  runtime::PlanRunner* plan = nullptr;  // when compiled
 };
 
 Prepared prepare(const cli::TargetChoice& tc, const ir::Graph& g, const weights::WeightSource* src, std::unordered_map<std::string, Tensor>* cache) {
@@ -66,13 +66,40 @@ Prepared prepare(const cli::TargetChoice& tc, const ir::Graph& g, const weights:
     return r;
   }
   auto t0 = clock_type::now();
-  r.program = cli::compile(tc, g);
-  print_compile_summary(*r.program, seconds_since(t0));
-  r.runner = cli::make_runner(tc, *r.program, src, bo);
+  program::CompiledProgram p = cli::compile(tc, g);
+  print_compile_summary(p, seconds_since(t0));
+  auto plan = cli::make_runner(p, src, bo);
+  r.plan = plan.get();
+  r.runner = std::move(plan);
   return r;
 }
 
-int cmd_run(const std::string& dir, const cli::TargetChoice& tc, const std::string& weights, std::optional<double> tol) {
+struct ProfileArgs {
+  bool enabled = false;
+  int runs = 10;
+  std::string trace;  // Chrome/Perfetto trace JSON path
+};
+
+// Runs `runs` more times with per-kernel profiling; prints the table by kernel kind, writes a trace.
+void profile_runs(Prepared& p, std::span<const Tensor> inputs, const ProfileArgs& a) {
+  if (!p.plan) throw Error(ErrorCode::unsupported, "--profile needs a compiled program (not --interpret)");
+  runtime::Profiler prof;
+  p.runner->run(inputs);  // warm-up
+  p.plan->set_profiler(&prof);
+  prof.clear();
+  auto t0 = clock_type::now();
+  for (int i = 0; i < a.runs; ++i) p.runner->run(inputs);
+  const double wall = seconds_since(t0) * 1e6;
+  p.plan->set_profiler(nullptr);
+  std::printf("\nprofile: %d runs, %.3f ms per run\n", a.runs, wall / 1000.0 / a.runs);
+  prof.print_summary(stdout, wall, a.runs);
+  if (!a.trace.empty()) {
+    prof.write_trace(a.trace);
+    std::printf("trace: %s (open in https://ui.perfetto.dev)\n", a.trace.c_str());
+  }
+}
+
+int cmd_run(const std::string& dir, const cli::TargetChoice& tc, const std::string& weights, std::optional<double> tol, const ProfileArgs& prof) {
   cli::validate(tc);
   runtime::Case c = runtime::Case::open(dir, weights);
   std::printf("case %s: %zu nodes, %zu inputs, %zu outputs; weights: %s\n", c.name.c_str(), c.graph.nodes.size(), c.graph.inputs.size(),
@@ -85,6 +112,7 @@ int cmd_run(const std::string& dir, const cli::TargetChoice& tc, const std::stri
   co.top5_in_order = !co.half_compute;
   runtime::CaseResult r = runtime::check_case(c, *p.runner, co);
   runtime::print_case_result(stdout, c, r);
+  if (prof.enabled) profile_runs(p, c.inputs(), prof);
   return r.pass ? 0 : 1;
 }
 
@@ -260,6 +288,10 @@ int main(int argc, char** argv) {
   run->add_option("case_dir", run_dir, "case directory")->required();
   run->add_option("--weights", run_weights, "auto, safetensors, synth, or a path");
   run->add_option("--tol", run_tol, "relative L2 tolerance (default: by dtype and reduction length)");
+  ProfileArgs prof;
+  run->add_flag("--profile", prof.enabled, "time every kernel over --runs runs; print a table by kernel kind");
+  run->add_option("--runs", prof.runs, "runs to profile (default 10)");
+  run->add_option("--trace", prof.trace, "with --profile: write a Chrome/Perfetto trace JSON here");
   add_target(run, true);
 
   GenerateArgs ga;
@@ -272,6 +304,8 @@ int main(int argc, char** argv) {
   gen->add_option("--min-token-matches", ga.min_matches, "greedy tokens that must match (default: all; half dtypes: all but one)");
   gen->add_option("--max-new-tokens", ga.max_new_tokens, "tokens to generate without --check (default 9)");
   add_target(gen, true);
+
+  auto* tlist = app.add_subcommand("targets", "list the targets this build has");
 
   std::string c_ir, c_out;
   bool c_verify = false;
@@ -304,12 +338,16 @@ int main(int argc, char** argv) {
   }
   try {
     set_threads(threads);
-    if (*run) return cmd_run(run_dir, tc, run_weights, run_tol);
+    if (*run) return cmd_run(run_dir, tc, run_weights, run_tol, prof);
     if (*gen) return cmd_generate(ga, tc);
     if (*comp) return cmd_compile(c_ir, c_out, tc, c_verify);
     if (*insp) return cmd_inspect(i_path, i_json, i_buffers, i_no_kernels);
     if (*expl) return cmd_explain(e_ir, tc);
     if (*opsc) return cmd_ops();
+    if (*tlist) {
+      for (const auto& t : cli::targets()) std::printf("%-12s %s\n", t.name.c_str(), t.summary.c_str());
+      return 0;
+    }
   } catch (const std::exception& e) {
     std::fflush(stdout);
     std::fprintf(stderr, "%s\n", e.what());

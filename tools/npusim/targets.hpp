@@ -1,4 +1,7 @@
 // The CLI's target registry: the one place that knows every target the binary was built with.
+// Each target contributes one entry (its description for the compiler and its partition executor);
+// programs run through runtime::PlanRunner with every entry's executor, so fallback partitions
+// find the reference target.
 #pragma once
 
 #include <memory>
@@ -10,31 +13,64 @@
 
 namespace npusim::cli {
 
-struct TargetChoice {
-  std::string target = "reference";
-  std::string dtype = "f32";  // f32, f16, bf16
-  bool interpret = false;     // reference only: run the IR node by node, no compilation
-  std::string force_fallback; // debug switch (also NPUSIM_FORCE_FALLBACK)
+struct TargetEntry {
+  std::string name;
+  std::string summary;
+  std::function<partition::TargetInfo()> info;
+  runtime::ExecutorFactory executor;
 };
 
-inline const std::vector<std::string>& target_names() {
-  static const std::vector<std::string> names{"reference"};
-  return names;
+inline const std::vector<TargetEntry>& targets() {
+  static const std::vector<TargetEntry> all = [] {
+    std::vector<TargetEntry> t;
+    t.push_back({"reference", "float32 interpreter (the oracle and every target's fallback)", [] { return describe_target<ReferenceTarget>(); },
+                 ref::executor_factory()});
+    // Further targets register here (one block each).
+    return t;
+  }();
+  return all;
 }
+
+inline std::vector<std::string> target_names() {
+  std::vector<std::string> n;
+  for (const auto& t : targets()) n.push_back(t.name);
+  return n;
+}
+
+inline const TargetEntry& target(const std::string& name) {
+  for (const auto& t : targets())
+    if (t.name == name) return t;
+  std::string known;
+  for (const auto& t : targets()) known += (known.empty() ? "" : ", ") + t.name;
+  throw Error(ErrorCode::unsupported, "unknown target '" + name + "'", {.expected = known, .found = name});
+}
+
+inline runtime::ExecutorFactories executor_factories() {
+  runtime::ExecutorFactories f;
+  for (const auto& t : targets()) f[t.name] = t.executor;
+  return f;
+}
+
+struct TargetChoice {
+  std::string target = "reference";
+  std::string dtype = "f32";   // f32, f16, bf16
+  bool interpret = false;      // reference only: run the IR node by node, no compilation
+  std::string force_fallback;  // debug switch (also NPUSIM_FORCE_FALLBACK)
+};
 
 inline bool half_dtype(const std::string& d) { return d == "f16" || d == "bf16"; }
 
 inline void validate(const TargetChoice& t) {
-  const auto& names = target_names();
-  if (std::find(names.begin(), names.end(), t.target) == names.end())
-    throw Error(ErrorCode::unsupported, "unknown target '" + t.target + "'", {.expected = "reference", .found = t.target});
+  target(t.target);
   if (t.dtype != "f32" && !half_dtype(t.dtype))
     throw Error(ErrorCode::unsupported, "unknown dtype '" + t.dtype + "'", {.expected = "f32, f16 or bf16", .found = t.dtype});
+  if (t.interpret && t.target != "reference")
+    throw Error(ErrorCode::unsupported, "--interpret runs the reference target only", {.found = t.target});
 }
 
 inline partition::TargetInfo target_info(const TargetChoice& t) {
   validate(t);
-  return describe_target<ReferenceTarget>();
+  return target(t.target).info();
 }
 
 inline program::CompileOptions compile_options(const TargetChoice& t) {
@@ -49,11 +85,10 @@ inline program::CompileOptions compile_options(const TargetChoice& t) {
 
 inline program::CompiledProgram compile(const TargetChoice& t, const ir::Graph& g) { return program::compile(g, target_info(t), compile_options(t)); }
 
-// A runner for a compiled program on the chosen target (weights bound from `source`).
-inline std::unique_ptr<Runner> make_runner(const TargetChoice& t, const program::CompiledProgram& p, const weights::WeightSource* source,
-                                           weights::BindOptions bind = {}) {
-  validate(t);
-  return runner_for<ReferenceTarget>::make(p, source, std::move(bind));
+// A runner for a compiled program: its partitions on their targets (weights bound from `source`).
+inline std::unique_ptr<runtime::PlanRunner> make_runner(const program::CompiledProgram& p, const weights::WeightSource* source,
+                                                        weights::BindOptions bind = {}) {
+  return std::make_unique<runtime::PlanRunner>(p, source, executor_factories(), std::move(bind));
 }
 
 // The reference interpreting the IR directly (no passes, no fusion): the oracle.
