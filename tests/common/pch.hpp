@@ -14,3 +14,4 @@
 #include "npusim/program/npubin.hpp"
 #include "npusim/target/reference/program_runner.hpp"
 #include "npusim/runtime/plan_runner.hpp"
+#include "npusim/target/cpu/cpu_target.hpp"

@@ -10,6 +10,7 @@
 #include "npusim/pipeline.hpp"
 #include "npusim/target/reference/program_runner.hpp"
 #include "npusim/target/reference/runner.hpp"
+#include "npusim/target/cpu/cpu_target.hpp"
 
 namespace npusim::cli {
 
@@ -25,6 +26,8 @@ inline const std::vector<TargetEntry>& targets() {
     std::vector<TargetEntry> t;
     t.push_back({"reference", "float32 interpreter (the oracle and every target's fallback)", [] { return describe_target<ReferenceTarget>(); },
                  ref::executor_factory()});
+    t.push_back({"cpu", "SIMD CPU target (xsimd, OpenMP; weights packed in their storage type)", [] { return describe_target<CpuTarget>(); },
+                 cpu::executor_factory()});
     // Further targets register here (one block each).
     return t;
   }();

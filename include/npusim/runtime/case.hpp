@@ -101,10 +101,16 @@ inline bool graph_is_half(const ir::Graph& g) {
   return false;
 }
 
-// Default relative-L2 tolerance: 1e-5 for float32 (1e-4 once a reduction exceeds 1k elements),
-// 1e-2 when the model or the computation is in f16/bf16.
-inline double default_tolerance(const ir::Graph& g, bool half_compute) {
-  if (half_compute || graph_is_half(g)) return 1e-2;
+// Default relative-L2 tolerance: 1e-5 for float32 (1e-4 once a reduction exceeds 1k elements);
+// in f16/bf16, about twice PyTorch's own half-precision error on the fixtures: 1e-2 for op cases,
+// 0.05 for deep classifiers (PyTorch's ResNet-50 fp16 is at 0.022; top-1 and the top-5 set are
+// checked too), 0.035 for LLM logits (PyTorch's Qwen2.5-1.5B bf16 prefill is at 0.017).
+inline double default_tolerance(const ir::Graph& g, bool half_compute, std::string_view kind = {}) {
+  if (half_compute || graph_is_half(g)) {
+    if (kind == "vision") return 0.05;
+    if (kind == "causal_lm") return 0.035;
+    return 1e-2;
+  }
   return longest_reduction(g) > 1024 ? 1e-4 : 1e-5;
 }
 
@@ -156,7 +162,7 @@ inline CaseResult check_case(const Case& c, Runner& runner, const CheckOptions& 
   auto t0 = std::chrono::steady_clock::now();
   std::vector<Tensor> out = runner.run(in);
   res.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  const double tol = opt.tolerance.value_or(default_tolerance(c.graph, opt.half_compute));
+  const double tol = opt.tolerance.value_or(default_tolerance(c.graph, opt.half_compute, c.kind()));
   const bool vision = c.kind() == "vision";
   res.pass = true;
   for (std::size_t i = 0; i < c.graph.outputs.size(); ++i) {

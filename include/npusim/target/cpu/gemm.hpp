@@ -1,0 +1,422 @@
+// Matrix products for the CPU target. C[M, N] = A[M, K] . B[K, N] (+ bias, relu), f32 accumulation.
+//
+// B is a weight, packed once at load into panels of NR = 16 columns: panel p holds B[k][16p..16p+15]
+// for every k, contiguous, in the weight's storage type (f32, f16 or bf16 — widened in registers,
+// never stored wider). A (activations, any float storage, row-major or K-major) is packed per call
+// into 6-row f32 strips. Each thread owns a range of column panels, so a weight byte is read by one
+// thread exactly once per call: for M = 1 (decode) the kernel streams the weights at memory speed.
+// The micro-kernel is 6 x 32 (12 accumulator vectors), K blocked by 256.
+#pragma once
+
+#include <memory>
+#include <vector>
+
+#include "npusim/core/tensor.hpp"
+#include "npusim/target/cpu/parallel.hpp"
+#include "npusim/target/cpu/simd.hpp"
+
+namespace npusim::inline NPUSIM_ABI::cpu {
+
+inline constexpr std::int64_t NR = 16;  // columns per panel (one AVX-512 vector of floats)
+inline constexpr std::int64_t MR = 6;   // rows per micro-tile
+inline constexpr std::int64_t KC = 256; // K block
+inline constexpr std::int64_t MC = 192; // M block (rows of A kept hot per B block)
+
+struct AlignedBuf {
+  std::shared_ptr<std::byte> p;
+  std::size_t bytes = 0;
+  static AlignedBuf make(std::size_t n) {
+    AlignedBuf b;
+    b.bytes = n;
+    auto* raw = static_cast<std::byte*>(::operator new(std::max<std::size_t>(n, 64), std::align_val_t(64)));
+    b.p = std::shared_ptr<std::byte>(raw, [](std::byte* q) { ::operator delete(q, std::align_val_t(64)); });
+    return b;
+  }
+  template <class T>
+  T* as() const {
+    return reinterpret_cast<T*>(p.get());
+  }
+};
+
+// A weight packed into column panels. `b_is_nk`: the source is [N, K] (linear weights, conv
+// weights as [Cout, Cin*kh*kw]); otherwise [K, N] (a matmul's right operand).
+struct PackedB {
+  DType dtype = DType::f32;  // storage of the panels
+  std::int64_t K = 0, N = 0, panels = 0;
+  AlignedBuf data;
+
+  const void* panel(std::int64_t p) const { return data.as<std::byte>() + p * K * NR * static_cast<std::int64_t>(dtype_size(dtype)); }
+};
+
+inline PackedB pack_b(const void* src, DType dtype, std::int64_t K, std::int64_t N, bool b_is_nk) {
+  PackedB b;
+  b.dtype = dtype, b.K = K, b.N = N, b.panels = (N + NR - 1) / NR;
+  const std::size_t es = dtype_size(dtype);
+  b.data = AlignedBuf::make(static_cast<std::size_t>(b.panels * K * NR) * es);
+  std::memset(b.data.p.get(), 0, b.data.bytes);
+  // Element-size-specific copies: packing a 1.5B-parameter model must take seconds, not minutes.
+  auto pack = [&]<class T>() {
+    const T* s = static_cast<const T*>(src);
+    T* d = b.data.as<T>();
+    parallel_for(b.panels, 8, [&](std::int64_t p0, std::int64_t p1) {
+      for (std::int64_t p = p0; p < p1; ++p) {
+        const std::int64_t cols = std::min(NR, N - p * NR);
+        T* dp = d + p * K * NR;
+        if (b_is_nk) {
+          for (std::int64_t j = 0; j < cols; ++j) {
+            const T* row = s + (p * NR + j) * K;
+            for (std::int64_t k = 0; k < K; ++k) dp[k * NR + j] = row[k];
+          }
+        } else {
+          for (std::int64_t k = 0; k < K; ++k) std::memcpy(dp + k * NR, s + k * N + p * NR, static_cast<std::size_t>(cols) * sizeof(T));
+        }
+      }
+    });
+  };
+  if (es == 4) pack.template operator()<std::uint32_t>();
+  else if (es == 2) pack.template operator()<std::uint16_t>();
+  else throw Error(ErrorCode::dtype, "packed weights must be f32, f16 or bf16", {.found = std::string(dtype_name(dtype))});
+  return b;
+}
+
+// How A is laid out: row-major [M][lda] (linear), or K-major [K][lda] (conv's im2col).
+struct AView {
+  const void* data = nullptr;
+  DType dtype = DType::f32;
+  std::int64_t ld = 0;
+  bool k_major = false;
+};
+
+// How C is written: row-major [M][ldc], or transposed [N][ldc] (NCHW conv output, m = pixel).
+struct CView {
+  void* data = nullptr;
+  DType dtype = DType::f32;
+  std::int64_t ld = 0;
+  bool transposed = false;
+};
+
+struct Epilogue {
+  const float* bias = nullptr;  // per column n (f32)
+  bool relu = false;
+};
+
+namespace gemm_detail {
+
+// Packs A into 6-row strips: strip s holds, for every k, A[6s..6s+5][k] (zero rows past M).
+inline void pack_a(const AView& a, std::int64_t M, std::int64_t K, float* dst) {
+  const std::int64_t strips = (M + MR - 1) / MR;
+  parallel_for(strips, 4, [&](std::int64_t s0, std::int64_t s1) {
+    visit_float_storage(a.dtype, [&](auto tag) {
+      using T = typename decltype(tag)::T;
+      const T* p = static_cast<const T*>(a.data);
+      for (std::int64_t s = s0; s < s1; ++s) {
+        float* out = dst + s * K * MR;
+        const std::int64_t m0 = s * MR, rows = std::min(MR, M - m0);
+        if (a.k_major) {
+          // Row k of A^T holds the strip's 6 values contiguously.
+          for (std::int64_t k = 0; k < K; ++k) {
+            const T* src = p + k * a.ld + m0;
+            for (std::int64_t r = 0; r < rows; ++r) out[k * MR + r] = to_f32(tag, src[r]);
+            for (std::int64_t r = rows; r < MR; ++r) out[k * MR + r] = 0.0f;
+          }
+        } else {
+          for (std::int64_t r = 0; r < MR; ++r) {
+            if (r >= rows) {
+              for (std::int64_t k = 0; k < K; ++k) out[k * MR + r] = 0.0f;
+              continue;
+            }
+            const T* src = p + (m0 + r) * a.ld;
+            for (std::int64_t k = 0; k < K; ++k) out[k * MR + r] = to_f32(tag, src[k]);
+          }
+        }
+      }
+    });
+  });
+}
+
+// Widens kc rows of a B panel (any storage) into f32 [kc][NR].
+template <class S>
+inline void widen_panel(const typename S::T* p, std::int64_t kc, float* dst) {
+  for (std::int64_t i = 0; i < kc * NR; i += static_cast<std::int64_t>(W)) store(SF32{}, dst + i, load(S{}, p + i));
+}
+
+// acc[6][NP panels] += A strip (kc x 6) * B (kc x 16*NP); C (f32, row stride ldc) is written or
+// accumulated. Everything is a compile-time constant so the accumulators stay in registers.
+template <int NP>
+inline void micro(const float* a, const float* b, std::int64_t kc, float* c, std::int64_t ldc, std::int64_t rows, bool accumulate) {
+  constexpr int V = static_cast<int>(W), VP = static_cast<int>(NR) / V, NV = NP * VP;
+  fbatch acc[MR][NV];
+  for (int r = 0; r < MR; ++r)
+    for (int v = 0; v < NV; ++v) acc[r][v] = fbatch(0.0f);
+  for (std::int64_t k = 0; k < kc; ++k) {
+    fbatch bv[NV];
+    for (int p = 0; p < NP; ++p)
+      for (int v = 0; v < VP; ++v) bv[p * VP + v] = fbatch::load_aligned(b + p * KC * NR + k * NR + v * V);
+    for (int r = 0; r < MR; ++r) {
+      const fbatch av(a[k * MR + r]);
+      for (int v = 0; v < NV; ++v) acc[r][v] = xsimd::fma(av, bv[v], acc[r][v]);
+    }
+  }
+  for (std::int64_t r = 0; r < rows; ++r)
+    for (int v = 0; v < NV; ++v) {
+      float* dst = c + r * ldc + v * V;
+      if (accumulate) (acc[r][v] + fbatch::load_unaligned(dst)).store_unaligned(dst);
+      else acc[r][v].store_unaligned(dst);
+    }
+}
+
+// Few-row product: streams each weight panel once, keeping the M <= 4 rows of A in f32.
+template <class S>
+inline void gemv_panels(const float* a, std::int64_t M, std::int64_t K, const PackedB& b, std::int64_t p0, std::int64_t p1, float* c, std::int64_t ldc) {
+  constexpr std::int64_t V = static_cast<std::int64_t>(W), VP = NR / V;
+  for (std::int64_t p = p0; p < p1; ++p) {
+    const auto* bp = static_cast<const typename S::T*>(b.panel(p));
+    fbatch acc[4][VP][2];
+    for (auto& x : acc)
+      for (auto& y : x) y[0] = y[1] = fbatch(0.0f);
+    std::int64_t k = 0;
+    // Two independent accumulator chains per row hide the FMA latency.
+    for (; k + 1 < K; k += 2)
+      for (std::int64_t v = 0; v < VP; ++v) {
+        fbatch w0 = load(S{}, bp + k * NR + v * V), w1 = load(S{}, bp + (k + 1) * NR + v * V);
+        for (std::int64_t m = 0; m < M; ++m) {
+          acc[m][v][0] = xsimd::fma(fbatch(a[m * K + k]), w0, acc[m][v][0]);
+          acc[m][v][1] = xsimd::fma(fbatch(a[m * K + k + 1]), w1, acc[m][v][1]);
+        }
+      }
+    for (; k < K; ++k)
+      for (std::int64_t v = 0; v < VP; ++v) {
+        fbatch w0 = load(S{}, bp + k * NR + v * V);
+        for (std::int64_t m = 0; m < M; ++m) acc[m][v][0] = xsimd::fma(fbatch(a[m * K + k]), w0, acc[m][v][0]);
+      }
+    for (std::int64_t m = 0; m < M; ++m)
+      for (std::int64_t v = 0; v < VP; ++v) (acc[m][v][0] + acc[m][v][1]).store_unaligned(c + m * ldc + p * NR + v * V);
+  }
+}
+
+}  // namespace gemm_detail
+
+// Scratch layout of one GEMM call (carved from a shared pool at run time).
+struct GemmScratch {
+  std::int64_t M = 0, K = 0, N = 0;
+  std::size_t a_bytes = 0, b_bytes = 0, cb_bytes = 0, c_bytes = 0;
+  static GemmScratch layout(std::int64_t M, std::int64_t K, std::int64_t N) {
+    GemmScratch s{M, K, N};
+    auto up = [](std::size_t b) { return (b + 63) / 64 * 64; };
+    s.a_bytes = up(static_cast<std::size_t>(((M + MR - 1) / MR) * MR * K) * 4);
+    s.b_bytes = up(static_cast<std::size_t>(KC * 2 * NR) * 4);
+    s.cb_bytes = up(static_cast<std::size_t>(MC * 2 * NR) * 4);
+    s.c_bytes = M <= 4 ? up(static_cast<std::size_t>(M * ((N + NR - 1) / NR) * NR) * 4) : 0;
+    return s;
+  }
+  std::size_t bytes() const { return a_bytes + c_bytes + static_cast<std::size_t>(max_threads()) * (b_bytes + cb_bytes); }
+  // Pointers into `base` (64-byte aligned).
+  float* a(std::byte* base) const { return reinterpret_cast<float*>(base); }
+  float* c(std::byte* base) const { return reinterpret_cast<float*>(base + a_bytes); }
+  float* bblk(std::byte* base, int t) const { return reinterpret_cast<float*>(base + a_bytes + c_bytes + static_cast<std::size_t>(t) * (b_bytes + cb_bytes)); }
+  float* cblk(std::byte* base, int t) const { return bblk(base, t) + b_bytes / 4; }
+};
+
+// Writes f32 results (rows x cols at src, row stride lds) into C with bias/relu and conversion.
+inline void write_c(const float* src, std::int64_t lds, std::int64_t m0, std::int64_t rows, std::int64_t n0, std::int64_t cols, const CView& c,
+                    const Epilogue& ep) {
+  thread_local std::vector<float> tmp;
+  tmp.resize(static_cast<std::size_t>(std::max(cols, rows)));
+  const std::size_t es = dtype_size(c.dtype);
+  if (!c.transposed) {
+    for (std::int64_t r = 0; r < rows; ++r) {
+      const float* s = src + r * lds;
+      for (std::int64_t j = 0; j < cols; ++j) {
+        const float v = s[j] + (ep.bias ? ep.bias[n0 + j] : 0.0f);
+        tmp[static_cast<std::size_t>(j)] = ep.relu && v < 0.0f ? 0.0f : v;
+      }
+      store_row(c.dtype, tmp.data(), static_cast<std::byte*>(c.data) + static_cast<std::size_t>((m0 + r) * c.ld + n0) * es, cols);
+    }
+  } else {
+    // NCHW: column j of the tile is `rows` consecutive pixels of channel n0 + j.
+    for (std::int64_t j = 0; j < cols; ++j) {
+      const float b = ep.bias ? ep.bias[n0 + j] : 0.0f;
+      for (std::int64_t r = 0; r < rows; ++r) {
+        const float v = src[r * lds + j] + b;
+        tmp[static_cast<std::size_t>(r)] = ep.relu && v < 0.0f ? 0.0f : v;
+      }
+      store_row(c.dtype, tmp.data(), static_cast<std::byte*>(c.data) + static_cast<std::size_t>((n0 + j) * c.ld + m0) * es, rows);
+    }
+  }
+}
+
+// C = A . B (+ epilogue). M rows of A; B packed (K x N).
+inline void gemm(const AView& a, std::int64_t M, const PackedB& b, const CView& c, const Epilogue& ep, const GemmScratch& s, std::byte* scratch) {
+  const std::int64_t K = b.K, N = b.N;
+  float* ap = s.a(scratch);
+  if (M <= 4) {
+    // Few rows (decode): A as plain f32 rows; every thread streams its own panels.
+    for (std::int64_t m = 0; m < M; ++m) {
+      if (a.k_major) {
+        visit_float_storage(a.dtype, [&](auto tag) {
+          const auto* p = static_cast<const typename decltype(tag)::T*>(a.data);
+          for (std::int64_t k = 0; k < K; ++k) ap[m * K + k] = to_f32(tag, p[k * a.ld + m]);
+        });
+      } else {
+        load_row(a.dtype, static_cast<const std::byte*>(a.data) + static_cast<std::size_t>(m * a.ld) * dtype_size(a.dtype), ap + m * K, K);
+      }
+    }
+    const std::int64_t ldc = b.panels * NR;
+    float* cf = s.c(scratch);
+    parallel_for(b.panels, 4, [&](std::int64_t p0, std::int64_t p1) {
+      visit_float_storage(b.dtype, [&](auto tag) { gemm_detail::gemv_panels<decltype(tag)>(ap, M, K, b, p0, p1, cf, ldc); });
+      const std::int64_t n0 = p0 * NR, n1 = std::min(N, p1 * NR);
+      write_c(cf + n0, ldc, 0, M, n0, n1 - n0, c, ep);
+    });
+    return;
+  }
+  gemm_detail::pack_a(a, M, K, ap);
+  const std::int64_t pairs = (b.panels + 1) / 2;
+  parallel_for(pairs, 1, [&](std::int64_t q0, std::int64_t q1) {
+#ifdef _OPENMP
+    const int t = omp_get_thread_num();
+#else
+    const int t = 0;
+#endif
+    float* bb = s.bblk(scratch, t);
+    float* cb = s.cblk(scratch, t);
+    for (std::int64_t q = q0; q < q1; ++q) {
+      const std::int64_t p = 2 * q;
+      const bool two = p + 1 < b.panels;
+      const std::int64_t n0 = p * NR, cols = std::min(N, (p + (two ? 2 : 1)) * NR) - n0;
+      for (std::int64_t m0 = 0; m0 < M; m0 += MC) {
+        const std::int64_t mc = std::min(MC, M - m0);
+        for (std::int64_t k0 = 0; k0 < K; k0 += KC) {
+          const std::int64_t kc = std::min(KC, K - k0);
+          visit_float_storage(b.dtype, [&](auto tag) {
+            using S = decltype(tag);
+            const auto* p0 = static_cast<const typename S::T*>(b.panel(p)) + k0 * NR;
+            gemm_detail::widen_panel<S>(p0, kc, bb);
+            if (two) gemm_detail::widen_panel<S>(static_cast<const typename S::T*>(b.panel(p + 1)) + k0 * NR, kc, bb + KC * NR);
+          });
+          for (std::int64_t mi = 0; mi < mc; mi += MR) {
+            const std::int64_t m = m0 + mi;  // m is a multiple of MR (MC is)
+            const float* as = ap + (m / MR) * K * MR + k0 * MR;
+            if (two) gemm_detail::micro<2>(as, bb, kc, cb + mi * 2 * NR, 2 * NR, std::min(MR, mc - mi), k0 > 0);
+            else gemm_detail::micro<1>(as, bb, kc, cb + mi * 2 * NR, 2 * NR, std::min(MR, mc - mi), k0 > 0);
+          }
+        }
+        write_c(cb, 2 * NR, m0, mc, n0, cols, c, ep);
+      }
+    }
+  });
+}
+
+}  // namespace npusim::inline NPUSIM_ABI::cpu
+
+namespace npusim::inline NPUSIM_ABI::cpu {
+
+// ---- convolution GEMM: C[Cout][P] = W[Cout][K] . B[K][P] ----------------------------------------
+// The weights are the left operand, packed once at load into 6-row f32 strips (a compute-bound
+// path, so widening them once beats widening in every inner loop); B is the im2col matrix (or,
+// for 1x1 convolutions, the input itself) read in place, row k holding all P output pixels; C is
+// the NCHW output, written row by row with bias and relu. No per-call packing.
+struct PackedStrips {
+  std::int64_t rows = 0, K = 0, strips = 0;
+  AlignedBuf data;  // [strip][K][MR] f32
+  const float* strip(std::int64_t s) const { return data.as<float>() + s * K * MR; }
+};
+
+inline PackedStrips pack_strips(const void* w, DType dtype, std::int64_t rows, std::int64_t K) {
+  PackedStrips p;
+  p.rows = rows, p.K = K, p.strips = (rows + MR - 1) / MR;
+  p.data = AlignedBuf::make(static_cast<std::size_t>(p.strips * K * MR) * 4);
+  float* d = p.data.as<float>();
+  std::vector<float> row(static_cast<std::size_t>(K));
+  for (std::int64_t r = 0; r < p.strips * MR; ++r) {
+    if (r < rows) load_row(dtype, static_cast<const std::byte*>(w) + static_cast<std::size_t>(r * K) * dtype_size(dtype), row.data(), K);
+    else std::fill(row.begin(), row.end(), 0.0f);
+    for (std::int64_t k = 0; k < K; ++k) d[(r / MR) * K * MR + k * MR + r % MR] = row[static_cast<std::size_t>(k)];
+  }
+  return p;
+}
+
+namespace gemm_detail {
+// acc[6 rows][NP*16 columns] over all K; B rows at b + k*ldb (storage S, unaligned).
+template <int NP, class S>
+inline void conv_micro(const float* a, const typename S::T* b, std::int64_t ldb, std::int64_t K, fbatch (&acc)[MR][NP * (NR / W)]) {
+  constexpr int V = static_cast<int>(W), NV = NP * static_cast<int>(NR) / V;
+  for (int r = 0; r < MR; ++r)
+    for (int v = 0; v < NV; ++v) acc[r][v] = fbatch(0.0f);
+  for (std::int64_t k = 0; k < K; ++k) {
+    fbatch bv[NV];
+    for (int v = 0; v < NV; ++v) bv[v] = load(S{}, b + k * ldb + v * V);
+    for (int r = 0; r < MR; ++r) {
+      const fbatch av(a[k * MR + r]);
+      for (int v = 0; v < NV; ++v) acc[r][v] = xsimd::fma(av, bv[v], acc[r][v]);
+    }
+  }
+}
+}  // namespace gemm_detail
+
+// Per-thread scratch for the column tail: K x 32 f32 (B) and 6 x 32 f32 (C).
+inline std::size_t conv_gemm_scratch_bytes(std::int64_t K) {
+  return static_cast<std::size_t>(max_threads()) * static_cast<std::size_t>((K * 2 * NR + MR * 2 * NR) * 4 + 128);
+}
+
+inline void conv_gemm(const PackedStrips& a, const void* b, DType bdt, std::int64_t ldb, std::int64_t P, void* c, DType cdt, std::int64_t ldc,
+                      const float* bias, bool relu, std::byte* scratch) {
+  constexpr std::int64_t CB = 2 * NR;  // columns per tile
+  constexpr int NV = static_cast<int>(CB / static_cast<std::int64_t>(W));
+  const std::int64_t K = a.K, blocks = (P + CB - 1) / CB;
+  const std::size_t per_thread = static_cast<std::size_t>((K * CB + MR * CB) * 4 + 128);
+  // Work items: (column block, strip group); a thread packs a block's B tile once and runs every
+  // strip of its group over it. Small images split the strips instead of the columns.
+  const std::int64_t groups = blocks >= 2 * max_threads() ? 1 : std::min<std::int64_t>(a.strips, 2 * max_threads());
+  parallel_for(blocks * groups, 1, [&](std::int64_t i0, std::int64_t i1) {
+#ifdef _OPENMP
+    const std::size_t t = static_cast<std::size_t>(omp_get_thread_num());
+#else
+    const std::size_t t = 0;
+#endif
+    float* tile = reinterpret_cast<float*>((reinterpret_cast<std::uintptr_t>(scratch + t * per_thread) + 63) & ~std::uintptr_t{63});
+    float* tailc = tile + K * CB;
+    visit_float_storage(bdt, [&](auto btag) {
+      using SB = decltype(btag);
+      const auto* B = static_cast<const typename SB::T*>(b);
+      visit_float_storage(cdt, [&](auto ctag) {
+        using SC = decltype(ctag);
+        auto* C = static_cast<typename SC::T*>(c);
+        std::int64_t packed = -1;
+        for (std::int64_t it = i0; it < i1; ++it) {
+          const std::int64_t blk = it / groups, grp = it % groups, n0 = blk * CB, cols = std::min(CB, P - n0);
+          if (packed != blk) {  // contiguous f32 copy of B[:, n0:n0+32] (zero-padded past P)
+            for (std::int64_t k = 0; k < K; ++k) {
+              const auto* src = B + k * ldb + n0;
+              float* dst = tile + k * CB;
+              if (cols == CB)
+                for (std::int64_t v = 0; v < CB; v += static_cast<std::int64_t>(W)) store(SF32{}, dst + v, load(SB{}, src + v));
+              else
+                for (std::int64_t j = 0; j < CB; ++j) dst[j] = j < cols ? to_f32(SB{}, src[j]) : 0.0f;
+            }
+            packed = blk;
+          }
+          const std::int64_t s0 = a.strips * grp / groups, s1 = a.strips * (grp + 1) / groups;
+          for (std::int64_t s = s0; s < s1; ++s) {
+            const std::int64_t r0 = s * MR, rows = std::min(MR, a.rows - r0);
+            fbatch acc[MR][NV];
+            gemm_detail::conv_micro<2, SF32>(a.strip(s), tile, CB, K, acc);
+            for (std::int64_t r = 0; r < rows; ++r) {
+              const fbatch bb(bias ? bias[r0 + r] : 0.0f);
+              for (int v = 0; v < NV; ++v) {
+                fbatch x = acc[r][v] + bb;
+                if (relu) x = xsimd::max(x, fbatch(0.0f));
+                if (cols == CB) store(SC{}, C + (r0 + r) * ldc + n0 + v * static_cast<std::int64_t>(W), x);
+                else x.store_unaligned(tailc + r * CB + v * static_cast<std::int64_t>(W));
+              }
+              if (cols != CB)
+                for (std::int64_t j = 0; j < cols; ++j) C[(r0 + r) * ldc + n0 + j] = from_f32(SC{}, tailc[r * CB + j]);
+            }
+          }
+        }
+      });
+    });
+  });
+}
+
+}  // namespace npusim::inline NPUSIM_ABI::cpu

@@ -1,0 +1,192 @@
+// Matrix kernels: linear (weights packed once, GEMM or weight-streaming GEMV), matmul and the
+// grouped/transposed variants between activations (Eigen on float32 copies), addmm, and conv2d
+// as implicit im2col + packed GEMM (1x1 convs read the input directly), depthwise convs direct.
+#pragma once
+
+#include <Eigen/Core>
+
+#include "npusim/target/cpu/context.hpp"
+#include "npusim/target/cpu/gemm.hpp"
+
+namespace npusim::inline NPUSIM_ABI::cpu {
+
+// A weight's bound tensor, required for packing.
+inline const Tensor& require_weight(Ctx& c, ir::TensorId t, const char* what) {
+  const Tensor* w = c.weight(t);
+  if (!w) c.unsupported(std::string(what) + " must be a weight (constant at load time) to be packed");
+  return *w;
+}
+
+inline std::shared_ptr<std::vector<float>> f32_copy(Ctx& c, ir::TensorId t) {
+  const Tensor& w = require_weight(c, t, "bias");
+  Tensor f = w.to(DType::f32);
+  return c.own(std::vector<float>(f.data<float>(), f.data<float>() + f.numel()));
+}
+
+// y[..., N] = x[..., K] W[N, K]^T + b
+inline Fn bind_linear(Ctx& c, ir::TensorId x, ir::TensorId w, std::optional<ir::TensorId> bias, ir::TensorId y, bool relu = false) {
+  const Tensor& wt = require_weight(c, w, "linear weight");
+  const std::int64_t N = wt.shape()[0], K = wt.shape()[1], M = c.numel(x) / K;
+  auto packed = c.own(pack_b(wt.raw(), wt.dtype(), K, N, true));
+  auto b = bias ? f32_copy(c, *bias) : nullptr;
+  GemmScratch lay = GemmScratch::layout(M, K, N);
+  auto pool = c.need_scratch(lay.bytes());
+  AView a{c.ptr(x), c.storage(x), K, false};
+  CView cv{c.ptr(y), c.storage(y), N, false};
+  Epilogue ep{b ? b->data() : nullptr, relu};
+  return [=] { gemm(a, M, *packed, cv, ep, lay, pool->get()); };
+}
+
+// Batched matmul between activations through Eigen on float32 copies. B optionally transposed
+// (K is its last dim) and grouped (one B per `group` consecutive A batches).
+inline Fn bind_matmul_dense(Ctx& c, ir::TensorId a, ir::TensorId b, ir::TensorId y, bool trans_b, std::int64_t group) {
+  const Shape &as = c.shape(a), &bs = c.shape(b);
+  Shape beff = bs;
+  if (trans_b && beff.size() >= 2) std::swap(beff[beff.size() - 1], beff[beff.size() - 2]);
+  if (group > 1) {
+    if (bs.size() != 4) c.unsupported("grouped matmul expects 4-D operands");
+    beff[1] *= group;  // [B, Hkv, ...] read as [B, Hkv*G, ...]
+  }
+  ops::MatmulShapes s = ops::matmul_shapes(as, beff);
+  // Matrix offsets (in whole matrices) of A and B for every batch index of the output.
+  auto align = [&](Shape sh) {
+    sh.resize(sh.size() - (sh.size() >= 2 ? 2 : sh.size()));
+    while (sh.size() < s.batch.size()) sh.insert(sh.begin(), 1);
+    return sh;
+  };
+  Shape ab = align(s.a_vec ? Shape{1, as[0]} : as), bsrc = align(s.b_vec ? Shape{bs[0], 1} : bs);
+  const Strides ast = contiguous_strides(ab), bst = contiguous_strides(bsrc), cst = contiguous_strides(s.batch);
+  std::vector<std::int64_t> a_off, b_off;
+  for (std::int64_t i = 0; i < numel(s.batch); ++i) {
+    std::int64_t ao = 0, bo = 0, rem = i;
+    for (std::size_t d = 0; d < s.batch.size(); ++d) {
+      std::int64_t idx = rem / cst[d];
+      rem %= cst[d];
+      if (ab[d] != 1) ao += idx * ast[d];
+      std::int64_t bi = (group > 1 && d + 1 == s.batch.size()) ? idx / group : idx;  // the head dim of [B, H, L, D]
+      if (bsrc[d] != 1) bo += bi * bst[d];
+    }
+    a_off.push_back(ao), b_off.push_back(bo);
+  }
+  const std::int64_t M = s.m, K = s.k, N = s.n;
+  auto scratch = c.need_scratch(static_cast<std::size_t>(M * K + K * N + M * N) * 4);
+  const std::byte *pa = c.ptr(a), *pb = c.ptr(b);
+  std::byte* py = c.ptr(y);
+  const DType da = c.storage(a), db = c.storage(b), dy = c.storage(y);
+  return [=] {
+    using RowMat = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+    float* base = reinterpret_cast<float*>(scratch->get());
+    float *fa = base, *fb = base + M * K, *fy = base + M * K + K * N;
+    for (std::size_t i = 0; i < a_off.size(); ++i) {
+      load_row(da, pa + static_cast<std::size_t>(a_off[i] * M * K) * dtype_size(da), fa, M * K);
+      load_row(db, pb + static_cast<std::size_t>(b_off[i] * K * N) * dtype_size(db), fb, K * N);
+      Eigen::Map<const RowMat> A(fa, M, K);
+      Eigen::Map<RowMat> Y(fy, M, N);
+      if (trans_b) Y.noalias() = A * Eigen::Map<const RowMat>(fb, N, K).transpose();
+      else Y.noalias() = A * Eigen::Map<const RowMat>(fb, K, N);
+      store_row(dy, fy, py + static_cast<std::size_t>(static_cast<std::int64_t>(i) * M * N) * dtype_size(dy), M * N);
+    }
+  };
+}
+
+struct ConvGeom {
+  std::int64_t N, C, H, W, K, kh, kw, OH, OW, G, sh, sw, ph, pw, dh, dw;
+};
+
+// conv2d (+ bias, + relu): per image and group, im2col (K-major) then the packed GEMM writing NCHW.
+inline Fn bind_conv(Ctx& c, ir::TensorId x, const Tensor& wt, std::shared_ptr<std::vector<float>> b, ir::TensorId y, const ops::Conv2d::Attrs& at,
+                    bool relu) {
+  const Shape &xs = c.shape(x), &ys = c.shape(y);
+  ConvGeom g{xs[0], xs[1], xs[2], xs[3], wt.shape()[0], wt.shape()[2], wt.shape()[3], ys[2], ys[3], at.groups,
+             at.stride[0], at.stride[1], at.padding[0], at.padding[1], at.dilation[0], at.dilation[1]};
+  const std::int64_t Cg = g.C / g.G, Kg = g.K / g.G, KK = Cg * g.kh * g.kw, M = g.OH * g.OW;
+  const std::byte* px = c.ptr(x);
+  std::byte* py = c.ptr(y);
+  const DType dx = c.storage(x), dy = c.storage(y);
+  const std::size_t ex = dtype_size(dx), ey = dtype_size(dy);
+  if (Cg == 1 && Kg == 1) {
+    // Depthwise: direct, one channel at a time, float math.
+    Tensor wf = wt.to(DType::f32);
+    auto wv = c.own(std::vector<float>(wf.data<float>(), wf.data<float>() + wf.numel()));
+    auto scratch = c.need_scratch(static_cast<std::size_t>(max_threads()) * static_cast<std::size_t>(g.H * g.W + M) * 4);
+    return [=] {
+      parallel_for(g.N * g.C, 1, [&](std::int64_t c0, std::int64_t c1) {
+#ifdef _OPENMP
+        float* in = reinterpret_cast<float*>(scratch->get()) + static_cast<std::size_t>(omp_get_thread_num()) * static_cast<std::size_t>(g.H * g.W + M);
+#else
+        float* in = reinterpret_cast<float*>(scratch->get());
+#endif
+        float* out = in + g.H * g.W;
+        for (std::int64_t nc = c0; nc < c1; ++nc) {
+          const std::int64_t ch = nc % g.C;
+          load_row(dx, px + static_cast<std::size_t>(nc * g.H * g.W) * ex, in, g.H * g.W);
+          const float* wk = wv->data() + ch * g.kh * g.kw;
+          for (std::int64_t oh = 0; oh < g.OH; ++oh)
+            for (std::int64_t ow = 0; ow < g.OW; ++ow) {
+              float s = b ? (*b)[static_cast<std::size_t>(ch)] : 0.0f;
+              for (std::int64_t i = 0; i < g.kh; ++i) {
+                const std::int64_t ih = oh * g.sh - g.ph + i * g.dh;
+                if (ih < 0 || ih >= g.H) continue;
+                for (std::int64_t j = 0; j < g.kw; ++j) {
+                  const std::int64_t iw = ow * g.sw - g.pw + j * g.dw;
+                  if (iw >= 0 && iw < g.W) s += in[ih * g.W + iw] * wk[i * g.kw + j];
+                }
+              }
+              out[oh * g.OW + ow] = relu && s < 0 ? 0.0f : s;
+            }
+          store_row(dy, out, py + static_cast<std::size_t>(nc * M) * ey, M);
+        }
+      });
+    };
+  }
+  // Per group: C[Kg][M] = W_g[Kg][KK] . col[KK][M]; the weights packed once into f32 strips.
+  std::vector<std::shared_ptr<PackedStrips>> packs;
+  const std::size_t ew = dtype_size(wt.dtype());
+  for (std::int64_t gi = 0; gi < g.G; ++gi)
+    packs.push_back(c.own(pack_strips(static_cast<const std::byte*>(wt.raw()) + static_cast<std::size_t>(gi * Kg * KK) * ew, wt.dtype(), Kg, KK)));
+  const bool direct = g.kh == 1 && g.kw == 1 && g.sh == 1 && g.sw == 1 && g.ph == 0 && g.pw == 0;
+  const std::size_t col_bytes = direct ? 0 : (static_cast<std::size_t>(KK * M) * 4 + 63) / 64 * 64;
+  auto pool = c.need_scratch(col_bytes + conv_gemm_scratch_bytes(KK));
+  return [=] {
+    std::byte* base = pool->get();
+    float* col = reinterpret_cast<float*>(base);
+    for (std::int64_t n = 0; n < g.N; ++n)
+      for (std::int64_t gi = 0; gi < g.G; ++gi) {
+        const std::byte* xin = px + static_cast<std::size_t>((n * g.C + gi * Cg) * g.H * g.W) * ex;
+        if (!direct) {
+          // im2col: row (c, i, j) holds the input pixel each output pixel reads (0 in the padding), f32.
+          parallel_for(KK, 8, [&](std::int64_t r0, std::int64_t r1) {
+            visit_float_storage(dx, [&](auto tag) {
+              const auto* src0 = reinterpret_cast<const typename decltype(tag)::T*>(xin);
+              for (std::int64_t r = r0; r < r1; ++r) {
+                const std::int64_t ch = r / (g.kh * g.kw), i = (r / g.kw) % g.kh, j = r % g.kw;
+                const auto* src = src0 + ch * g.H * g.W;
+                float* dst = col + r * M;
+                for (std::int64_t oh = 0; oh < g.OH; ++oh) {
+                  const std::int64_t ih = oh * g.sh - g.ph + i * g.dh;
+                  float* drow = dst + oh * g.OW;
+                  if (ih < 0 || ih >= g.H) {
+                    std::fill(drow, drow + g.OW, 0.0f);
+                    continue;
+                  }
+                  const auto* srow = src + ih * g.W;
+                  for (std::int64_t ow = 0; ow < g.OW; ++ow) {
+                    const std::int64_t iw = ow * g.sw - g.pw + j * g.dw;
+                    drow[ow] = iw >= 0 && iw < g.W ? to_f32(tag, srow[iw]) : 0.0f;
+                  }
+                }
+              }
+            });
+          });
+        }
+        conv_gemm(*packs[static_cast<std::size_t>(gi)], direct ? static_cast<const void*>(xin) : col, direct ? dx : DType::f32, M, M,
+                  py + static_cast<std::size_t>((n * g.K + gi * Kg) * M) * ey, dy, M, b ? b->data() + gi * Kg : nullptr, relu, base + col_bytes);
+      }
+  };
+}
+
+inline Fn bind_conv(Ctx& c, ir::TensorId x, ir::TensorId w, std::optional<ir::TensorId> bias, ir::TensorId y, const ops::Conv2d::Attrs& at, bool relu) {
+  return bind_conv(c, x, require_weight(c, w, "conv weight"), bias ? f32_copy(c, *bias) : nullptr, y, at, relu);
+}
+
+}  // namespace npusim::inline NPUSIM_ABI::cpu

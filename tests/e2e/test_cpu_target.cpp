@@ -1,0 +1,133 @@
+// The CPU target on every fixture, at float32 and at the model's half type, with the issue's
+// tolerances; and the same fixtures with one op type forced onto the reference fallback.
+#include "../common/compile_util.hpp"
+#include "../common/test_util.hpp"
+#include "npusim/runtime/generate.hpp"
+#include "npusim/target/cpu/cpu_target.hpp"
+
+using namespace npusim;
+using npusim::test::data;
+
+namespace {
+
+std::vector<std::string> op_cases() {
+  std::vector<std::string> r;
+  for (auto& e : std::filesystem::directory_iterator(data("ops"))) r.push_back(e.path().filename().string());
+  std::sort(r.begin(), r.end());
+  return r;
+}
+
+program::CompiledProgram compile_cpu(const ir::Graph& g, DType dt, const std::string& force = {}) {
+  program::CompileOptions o;
+  o.compute = dt;
+  o.evaluator = CpuTarget::evaluator();
+  o.verify = true;
+  o.force = partition::ForceFallback::parse(force);
+  return program::compile(g, describe_target<CpuTarget>(), o);
+}
+
+runtime::CaseResult run_cpu(const runtime::Case& c, DType dt, runtime::CheckOptions co, const std::string& force = {}) {
+  auto runner = runner_for<CpuTarget>::make(compile_cpu(c.graph, dt, force), c.weights.get());
+  co.half_compute = is_half(dt);
+  return runtime::check_case(c, *runner, co);
+}
+
+DType half_of(const ir::Graph& g) {
+  for (const auto& t : g.tensors)
+    if (is_half(t.dtype)) return t.dtype;
+  return DType::f16;
+}
+
+class CpuOps : public ::testing::TestWithParam<std::string> {};
+
+}  // namespace
+
+TEST_P(CpuOps, Float32WithinOneInTenThousand) {
+  runtime::Case c = runtime::Case::open(data("ops/" + GetParam()));
+  const bool half_model = runtime::graph_is_half(c.graph);
+  auto r = run_cpu(c, DType::f32, {.tolerance = half_model ? 1e-2 : 1e-4});
+  for (const auto& o : r.outputs) EXPECT_TRUE(o.pass) << o.name << " rel_l2 " << o.metrics.rel_l2;
+  EXPECT_TRUE(r.pass);
+}
+
+TEST_P(CpuOps, HalfTypeWithinHalfTolerance) {
+  runtime::Case c = runtime::Case::open(data("ops/" + GetParam()));
+  if (!runtime::graph_is_half(c.graph)) GTEST_SKIP() << "float32 model";
+  auto r = run_cpu(c, half_of(c.graph), {.tolerance = 1e-2});
+  EXPECT_TRUE(r.pass);
+}
+
+INSTANTIATE_TEST_SUITE_P(AllOps, CpuOps, ::testing::ValuesIn(op_cases()), [](const auto& info) { return info.param; });
+
+TEST(CpuOps, ForcedFallbackGivesTheSameResults) {
+  for (auto [c, force] : {std::pair{"ops/conv_bn_relu", "relu"}, {"ops/silu_gate_mlp", "linear"}, {"ops/multihead_attention", "sdpa"},
+                          {"ops/rmsnorm_bf16", "mean"}, {"ops/where_mask", "gt"}}) {
+    SCOPED_TRACE(std::string(c) + " forcing " + force);
+    runtime::Case k = runtime::Case::open(data(c));
+    auto r = run_cpu(k, DType::f32, {.tolerance = runtime::graph_is_half(k.graph) ? 1e-2 : 1e-4}, force);
+    EXPECT_TRUE(r.pass);
+    EXPECT_GE(compile_cpu(k.graph, DType::f32, force).partitions.size(), 2u);
+  }
+}
+
+class CpuResNet : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(CpuResNet, Float32MatchesPyTorch) {
+  runtime::Case c = runtime::Case::open(data("models/" + GetParam()));
+  auto r = run_cpu(c, DType::f32, {.tolerance = 1e-4});
+  ASSERT_EQ(r.outputs.size(), 1u);
+  EXPECT_EQ(r.outputs[0].top5, r.outputs[0].top5_ref);
+  EXPECT_TRUE(r.pass) << r.outputs[0].metrics.rel_l2;
+}
+
+TEST_P(CpuResNet, F16Top1AndTop5Set) {
+  runtime::Case c = runtime::Case::open(data("models/" + GetParam()));
+  const double tol = GetParam() == "resnet18" ? 0.01 : 0.05;
+  auto r = run_cpu(c, DType::f16, {.tolerance = tol, .top5_in_order = false});
+  ASSERT_EQ(r.outputs.size(), 1u);
+  EXPECT_EQ(r.outputs[0].top5[0], r.outputs[0].top5_ref[0]);
+  EXPECT_TRUE(r.pass) << r.outputs[0].metrics.rel_l2;
+  // One op type on the fallback: the same answer.
+  auto f = run_cpu(c, DType::f16, {.tolerance = tol, .top5_in_order = false}, "max_pool2d");
+  EXPECT_TRUE(f.pass);
+}
+
+INSTANTIATE_TEST_SUITE_P(Models, CpuResNet, ::testing::Values("resnet18", "resnet50"));
+
+namespace {
+llm::GenerateCheck qwen_tiny(DType dt, const std::string& force = {}) {
+  runtime::Case pc = runtime::Case::open(data("models/qwen2_tiny_prefill"));
+  runtime::Case dc = runtime::Case::open(data("models/qwen2_tiny_decode"));
+  std::unordered_map<std::string, Tensor> cache;
+  weights::BindOptions bo;
+  bo.cache = &cache;
+  auto prefill = runner_for<CpuTarget>::make(compile_cpu(pc.graph, dt, force), pc.weights.get(), bo);
+  auto decode = runner_for<CpuTarget>::make(compile_cpu(dc.graph, dt, force), pc.weights.get(), bo);
+  llm::LlmPrograms m(*prefill, *decode, llm::KvMapping::read(data("models/qwen2_tiny_decode/kv_mapping.json")), pc.graph, dc.graph);
+  Tensor ids = pc.io->tensor("input_ids"), tok = dc.io->tensor("decode_tokens");
+  std::vector<std::int64_t> prompt(ids.span<std::int64_t>().begin(), ids.span<std::int64_t>().end()),
+      tokens(tok.span<std::int64_t>().begin(), tok.span<std::int64_t>().end());
+  return llm::check_generation(m, prompt, pc.io->tensor("linear_14"), tokens, dc.io->tensor("decode_logits"));
+}
+}  // namespace
+
+TEST(CpuQwenTiny, Float32EightOfEightTokens) {
+  auto r = qwen_tiny(DType::f32);
+  EXPECT_LE(r.prefill.rel_l2, 1e-4);
+  EXPECT_EQ(r.token_matches, 8);
+}
+
+TEST(CpuQwenTiny, Bf16WithinTheIssueTolerances) {
+  for (const char* force : {"", "embedding", "index_copy"}) {
+    SCOPED_TRACE(std::string("forced: ") + force);
+    auto r = qwen_tiny(DType::bf16, force);
+    EXPECT_EQ(r.prefill_top1, r.prefill_top1_ref);
+    EXPECT_GE(r.prefill.cosine, 0.9995);
+    EXPECT_LE(r.prefill.rel_l2, 0.035);
+    for (const auto& s : r.steps) {
+      EXPECT_GE(s.metrics.cosine, 0.9995) << s.position;
+      EXPECT_LE(s.metrics.rel_l2, 0.04) << s.position;
+    }
+    EXPECT_EQ(r.token_matches, 8);
+  }
+}
