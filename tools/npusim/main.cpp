@@ -118,7 +118,8 @@ int cmd_run(const std::string& dir, const cli::TargetChoice& tc, const std::stri
 
 struct GenerateArgs {
   std::string prefill_dir, decode_dir, weights = "auto";
-  bool check = false;
+  bool check = false, profile = false;
+  std::string trace;
   std::optional<double> tol;
   int min_matches = -1;
   std::size_t max_new_tokens = 0;
@@ -191,7 +192,22 @@ int cmd_generate(const GenerateArgs& a, const cli::TargetChoice& tc) {
     std::fflush(stdout);
   };
   std::vector<std::int64_t> tok(tokens.span<std::int64_t>().begin(), tokens.span<std::int64_t>().end());
+  runtime::Profiler prof;
+  if (a.profile) {
+    if (!decode.plan) throw Error(ErrorCode::unsupported, "--profile needs compiled programs (not --interpret)");
+    decode.plan->set_profiler(&prof);
+  }
+  auto t_check = clock_type::now();
   llm::GenerateCheck r = llm::check_generation(model, prompt, plogits, tok, dlogits, cb);
+  if (a.profile) {
+    decode.plan->set_profiler(nullptr);
+    double decode_us = 0;
+    for (const auto& s : r.steps) decode_us += s.ms * 1000.0;
+    std::printf("\ndecode profile (%zu steps):\n", r.steps.size());
+    prof.print_summary(stdout, decode_us, static_cast<int>(r.steps.size()));
+    if (!a.trace.empty()) prof.write_trace(a.trace), std::printf("trace: %s\n", a.trace.c_str());
+  }
+  (void)t_check;
   ok = ok && r.token_matches >= need;
   double step_total = 0;
   for (const auto& s : r.steps) step_total += s.ms;
@@ -303,6 +319,8 @@ int main(int argc, char** argv) {
   gen->add_option("--tol", ga.tol, "relative L2 tolerance for logits");
   gen->add_option("--min-token-matches", ga.min_matches, "greedy tokens that must match (default: all; half dtypes: all but one)");
   gen->add_option("--max-new-tokens", ga.max_new_tokens, "tokens to generate without --check (default 9)");
+  gen->add_flag("--profile", ga.profile, "with --check: time every decode kernel; print a table by kernel kind");
+  gen->add_option("--trace", ga.trace, "with --profile: write a Chrome/Perfetto trace of the decode steps");
   add_target(gen, true);
 
   auto* tlist = app.add_subcommand("targets", "list the targets this build has");

@@ -99,6 +99,23 @@ inline BufferPlan plan_buffers(const ir::Graph& g, const std::vector<Kernel>& ks
     }
   }
   for (ir::TensorId t : g.outputs) bp.tensors[static_cast<std::size_t>(t)].last = K;
+  // KV caches updated in place: index_copy over a graph input that nothing else reads writes into
+  // that input's buffer (only the new rows), and its output shares the input's bytes.
+  {
+    std::vector<int> readers(T, 0);
+    for (const Kernel& kr : ks)
+      for (ir::TensorId t : kr.inputs) ++readers[static_cast<std::size_t>(t)];
+    std::vector<bool> is_out(T, false);
+    for (ir::TensorId t : g.outputs) is_out[static_cast<std::size_t>(t)] = true;
+    for (const Kernel& kr : ks) {
+      if (kr.kind != "index_copy" || kr.outputs.size() != 1) continue;
+      const ir::TensorId self = g.nodes[static_cast<std::size_t>(kr.nodes[0])].inputs.at(0), o = kr.outputs[0];
+      TensorPlan &sp = bp.tensors[static_cast<std::size_t>(self)], &op = bp.tensors[static_cast<std::size_t>(o)];
+      if (sp.place != Place::input || readers[static_cast<std::size_t>(self)] != 1 || is_out[static_cast<std::size_t>(self)] || sp.storage != op.storage) continue;
+      op.place = Place::view;
+      op.root = self;
+    }
+  }
   // Resolve view roots; a view keeps its root alive as long as the view is read.
   for (std::size_t t = 0; t < T; ++t) {
     TensorPlan& p = bp.tensors[t];

@@ -134,6 +134,15 @@ class PartitionExecutor final : public runtime::PartitionExecutor {
     std::vector<Tensor> out;
     out.reserve(g.outputs.size());
     for (ir::TensorId t : g.outputs) {
+      const auto& tp = part_.plan.tensors[static_cast<std::size_t>(t)];
+      if (tp.place == plan::Place::view && g.tensor(tp.root).kind == ir::TensorKind::input) {
+        // Updated in place in an input buffer (a KV cache): returned without a copy, sharing that
+        // buffer. Passing it back as the next run's input costs nothing; it stays valid until an
+        // input with other contents is given for that slot.
+        const Tensor& in = inputs_[input_slot(tp.root)];
+        out.push_back(Tensor::wrap(in.dtype(), g.tensor(t).shape, in.raw() == nullptr ? nullptr : const_cast<void*>(in.raw()), in.owner()));
+        continue;
+      }
       Tensor o = Tensor::empty(storage(t), g.tensor(t).shape);
       std::memcpy(o.raw(), addr_.at(static_cast<std::size_t>(t)), o.nbytes());
       out.push_back(std::move(o));
@@ -145,6 +154,10 @@ class PartitionExecutor final : public runtime::PartitionExecutor {
 
  private:
   DType storage(ir::TensorId t) const { return part_.plan.tensors.at(static_cast<std::size_t>(t)).storage; }
+  std::size_t input_slot(ir::TensorId t) const {
+    const auto& in = part_.graph.inputs;
+    return static_cast<std::size_t>(std::find(in.begin(), in.end(), t) - in.begin());
+  }
 
   template <class List>
   struct PatternBinder;

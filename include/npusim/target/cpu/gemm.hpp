@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "npusim/core/tensor.hpp"
+#include "npusim/target/cpu/amx.hpp"
 #include "npusim/target/cpu/parallel.hpp"
 #include "npusim/target/cpu/simd.hpp"
 
@@ -40,19 +41,27 @@ struct AlignedBuf {
 
 // A weight packed into column panels. `b_is_nk`: the source is [N, K] (linear weights, conv
 // weights as [Cout, Cin*kh*kw]); otherwise [K, N] (a matmul's right operand).
+//
+// bf16 weights use a k-pair layout: panel p, row kk holds B[2kk][16p+j], B[2kk+1][16p+j] for
+// j = 0..15 (64 bytes), K padded with zeros to a multiple of 32. That is the B operand layout of
+// AMX tile products and of AVX-512 bf16 dot products, and the decode GEMV reads it too.
 struct PackedB {
   DType dtype = DType::f32;  // storage of the panels
   std::int64_t K = 0, N = 0, panels = 0;
+  std::int64_t Kp = 0;       // K as stored (padded for the pair layout)
+  bool pairs = false;
   AlignedBuf data;
 
-  const void* panel(std::int64_t p) const { return data.as<std::byte>() + p * K * NR * static_cast<std::int64_t>(dtype_size(dtype)); }
+  const void* panel(std::int64_t p) const { return data.as<std::byte>() + p * Kp * NR * static_cast<std::int64_t>(dtype_size(dtype)); }
 };
 
 inline PackedB pack_b(const void* src, DType dtype, std::int64_t K, std::int64_t N, bool b_is_nk) {
   PackedB b;
   b.dtype = dtype, b.K = K, b.N = N, b.panels = (N + NR - 1) / NR;
+  b.pairs = dtype == DType::bf16;
+  b.Kp = b.pairs ? (K + 31) / 32 * 32 : K;
   const std::size_t es = dtype_size(dtype);
-  b.data = AlignedBuf::make(static_cast<std::size_t>(b.panels * K * NR) * es);
+  b.data = AlignedBuf::make(static_cast<std::size_t>(b.panels * b.Kp * NR) * es);
   std::memset(b.data.p.get(), 0, b.data.bytes);
   // Element-size-specific copies: packing a 1.5B-parameter model must take seconds, not minutes.
   auto pack = [&]<class T>() {
@@ -61,8 +70,11 @@ inline PackedB pack_b(const void* src, DType dtype, std::int64_t K, std::int64_t
     parallel_for(b.panels, 8, [&](std::int64_t p0, std::int64_t p1) {
       for (std::int64_t p = p0; p < p1; ++p) {
         const std::int64_t cols = std::min(NR, N - p * NR);
-        T* dp = d + p * K * NR;
-        if (b_is_nk) {
+        T* dp = d + p * b.Kp * NR;
+        if (b.pairs) {
+          for (std::int64_t j = 0; j < cols; ++j)
+            for (std::int64_t k = 0; k < K; ++k) dp[((k / 2) * NR + j) * 2 + k % 2] = b_is_nk ? s[(p * NR + j) * K + k] : s[k * N + p * NR + j];
+        } else if (b_is_nk) {
           for (std::int64_t j = 0; j < cols; ++j) {
             const T* row = s + (p * NR + j) * K;
             for (std::int64_t k = 0; k < K; ++k) dp[k * NR + j] = row[k];
@@ -134,10 +146,15 @@ inline void pack_a(const AView& a, std::int64_t M, std::int64_t K, float* dst) {
   });
 }
 
-// Widens kc rows of a B panel (any storage) into f32 [kc][NR].
+// Widens kc rows of a B panel (any storage) into f32 [kc][NR]; `p` points at row k0.
 template <class S>
 inline void widen_panel(const typename S::T* p, std::int64_t kc, float* dst) {
   for (std::int64_t i = 0; i < kc * NR; i += static_cast<std::int64_t>(W)) store(SF32{}, dst + i, load(S{}, p + i));
+}
+// The same from the bf16 k-pair layout (k0 even): pair row kk -> f32 rows 2kk, 2kk+1.
+inline void widen_pairs(const std::uint16_t* p, std::int64_t kc, float* dst) {
+  for (std::int64_t k = 0; k < kc; ++k)
+    for (std::int64_t j = 0; j < NR; ++j) dst[k * NR + j] = bf16_bits_to_f32(p[((k / 2) * NR + j) * 2 + k % 2]);
 }
 
 // acc[6][NP panels] += A strip (kc x 6) * B (kc x 16*NP); C (f32, row stride ldc) is written or
@@ -194,6 +211,41 @@ inline void gemv_panels(const float* a, std::int64_t M, std::int64_t K, const Pa
   }
 }
 
+// Few-row product from the bf16 k-pair layout: one 64-byte load gives 16 columns for k and k+1.
+inline void gemv_pairs(const float* a, std::int64_t M, std::int64_t K, const PackedB& b, std::int64_t p0, std::int64_t p1, float* c, std::int64_t ldc) {
+#if defined(NPUSIM_CPU_AVX512)
+  for (std::int64_t p = p0; p < p1; ++p) {
+    const auto* bp = static_cast<const std::uint16_t*>(b.panel(p));
+    __m512 acc[4][2];
+    for (auto& x : acc) x[0] = x[1] = _mm512_setzero_ps();
+    const __m512i hi = _mm512_set1_epi32(static_cast<int>(0xffff0000u));
+    for (std::int64_t kk = 0; kk < K / 2; ++kk) {
+      const __m512i v = _mm512_loadu_si512(bp + kk * 2 * NR);
+      const __m512 even = _mm512_castsi512_ps(_mm512_slli_epi32(v, 16)), odd = _mm512_castsi512_ps(_mm512_and_si512(v, hi));
+      for (std::int64_t m = 0; m < M; ++m) {
+        acc[m][0] = _mm512_fmadd_ps(_mm512_set1_ps(a[m * K + 2 * kk]), even, acc[m][0]);
+        acc[m][1] = _mm512_fmadd_ps(_mm512_set1_ps(a[m * K + 2 * kk + 1]), odd, acc[m][1]);
+      }
+    }
+    for (std::int64_t m = 0; m < M; ++m) {
+      __m512 r = _mm512_add_ps(acc[m][0], acc[m][1]);
+      if (K % 2) r = _mm512_fmadd_ps(_mm512_set1_ps(a[m * K + K - 1]), _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_loadu_si512(bp + (K / 2) * 2 * NR), 16)), r);
+      _mm512_storeu_ps(c + m * ldc + p * NR, r);
+    }
+  }
+#else
+  for (std::int64_t p = p0; p < p1; ++p) {
+    const auto* bp = static_cast<const std::uint16_t*>(b.panel(p));
+    for (std::int64_t m = 0; m < M; ++m)
+      for (std::int64_t j = 0; j < NR; ++j) {
+        float s = 0;
+        for (std::int64_t k = 0; k < K; ++k) s += a[m * K + k] * bf16_bits_to_f32(bp[((k / 2) * NR + j) * 2 + k % 2]);
+        c[m * ldc + p * NR + j] = s;
+      }
+  }
+#endif
+}
+
 }  // namespace gemm_detail
 
 // Scratch layout of one GEMM call (carved from a shared pool at run time).
@@ -203,7 +255,8 @@ struct GemmScratch {
   static GemmScratch layout(std::int64_t M, std::int64_t K, std::int64_t N) {
     GemmScratch s{M, K, N};
     auto up = [](std::size_t b) { return (b + 63) / 64 * 64; };
-    s.a_bytes = up(static_cast<std::size_t>(((M + MR - 1) / MR) * MR * K) * 4);
+    s.a_bytes = up(std::max(static_cast<std::size_t>(((M + MR - 1) / MR) * MR * K) * 4,                 // packed f32 strips
+                            static_cast<std::size_t>(((M + 31) / 32 * 32) * ((K + 31) / 32 * 32)) * 2));  // padded bf16 rows (AMX)
     s.b_bytes = up(static_cast<std::size_t>(KC * 2 * NR) * 4);
     s.cb_bytes = up(static_cast<std::size_t>(MC * 2 * NR) * 4);
     s.c_bytes = M <= 4 ? up(static_cast<std::size_t>(M * ((N + NR - 1) / NR) * NR) * 4) : 0;
@@ -245,10 +298,73 @@ inline void write_c(const float* src, std::int64_t lds, std::int64_t m0, std::in
   }
 }
 
+#if defined(NPUSIM_CPU_AMX)
+// bf16 x bf16 -> f32 on AMX tiles: per thread a range of panel pairs; 32x32 output blocks from
+// 2x2 tiles, K in chunks of 32. A is read in place when its rows are already 32-aligned in M
+// and K, otherwise from a zero-padded copy.
+inline void amx_gemm(const AView& a, std::int64_t M, const PackedB& b, const CView& c, const Epilogue& ep, const GemmScratch& s, std::byte* scratch) {
+  const std::int64_t K = b.K, N = b.N, Kp = b.Kp, Mp = (M + 31) / 32 * 32;
+  const std::uint16_t* A = static_cast<const std::uint16_t*>(a.data);
+  std::int64_t lda = a.ld;
+  if (M % 32 || K % 32) {
+    auto* pad = reinterpret_cast<std::uint16_t*>(s.a(scratch));
+    std::memset(pad, 0, static_cast<std::size_t>(Mp * Kp) * 2);
+    for (std::int64_t m = 0; m < M; ++m) std::memcpy(pad + m * Kp, A + m * a.ld, static_cast<std::size_t>(K) * 2);
+    A = pad, lda = Kp;
+  }
+  const std::int64_t pairs = (b.panels + 1) / 2;
+  parallel_for(pairs, 1, [&](std::int64_t q0, std::int64_t q1) {
+#ifdef _OPENMP
+    const int t = omp_get_thread_num();
+#else
+    const int t = 0;
+#endif
+    float* ct = s.cblk(scratch, t);  // 32 x 32 f32
+    TileConfig cfg;
+    _tile_loadconfig(&cfg);
+    for (std::int64_t q = q0; q < q1; ++q) {
+      const std::int64_t p = 2 * q;
+      const bool two = p + 1 < b.panels;
+      const auto* b0 = static_cast<const std::uint16_t*>(b.panel(p));
+      const auto* b1 = two ? static_cast<const std::uint16_t*>(b.panel(p + 1)) : b0;
+      const std::int64_t n0 = p * NR, cols = std::min(N, (p + (two ? 2 : 1)) * NR) - n0;
+      for (std::int64_t m0 = 0; m0 < Mp; m0 += 32) {
+        _tile_zero(0);
+        _tile_zero(1);
+        _tile_zero(2);
+        _tile_zero(3);
+        for (std::int64_t k0 = 0; k0 < Kp; k0 += 32) {
+          _tile_loadd(4, A + m0 * lda + k0, lda * 2);
+          _tile_loadd(5, A + (m0 + 16) * lda + k0, lda * 2);
+          _tile_loadd(6, b0 + k0 * NR, 64);
+          _tile_loadd(7, b1 + k0 * NR, 64);
+          _tile_dpbf16ps(0, 4, 6);
+          _tile_dpbf16ps(1, 4, 7);
+          _tile_dpbf16ps(2, 5, 6);
+          _tile_dpbf16ps(3, 5, 7);
+        }
+        _tile_stored(0, ct, 128);
+        _tile_stored(1, ct + 16, 128);
+        _tile_stored(2, ct + 16 * 32, 128);
+        _tile_stored(3, ct + 16 * 32 + 16, 128);
+        write_c(ct, 32, m0, std::min<std::int64_t>(32, M - m0), n0, cols, c, ep);
+      }
+    }
+    _tile_release();
+  });
+}
+#endif
+
 // C = A . B (+ epilogue). M rows of A; B packed (K x N).
 inline void gemm(const AView& a, std::int64_t M, const PackedB& b, const CView& c, const Epilogue& ep, const GemmScratch& s, std::byte* scratch) {
   const std::int64_t K = b.K, N = b.N;
   float* ap = s.a(scratch);
+#if defined(NPUSIM_CPU_AMX)
+  if (M > 4 && b.pairs && a.dtype == DType::bf16 && !a.k_major && amx_enabled()) {
+    amx_gemm(a, M, b, c, ep, s, scratch);
+    return;
+  }
+#endif
   if (M <= 4) {
     // Few rows (decode): A as plain f32 rows; every thread streams its own panels.
     for (std::int64_t m = 0; m < M; ++m) {
@@ -263,8 +379,11 @@ inline void gemm(const AView& a, std::int64_t M, const PackedB& b, const CView& 
     }
     const std::int64_t ldc = b.panels * NR;
     float* cf = s.c(scratch);
-    parallel_for(b.panels, 4, [&](std::int64_t p0, std::int64_t p1) {
-      visit_float_storage(b.dtype, [&](auto tag) { gemm_detail::gemv_panels<decltype(tag)>(ap, M, K, b, p0, p1, cf, ldc); });
+    // At least 64 KiB of weights per thread before a second thread is worth waking.
+    const std::int64_t min_panels = std::max<std::int64_t>(4, (64 << 10) / std::max<std::int64_t>(1, K * NR * static_cast<std::int64_t>(dtype_size(b.dtype))));
+    parallel_for(b.panels, min_panels, [&](std::int64_t p0, std::int64_t p1) {
+      if (b.pairs) gemm_detail::gemv_pairs(ap, M, K, b, p0, p1, cf, ldc);
+      else visit_float_storage(b.dtype, [&](auto tag) { gemm_detail::gemv_panels<decltype(tag)>(ap, M, K, b, p0, p1, cf, ldc); });
       const std::int64_t n0 = p0 * NR, n1 = std::min(N, p1 * NR);
       write_c(cf + n0, ldc, 0, M, n0, n1 - n0, c, ep);
     });
@@ -288,12 +407,17 @@ inline void gemm(const AView& a, std::int64_t M, const PackedB& b, const CView& 
         const std::int64_t mc = std::min(MC, M - m0);
         for (std::int64_t k0 = 0; k0 < K; k0 += KC) {
           const std::int64_t kc = std::min(KC, K - k0);
-          visit_float_storage(b.dtype, [&](auto tag) {
-            using S = decltype(tag);
-            const auto* p0 = static_cast<const typename S::T*>(b.panel(p)) + k0 * NR;
-            gemm_detail::widen_panel<S>(p0, kc, bb);
-            if (two) gemm_detail::widen_panel<S>(static_cast<const typename S::T*>(b.panel(p + 1)) + k0 * NR, kc, bb + KC * NR);
-          });
+          if (b.pairs) {
+            gemm_detail::widen_pairs(static_cast<const std::uint16_t*>(b.panel(p)) + k0 * NR, kc, bb);
+            if (two) gemm_detail::widen_pairs(static_cast<const std::uint16_t*>(b.panel(p + 1)) + k0 * NR, kc, bb + KC * NR);
+          } else {
+            visit_float_storage(b.dtype, [&](auto tag) {
+              using S = decltype(tag);
+              const auto* p0 = static_cast<const typename S::T*>(b.panel(p)) + k0 * NR;
+              gemm_detail::widen_panel<S>(p0, kc, bb);
+              if (two) gemm_detail::widen_panel<S>(static_cast<const typename S::T*>(b.panel(p + 1)) + k0 * NR, kc, bb + KC * NR);
+            });
+          }
           for (std::int64_t mi = 0; mi < mc; mi += MR) {
             const std::int64_t m = m0 + mi;  // m is a multiple of MR (MC is)
             const float* as = ap + (m / MR) * K * MR + k0 * MR;
@@ -354,67 +478,54 @@ inline void conv_micro(const float* a, const typename S::T* b, std::int64_t ldb,
 }
 }  // namespace gemm_detail
 
-// Per-thread scratch for the column tail: K x 32 f32 (B) and 6 x 32 f32 (C).
-inline std::size_t conv_gemm_scratch_bytes(std::int64_t K) {
-  return static_cast<std::size_t>(max_threads()) * static_cast<std::size_t>((K * 2 * NR + MR * 2 * NR) * 4 + 128);
+// B for conv_gemm, in tiles: tile t holds B[k][32t .. 32t+31] for every k, contiguous f32
+// (columns past P are zero). Produced by the im2col/transform pass, so the GEMM reads only
+// contiguous memory.
+inline constexpr std::int64_t CONV_CB = 2 * NR;
+inline std::size_t conv_tiles_bytes(std::int64_t K, std::int64_t P) {
+  return static_cast<std::size_t>(((P + CONV_CB - 1) / CONV_CB) * K * CONV_CB) * 4;
 }
+inline std::size_t conv_gemm_scratch_bytes() { return static_cast<std::size_t>(max_threads()) * (MR * CONV_CB * 4 + 128); }
 
-inline void conv_gemm(const PackedStrips& a, const void* b, DType bdt, std::int64_t ldb, std::int64_t P, void* c, DType cdt, std::int64_t ldc,
-                      const float* bias, bool relu, std::byte* scratch) {
-  constexpr std::int64_t CB = 2 * NR;  // columns per tile
-  constexpr int NV = static_cast<int>(CB / static_cast<std::int64_t>(W));
-  const std::int64_t K = a.K, blocks = (P + CB - 1) / CB;
-  const std::size_t per_thread = static_cast<std::size_t>((K * CB + MR * CB) * 4 + 128);
-  // Work items: (column block, strip group); a thread packs a block's B tile once and runs every
-  // strip of its group over it. Small images split the strips instead of the columns.
+inline void conv_gemm(const PackedStrips& a, const float* tiles, std::int64_t P, void* c, DType cdt, std::int64_t ldc, const float* bias, bool relu,
+                      std::byte* scratch) {
+  constexpr int NV = static_cast<int>(CONV_CB / static_cast<std::int64_t>(W));
+  const std::int64_t K = a.K, blocks = (P + CONV_CB - 1) / CONV_CB;
+  const std::size_t per_thread = MR * CONV_CB * 4 + 128;
+  // Work items: (column block, strip group); small images split the strips instead of the columns.
   const std::int64_t groups = blocks >= 2 * max_threads() ? 1 : std::min<std::int64_t>(a.strips, 2 * max_threads());
-  parallel_for(blocks * groups, 1, [&](std::int64_t i0, std::int64_t i1) {
+  const std::int64_t flops_per_item = 2 * K * CONV_CB * MR * std::max<std::int64_t>(1, a.strips / groups);
+  parallel_for(blocks * groups, std::max<std::int64_t>(1, (1 << 20) / flops_per_item), [&](std::int64_t i0, std::int64_t i1) {
 #ifdef _OPENMP
     const std::size_t t = static_cast<std::size_t>(omp_get_thread_num());
 #else
     const std::size_t t = 0;
 #endif
-    float* tile = reinterpret_cast<float*>((reinterpret_cast<std::uintptr_t>(scratch + t * per_thread) + 63) & ~std::uintptr_t{63});
-    float* tailc = tile + K * CB;
-    visit_float_storage(bdt, [&](auto btag) {
-      using SB = decltype(btag);
-      const auto* B = static_cast<const typename SB::T*>(b);
-      visit_float_storage(cdt, [&](auto ctag) {
-        using SC = decltype(ctag);
-        auto* C = static_cast<typename SC::T*>(c);
-        std::int64_t packed = -1;
-        for (std::int64_t it = i0; it < i1; ++it) {
-          const std::int64_t blk = it / groups, grp = it % groups, n0 = blk * CB, cols = std::min(CB, P - n0);
-          if (packed != blk) {  // contiguous f32 copy of B[:, n0:n0+32] (zero-padded past P)
-            for (std::int64_t k = 0; k < K; ++k) {
-              const auto* src = B + k * ldb + n0;
-              float* dst = tile + k * CB;
-              if (cols == CB)
-                for (std::int64_t v = 0; v < CB; v += static_cast<std::int64_t>(W)) store(SF32{}, dst + v, load(SB{}, src + v));
-              else
-                for (std::int64_t j = 0; j < CB; ++j) dst[j] = j < cols ? to_f32(SB{}, src[j]) : 0.0f;
+    float* tailc = reinterpret_cast<float*>((reinterpret_cast<std::uintptr_t>(scratch + t * per_thread) + 63) & ~std::uintptr_t{63});
+    visit_float_storage(cdt, [&](auto ctag) {
+      using SC = decltype(ctag);
+      auto* C = static_cast<typename SC::T*>(c);
+      for (std::int64_t it = i0; it < i1; ++it) {
+        const std::int64_t blk = it / groups, grp = it % groups, n0 = blk * CONV_CB, cols = std::min(CONV_CB, P - n0);
+        const float* tile = tiles + blk * K * CONV_CB;
+        const std::int64_t s0 = a.strips * grp / groups, s1 = a.strips * (grp + 1) / groups;
+        for (std::int64_t s = s0; s < s1; ++s) {
+          const std::int64_t r0 = s * MR, rows = std::min(MR, a.rows - r0);
+          fbatch acc[MR][NV];
+          gemm_detail::conv_micro<2, SF32>(a.strip(s), tile, CONV_CB, K, acc);
+          for (std::int64_t r = 0; r < rows; ++r) {
+            const fbatch bb(bias ? bias[r0 + r] : 0.0f);
+            for (int v = 0; v < NV; ++v) {
+              fbatch x = acc[r][v] + bb;
+              if (relu) x = xsimd::max(x, fbatch(0.0f));
+              if (cols == CONV_CB) store(SC{}, C + (r0 + r) * ldc + n0 + v * static_cast<std::int64_t>(W), x);
+              else x.store_unaligned(tailc + r * CONV_CB + v * static_cast<std::int64_t>(W));
             }
-            packed = blk;
-          }
-          const std::int64_t s0 = a.strips * grp / groups, s1 = a.strips * (grp + 1) / groups;
-          for (std::int64_t s = s0; s < s1; ++s) {
-            const std::int64_t r0 = s * MR, rows = std::min(MR, a.rows - r0);
-            fbatch acc[MR][NV];
-            gemm_detail::conv_micro<2, SF32>(a.strip(s), tile, CB, K, acc);
-            for (std::int64_t r = 0; r < rows; ++r) {
-              const fbatch bb(bias ? bias[r0 + r] : 0.0f);
-              for (int v = 0; v < NV; ++v) {
-                fbatch x = acc[r][v] + bb;
-                if (relu) x = xsimd::max(x, fbatch(0.0f));
-                if (cols == CB) store(SC{}, C + (r0 + r) * ldc + n0 + v * static_cast<std::int64_t>(W), x);
-                else x.store_unaligned(tailc + r * CB + v * static_cast<std::int64_t>(W));
-              }
-              if (cols != CB)
-                for (std::int64_t j = 0; j < cols; ++j) C[(r0 + r) * ldc + n0 + j] = from_f32(SC{}, tailc[r * CB + j]);
-            }
+            if (cols != CONV_CB)
+              for (std::int64_t j = 0; j < cols; ++j) C[(r0 + r) * ldc + n0 + j] = from_f32(SC{}, tailc[r * CONV_CB + j]);
           }
         }
-      });
+      }
     });
   });
 }

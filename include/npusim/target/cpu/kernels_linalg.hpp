@@ -144,43 +144,58 @@ inline Fn bind_conv(Ctx& c, ir::TensorId x, const Tensor& wt, std::shared_ptr<st
   const std::size_t ew = dtype_size(wt.dtype());
   for (std::int64_t gi = 0; gi < g.G; ++gi)
     packs.push_back(c.own(pack_strips(static_cast<const std::byte*>(wt.raw()) + static_cast<std::size_t>(gi * Kg * KK) * ew, wt.dtype(), Kg, KK)));
-  const bool direct = g.kh == 1 && g.kw == 1 && g.sh == 1 && g.sw == 1 && g.ph == 0 && g.pw == 0;
-  const std::size_t col_bytes = direct ? 0 : (static_cast<std::size_t>(KK * M) * 4 + 63) / 64 * 64;
-  auto pool = c.need_scratch(col_bytes + conv_gemm_scratch_bytes(KK));
+  const std::size_t tiles_bytes = (conv_tiles_bytes(KK, M) + 63) / 64 * 64;
+  auto pool = c.need_scratch(tiles_bytes + conv_gemm_scratch_bytes());
   return [=] {
     std::byte* base = pool->get();
-    float* col = reinterpret_cast<float*>(base);
+    float* tiles = reinterpret_cast<float*>(base);
+    const std::int64_t blocks = (M + CONV_CB - 1) / CONV_CB;
     for (std::int64_t n = 0; n < g.N; ++n)
       for (std::int64_t gi = 0; gi < g.G; ++gi) {
         const std::byte* xin = px + static_cast<std::size_t>((n * g.C + gi * Cg) * g.H * g.W) * ex;
-        if (!direct) {
-          // im2col: row (c, i, j) holds the input pixel each output pixel reads (0 in the padding), f32.
-          parallel_for(KK, 8, [&](std::int64_t r0, std::int64_t r1) {
-            visit_float_storage(dx, [&](auto tag) {
-              const auto* src0 = reinterpret_cast<const typename decltype(tag)::T*>(xin);
-              for (std::int64_t r = r0; r < r1; ++r) {
+        // im2col straight into GEMM tiles: tile t, row (c, i, j), column = pixel 32t + q. Each tile is
+        // written once, contiguously; a 1x1 convolution makes this a plain layout transform.
+        parallel_for(blocks, 4, [&](std::int64_t b0, std::int64_t b1) {
+          visit_float_storage(dx, [&](auto tag) {
+            const auto* src0 = reinterpret_cast<const typename decltype(tag)::T*>(xin);
+            std::int64_t oh0[CONV_CB], ow0[CONV_CB];
+            for (std::int64_t blk = b0; blk < b1; ++blk) {
+              float* tile = tiles + blk * KK * CONV_CB;
+              const std::int64_t p0 = blk * CONV_CB, cols = std::min(CONV_CB, M - p0);
+              for (std::int64_t q = 0; q < cols; ++q) oh0[q] = (p0 + q) / g.OW, ow0[q] = (p0 + q) % g.OW;
+              // One output row holds the whole block: contiguous input runs per (c, i, j) when stride 1.
+              const bool one_row = oh0[0] == oh0[cols - 1] && g.sw == 1;
+              for (std::int64_t r = 0; r < KK; ++r) {
                 const std::int64_t ch = r / (g.kh * g.kw), i = (r / g.kw) % g.kh, j = r % g.kw;
                 const auto* src = src0 + ch * g.H * g.W;
-                float* dst = col + r * M;
-                for (std::int64_t oh = 0; oh < g.OH; ++oh) {
-                  const std::int64_t ih = oh * g.sh - g.ph + i * g.dh;
-                  float* drow = dst + oh * g.OW;
+                float* dst = tile + r * CONV_CB;
+                if (one_row) {
+                  const std::int64_t ih = oh0[0] * g.sh - g.ph + i * g.dh;
+                  const std::int64_t iw0 = ow0[0] - g.pw + j * g.dw;
                   if (ih < 0 || ih >= g.H) {
-                    std::fill(drow, drow + g.OW, 0.0f);
+                    std::fill(dst, dst + CONV_CB, 0.0f);
                     continue;
                   }
-                  const auto* srow = src + ih * g.W;
-                  for (std::int64_t ow = 0; ow < g.OW; ++ow) {
-                    const std::int64_t iw = ow * g.sw - g.pw + j * g.dw;
-                    drow[ow] = iw >= 0 && iw < g.W ? to_f32(tag, srow[iw]) : 0.0f;
+                  const std::int64_t lo = std::clamp<std::int64_t>(-iw0, 0, cols), hi = std::clamp<std::int64_t>(g.W - iw0, lo, cols);
+                  std::fill(dst, dst + lo, 0.0f);
+                  if (hi > lo) convert<decltype(tag), SF32>(src + ih * g.W + iw0 + lo, dst + lo, hi - lo);
+                  std::fill(dst + hi, dst + CONV_CB, 0.0f);
+                  continue;
+                }
+                for (std::int64_t q = 0; q < CONV_CB; ++q) {
+                  float v = 0.0f;
+                  if (q < cols) {
+                    const std::int64_t ih = oh0[q] * g.sh - g.ph + i * g.dh, iw = ow0[q] * g.sw - g.pw + j * g.dw;
+                    if (ih >= 0 && ih < g.H && iw >= 0 && iw < g.W) v = to_f32(tag, src[ih * g.W + iw]);
                   }
+                  dst[q] = v;
                 }
               }
-            });
+            }
           });
-        }
-        conv_gemm(*packs[static_cast<std::size_t>(gi)], direct ? static_cast<const void*>(xin) : col, direct ? dx : DType::f32, M, M,
-                  py + static_cast<std::size_t>((n * g.K + gi * Kg) * M) * ey, dy, M, b ? b->data() + gi * Kg : nullptr, relu, base + col_bytes);
+        });
+        conv_gemm(*packs[static_cast<std::size_t>(gi)], tiles, M, py + static_cast<std::size_t>((n * g.K + gi * Kg) * M) * ey, dy, M,
+                  b ? b->data() + gi * Kg : nullptr, relu, base + tiles_bytes);
       }
   };
 }
