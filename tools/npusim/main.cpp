@@ -120,10 +120,34 @@ struct GenerateArgs {
   std::string prefill_dir, decode_dir, weights = "auto";
   bool check = false, profile = false;
   std::string trace;
+  std::string prompt_ids, prompt_file, eos;
+  llm::Sampling sampling;
   std::optional<double> tol;
   int min_matches = -1;
   std::size_t max_new_tokens = 0;
 };
+
+// "1, 2 3\n4" -> {1, 2, 3, 4}
+std::vector<std::int64_t> parse_ids(const std::string& text, const std::string& what) {
+  std::vector<std::int64_t> ids;
+  std::string tok;
+  auto flush = [&] {
+    if (tok.empty()) return;
+    char* end = nullptr;
+    errno = 0;
+    long long v = std::strtoll(tok.c_str(), &end, 10);
+    if (*end || errno || v < 0) throw Error(ErrorCode::parse, "token ids must be non-negative integers", {.file = what, .found = tok});
+    ids.push_back(v);
+    tok.clear();
+  };
+  for (char ch : text) {
+    if (ch == ',' || std::isspace(static_cast<unsigned char>(ch))) flush();
+    else tok.push_back(ch);
+  }
+  flush();
+  if (ids.empty()) throw Error(ErrorCode::parse, "no token ids", {.file = what});
+  return ids;
+}
 
 int cmd_generate(const GenerateArgs& a, const cli::TargetChoice& tc) {
   cli::validate(tc);
@@ -150,18 +174,31 @@ int cmd_generate(const GenerateArgs& a, const cli::TargetChoice& tc) {
   std::vector<std::int64_t> prompt(ids.span<std::int64_t>().begin(), ids.span<std::int64_t>().end());
 
   if (!a.check) {
-    std::size_t n = a.max_new_tokens ? a.max_new_tokens : 9;
-    std::printf("generating %zu tokens greedily from the case prompt (%zu tokens)\ntokens:", n, prompt.size());
+    if (!a.prompt_ids.empty() || !a.prompt_file.empty()) {
+      std::string text = !a.prompt_ids.empty() ? a.prompt_ids : read_file(a.prompt_file);
+      prompt = parse_ids(text, a.prompt_ids.empty() ? a.prompt_file : "--prompt-ids");
+    }
+    llm::GenerateOptions go;
+    go.max_new_tokens = a.max_new_tokens ? a.max_new_tokens : 16;
+    go.sampling = a.sampling;
+    if (!a.eos.empty()) go.eos = parse_ids(a.eos, "--eos");
+    std::printf("prompt: %zu tokens; generating up to %zu tokens (%s)\ntokens:", prompt.size(), go.max_new_tokens,
+                go.sampling.greedy() ? "greedy" : ("temperature " + std::to_string(go.sampling.temperature) + ", top-k " + std::to_string(go.sampling.top_k) +
+                                                   ", top-p " + std::to_string(go.sampling.top_p) + ", seed " + std::to_string(go.sampling.seed)).c_str());
     std::fflush(stdout);
-    llm::Generation g = llm::generate_greedy(model, prompt, n, [](std::int64_t t, std::size_t) {
+    llm::Generation g = llm::generate(model, prompt, go, [](std::int64_t t, std::size_t) {
       std::printf(" %lld", static_cast<long long>(t));
       std::fflush(stdout);
     });
-    double step_total = 0;
-    for (double s : g.step_ms) step_total += s;
-    std::printf("\ntime to first token %.1f ms; decode %.1f ms/token (%.2f tok/s)\n", g.prefill_ms,
-                g.step_ms.empty() ? 0.0 : step_total / static_cast<double>(g.step_ms.size()),
-                g.step_ms.empty() ? 0.0 : 1000.0 * static_cast<double>(g.step_ms.size()) / step_total);
+    std::vector<double> st = g.step_ms;
+    std::sort(st.begin(), st.end());
+    double total = 0;
+    for (double x : st) total += x;
+    std::printf("\nstopped: %s\ntime to first token %.1f ms", g.stop.c_str(), g.prefill_ms);
+    if (!st.empty())
+      std::printf("; decode %.1f ms/token median (p10 %.1f, p90 %.1f), %.2f tok/s", st[st.size() / 2], st[st.size() / 10], st[st.size() * 9 / 10],
+                  1000.0 * static_cast<double>(st.size()) / total);
+    std::printf("\n");
     return 0;
   }
 
@@ -318,7 +355,14 @@ int main(int argc, char** argv) {
   gen->add_option("--weights", ga.weights, "auto, safetensors, synth, or a path (prefill case's)");
   gen->add_option("--tol", ga.tol, "relative L2 tolerance for logits");
   gen->add_option("--min-token-matches", ga.min_matches, "greedy tokens that must match (default: all; half dtypes: all but one)");
-  gen->add_option("--max-new-tokens", ga.max_new_tokens, "tokens to generate without --check (default 9)");
+  gen->add_option("--max-new-tokens", ga.max_new_tokens, "tokens to generate without --check (default 16)");
+  gen->add_option("--prompt-ids", ga.prompt_ids, "prompt token ids, e.g. 1,2,3 (default: the prefill case's input_ids)");
+  gen->add_option("--prompt-file", ga.prompt_file, "file of prompt token ids (whitespace or comma separated)");
+  gen->add_option("--eos", ga.eos, "stop after generating any of these ids (comma separated)");
+  gen->add_option("--temperature", ga.sampling.temperature, "sampling temperature (0: greedy)");
+  gen->add_option("--top-k", ga.sampling.top_k, "sample among the k most likely tokens (0: all)");
+  gen->add_option("--top-p", ga.sampling.top_p, "sample among the smallest set reaching this probability (1: all)");
+  gen->add_option("--seed", ga.sampling.seed, "sampling seed");
   gen->add_flag("--profile", ga.profile, "with --check: time every decode kernel; print a table by kernel kind");
   gen->add_option("--trace", ga.trace, "with --profile: write a Chrome/Perfetto trace of the decode steps");
   add_target(gen, true);

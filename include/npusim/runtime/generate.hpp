@@ -1,6 +1,12 @@
-// Prefill + decode driving for the generate command: the teacher-forced check against the
-// fixtures (prefill logits, per-step decode logits, greedy tokens) and free-running greedy
-// generation. Works with any Runner; the KV cache travels between steps as host tensors.
+// Driving an LLM made of a prefill and a decode program (any target): the KV mapping binds their
+// tensors, the input roles come from the IR's structure, and a Session keeps the KV caches between
+// steps. Runners that update a KV input in place (the CPU target) return it without a copy, so
+// passing it back costs nothing: the cache stays where it is.
+//
+// Prompts: shorter than the prefill length are right-padded (the padded positions are never
+// attended to and are overwritten as decoding reaches them); longer ones are prefilled in full
+// and the rest fed through decode steps. Nothing is truncated. Decoding stops at an EOS id, at
+// the token budget, or with an error when the cache is full.
 #pragma once
 
 #include <chrono>
@@ -8,14 +14,32 @@
 
 #include "npusim/runtime/compare.hpp"
 #include "npusim/runtime/llm.hpp"
+#include "npusim/runtime/sampling.hpp"
 #include "npusim/target/runner.hpp"
 
 namespace npusim::inline NPUSIM_ABI::llm {
 
-// The decode program's KV inputs for each layer, built from the prefill outputs.
+// The two programs of a model and what the driver needs to know about their inputs. Roles come
+// from the IR graphs (structure), and apply by name to whatever the runners execute.
+struct LlmPrograms {
+  Runner& prefill;
+  Runner& decode;
+  KvMapping map;
+  Roles prefill_roles, decode_roles;
+
+  LlmPrograms(Runner& p, Runner& d, KvMapping m, const ir::Graph& prefill_ir, const ir::Graph& decode_ir)
+      : prefill(p), decode(d), map(std::move(m)) {
+    prefill_roles = detect_roles(prefill_ir);
+    std::set<ir::TensorId> kv;
+    for (const auto& l : map.layers) kv.insert(input_id(decode_ir, l.decode_key_input)), kv.insert(input_id(decode_ir, l.decode_value_input));
+    decode_roles = detect_roles(decode_ir, kv);
+  }
+};
+
+// The decode program's KV inputs for each layer, from the prefill outputs, then from each step.
 class KvState {
  public:
-  KvState(const ir::Graph& prefill, const ir::Graph& decode, const KvMapping& map) : map_(map) {
+  KvState(const ir::Graph& prefill, const ir::Graph& decode, const KvMapping& map) {
     for (const KvLayer& l : map.layers) {
       pk_.push_back(output_index(prefill, l.prefill_key_output));
       pv_.push_back(output_index(prefill, l.prefill_value_output));
@@ -40,16 +64,146 @@ class KvState {
       cache_[dv_in_[l]] = outs.at(dv_out_[l]);
     }
   }
+  // Sets every cache to `fill(layer, is_value, shape)` (benchmarks, tests).
+  void set(const ir::Graph& decode, const std::function<Tensor(std::size_t, bool, const Shape&)>& fill) {
+    for (std::size_t l = 0; l < dk_in_.size(); ++l) {
+      cache_[dk_in_[l]] = fill(l, false, decode.tensor(dk_in_[l]).shape);
+      cache_[dv_in_[l]] = fill(l, true, decode.tensor(dv_in_[l]).shape);
+    }
+  }
   const std::map<ir::TensorId, Tensor>& inputs() const { return cache_; }
   const std::set<ir::TensorId>& input_ids() const { return ids_; }
 
  private:
-  KvMapping map_;
   std::vector<std::size_t> pk_, pv_, dk_out_, dv_out_;
   std::vector<ir::TensorId> dk_in_, dv_in_;
   std::set<ir::TensorId> ids_;
   std::map<ir::TensorId, Tensor> cache_;
 };
+
+class Session {
+ public:
+  using clock = std::chrono::steady_clock;
+
+  explicit Session(LlmPrograms& m) : m_(m), kv_(m.prefill.graph(), m.decode.graph(), m.map) {
+    const ir::Graph& dg = m.decode.graph();
+    max_len_ = dg.tensor(*kv_.input_ids().begin()).shape.at(2);
+    prefill_len_ = m.map.prefill_seq_len;
+  }
+
+  std::int64_t position() const { return pos_; }       // next position to fill
+  std::int64_t max_positions() const { return max_len_; }
+  std::int64_t prefill_length() const { return prefill_len_; }
+  double last_prefill_ms() const { return prefill_ms_; }
+  double last_step_ms() const { return step_ms_; }
+
+  // Runs the prompt; returns the logits at its last token.
+  std::vector<float> prefill(std::span<const std::int64_t> prompt) {
+    if (prompt.empty()) throw Error(ErrorCode::attr, "empty prompt");
+    const std::int64_t n = static_cast<std::int64_t>(prompt.size());
+    if (n > max_len_)
+      throw Error(ErrorCode::resource, "prompt longer than the KV cache", {.expected = "<= " + std::to_string(max_len_) + " tokens",
+                                                                           .found = std::to_string(n)});
+    const std::int64_t first = std::min(n, prefill_len_);
+    std::vector<std::int64_t> padded(prompt.begin(), prompt.begin() + first);
+    padded.resize(static_cast<std::size_t>(prefill_len_), 0);  // right padding: never attended to
+    const ir::Graph& pg = m_.prefill.graph();
+    auto t0 = clock::now();
+    std::vector<Tensor> out = m_.prefill.run(build_inputs(pg, m_.prefill_roles, padded, 0, {}));
+    std::vector<float> logits = row(out.at(0), first - 1);
+    kv_.from_prefill(m_.decode.graph(), out);
+    out.clear();
+    pos_ = first;
+    for (std::int64_t i = first; i < n; ++i) logits = step(prompt[static_cast<std::size_t>(i)]);  // the rest, one token at a time
+    prefill_ms_ = std::chrono::duration<double, std::milli>(clock::now() - t0).count();
+    return logits;
+  }
+
+  // Feeds `token` at the next position; returns its logits.
+  std::vector<float> step(std::int64_t token) {
+    if (pos_ >= max_len_)
+      throw Error(ErrorCode::resource, "KV cache is full", {.expected = "position < " + std::to_string(max_len_), .found = std::to_string(pos_)});
+    const ir::Graph& dg = m_.decode.graph();
+    auto t0 = clock::now();
+    std::vector<Tensor> out = m_.decode.run(build_inputs(dg, m_.decode_roles, std::span<const std::int64_t>(&token, 1), pos_, kv_.inputs()));
+    step_ms_ = std::chrono::duration<double, std::milli>(clock::now() - t0).count();
+    kv_.from_decode(out);
+    ++pos_;
+    return row(out.at(0), -1);
+  }
+
+  // For benchmarks: jump to `position` with caches from `fill` (e.g. random K/V).
+  void seek(std::int64_t position, const std::function<Tensor(std::size_t, bool, const Shape&)>& fill) {
+    if (position < 0 || position >= max_len_)
+      throw Error(ErrorCode::resource, "position outside the KV cache", {.expected = "[0, " + std::to_string(max_len_) + ")", .found = std::to_string(position)});
+    kv_.set(m_.decode.graph(), fill);
+    pos_ = position;
+  }
+
+ private:
+  // Logits row `r` of [.., S, V] (r < 0: the last row), as floats.
+  static std::vector<float> row(const Tensor& logits, std::int64_t r) {
+    Tensor f = logits.to(DType::f32);
+    const std::int64_t V = f.shape().back(), rows = f.numel() / V;
+    if (r < 0) r = rows - 1;
+    return std::vector<float>(f.data<float>() + r * V, f.data<float>() + (r + 1) * V);
+  }
+
+  LlmPrograms& m_;
+  KvState kv_;
+  std::int64_t pos_ = 0, max_len_ = 0, prefill_len_ = 0;
+  double prefill_ms_ = 0, step_ms_ = 0;
+};
+
+struct GenerateOptions {
+  std::size_t max_new_tokens = 16;
+  std::vector<std::int64_t> eos;  // stop after generating one of these
+  Sampling sampling;
+};
+
+struct Generation {
+  std::vector<std::int64_t> tokens;  // generated, the first from the prompt's last logits
+  double prefill_ms = 0;             // time to first token
+  std::vector<double> step_ms;
+  std::string stop;                  // "eos", "max_new_tokens" or "cache_full"
+};
+
+inline Generation generate(LlmPrograms& m, std::span<const std::int64_t> prompt, const GenerateOptions& o,
+                           const std::function<void(std::int64_t token, std::size_t index)>& on_token = {}) {
+  Session s(m);
+  Sampler sampler(o.sampling);
+  Generation g;
+  std::vector<float> logits = s.prefill(prompt);
+  g.prefill_ms = s.last_prefill_ms();
+  for (;;) {
+    const std::int64_t t = sampler.pick(logits);
+    g.tokens.push_back(t);
+    if (on_token) on_token(t, g.tokens.size() - 1);
+    if (std::find(o.eos.begin(), o.eos.end(), t) != o.eos.end()) {
+      g.stop = "eos";
+      break;
+    }
+    if (g.tokens.size() >= o.max_new_tokens) {
+      g.stop = "max_new_tokens";
+      break;
+    }
+    if (s.position() >= s.max_positions()) {
+      g.stop = "cache_full";
+      break;
+    }
+    logits = s.step(t);
+    g.step_ms.push_back(s.last_step_ms());
+  }
+  return g;
+}
+
+// Greedy generation (the fixtures' rule): kept for callers that want just that.
+inline Generation generate_greedy(LlmPrograms& m, std::span<const std::int64_t> prompt, std::size_t new_tokens,
+                                  const std::function<void(std::int64_t, std::size_t)>& on_token = {}) {
+  GenerateOptions o;
+  o.max_new_tokens = new_tokens;
+  return generate(m, prompt, o, on_token);
+}
 
 struct StepCheck {
   std::int64_t position = 0;
@@ -71,50 +225,30 @@ struct GenerateCallbacks {
   std::function<void(const StepCheck&, std::size_t step, std::size_t steps)> on_step;
 };
 
-// Teacher-forced check: step s feeds decode_tokens[s] at position S + s and compares its logits
-// with decode_logits[s] and its argmax with decode_tokens[s + 1].
-// The two programs of a model and what the driver needs to know about their inputs. Roles come
-// from the IR graphs (structure), and apply by name to whatever the runners execute.
-struct LlmPrograms {
-  Runner& prefill;
-  Runner& decode;
-  KvMapping map;
-  Roles prefill_roles, decode_roles;
-
-  LlmPrograms(Runner& p, Runner& d, KvMapping m, const ir::Graph& prefill_ir, const ir::Graph& decode_ir)
-      : prefill(p), decode(d), map(std::move(m)) {
-    prefill_roles = detect_roles(prefill_ir);
-    std::set<ir::TensorId> kv;
-    for (const auto& l : map.layers) kv.insert(input_id(decode_ir, l.decode_key_input)), kv.insert(input_id(decode_ir, l.decode_value_input));
-    decode_roles = detect_roles(decode_ir, kv);
-  }
-};
-
+// Teacher-forced check against the fixtures: prefill logits (all stored positions), then step s
+// feeds decode_tokens[s] at position S + s; its logits are compared with decode_logits[s] and its
+// argmax with decode_tokens[s + 1].
 inline GenerateCheck check_generation(LlmPrograms& m, std::span<const std::int64_t> prompt, const Tensor& prefill_logits_ref,
                                       std::span<const std::int64_t> decode_tokens, const Tensor& decode_logits_ref,
                                       const GenerateCallbacks& cb = {}) {
   using clock = std::chrono::steady_clock;
-  Runner &prefill = m.prefill, &decode = m.decode;
-  const ir::Graph &pg = prefill.graph(), &dg = decode.graph();
-  KvState kv(pg, dg, m.map);
-  const Roles &pr = m.prefill_roles, &dr = m.decode_roles;
+  const ir::Graph& pg = m.prefill.graph();
   GenerateCheck res;
-
+  // The prefill run is made here directly: all its logits rows are compared, not just the last.
   auto t0 = clock::now();
-  std::vector<Tensor> pout = prefill.run(build_inputs(pg, pr, prompt, 0, {}));
+  std::vector<Tensor> pout = m.prefill.run(build_inputs(pg, m.prefill_roles, prompt, 0, {}));
   res.prefill_ms = std::chrono::duration<double, std::milli>(clock::now() - t0).count();
   Tensor logits = pout.at(0).to(DType::f32);
-  // Compare the positions the reference stores (all of them, or only the last).
   const std::int64_t V = logits.shape().back(), S = logits.numel() / V, keep = prefill_logits_ref.numel() / V;
   Tensor tail = Tensor::wrap(DType::f32, {keep, V}, logits.data<float>() + (S - keep) * V, logits.owner());
   res.prefill = compare(tail, prefill_logits_ref);
-  auto last = std::span<const float>(logits.data<float>() + (S - 1) * V, static_cast<std::size_t>(V));
   Tensor ref_f = prefill_logits_ref.to(DType::f32);
-  res.prefill_top1 = argmax(last);
-  res.prefill_top1_ref = argmax(std::span<const float>(ref_f.data<float>() + (keep - 1) * V, static_cast<std::size_t>(V)));
+  res.prefill_top1 = argmax_index(std::span<const float>(logits.data<float>() + (S - 1) * V, static_cast<std::size_t>(V)));
+  res.prefill_top1_ref = argmax_index(std::span<const float>(ref_f.data<float>() + (keep - 1) * V, static_cast<std::size_t>(V)));
   if (cb.on_prefill) cb.on_prefill(res);
 
-  kv.from_prefill(dg, pout);
+  KvState kv(pg, m.decode.graph(), m.map);
+  kv.from_prefill(m.decode.graph(), pout);
   pout.clear();
   const auto steps = static_cast<std::size_t>(decode_logits_ref.shape().at(0));
   Tensor dref = decode_logits_ref.to(DType::f32);
@@ -123,12 +257,12 @@ inline GenerateCheck check_generation(LlmPrograms& m, std::span<const std::int64
     sc.position = static_cast<std::int64_t>(prompt.size() + s);
     std::int64_t tok = decode_tokens[s];
     auto t1 = clock::now();
-    std::vector<Tensor> dout = decode.run(build_inputs(dg, dr, std::span<const std::int64_t>(&tok, 1), sc.position, kv.inputs()));
+    std::vector<Tensor> dout = m.decode.run(build_inputs(m.decode.graph(), m.decode_roles, std::span<const std::int64_t>(&tok, 1), sc.position, kv.inputs()));
     sc.ms = std::chrono::duration<double, std::milli>(clock::now() - t1).count();
     std::vector<float> row = last_row(dout.at(0));
     Tensor want = Tensor::wrap(DType::f32, {V}, dref.data<float>() + static_cast<std::int64_t>(s) * V, dref.owner());
     sc.metrics = compare(Tensor::from_values<float>({V}, std::span<const float>(row)), want);
-    sc.token = argmax(row);
+    sc.token = argmax_index(row);
     sc.token_ref = decode_tokens[s + 1];
     res.token_matches += sc.token == sc.token_ref;
     kv.from_decode(dout);
@@ -136,44 +270,6 @@ inline GenerateCheck check_generation(LlmPrograms& m, std::span<const std::int64
     if (cb.on_step) cb.on_step(sc, s, steps);
   }
   return res;
-}
-
-// Free-running greedy generation: prefill on the prompt, then feed each argmax back.
-struct Generation {
-  std::vector<std::int64_t> tokens;  // first = argmax of the prefill's last position
-  double prefill_ms = 0;
-  std::vector<double> step_ms;
-};
-
-inline Generation generate_greedy(LlmPrograms& m, std::span<const std::int64_t> prompt, std::size_t new_tokens,
-                                  const std::function<void(std::int64_t, std::size_t)>& on_token = {}) {
-  using clock = std::chrono::steady_clock;
-  Runner &prefill = m.prefill, &decode = m.decode;
-  const ir::Graph &pg = prefill.graph(), &dg = decode.graph();
-  KvState kv(pg, dg, m.map);
-  const Roles &pr = m.prefill_roles, &dr = m.decode_roles;
-  Generation g;
-  auto t0 = clock::now();
-  std::vector<Tensor> pout = prefill.run(build_inputs(pg, pr, prompt, 0, {}));
-  g.prefill_ms = std::chrono::duration<double, std::milli>(clock::now() - t0).count();
-  g.tokens.push_back(argmax(last_row(pout.at(0))));
-  if (on_token) on_token(g.tokens.back(), 0);
-  kv.from_prefill(dg, pout);
-  pout.clear();
-  const auto max_pos = dg.tensor(*kv.input_ids().begin()).shape.at(2);
-  for (std::size_t s = 1; s < new_tokens; ++s) {
-    auto pos = static_cast<std::int64_t>(prompt.size() + s - 1);
-    if (pos >= max_pos)
-      throw Error(ErrorCode::resource, "KV cache is full", {.expected = "position < " + std::to_string(max_pos), .found = std::to_string(pos)});
-    std::int64_t tok = g.tokens.back();
-    auto t1 = clock::now();
-    std::vector<Tensor> dout = decode.run(build_inputs(dg, dr, std::span<const std::int64_t>(&tok, 1), pos, kv.inputs()));
-    g.step_ms.push_back(std::chrono::duration<double, std::milli>(clock::now() - t1).count());
-    g.tokens.push_back(argmax(last_row(dout.at(0))));
-    if (on_token) on_token(g.tokens.back(), s);
-    kv.from_decode(dout);
-  }
-  return g;
 }
 
 }  // namespace npusim::inline NPUSIM_ABI::llm

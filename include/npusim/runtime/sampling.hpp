@@ -1,0 +1,85 @@
+// Token selection from logits: greedy argmax, or seeded sampling with temperature, top-k and
+// top-p (nucleus), the usual order: temperature scales, top-k keeps the k best, top-p keeps the
+// smallest set whose probability reaches p, then one draw from what is left.
+#pragma once
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <numeric>
+#include <random>
+#include <span>
+#include <vector>
+
+#include "npusim/core/error.hpp"
+
+namespace npusim::inline NPUSIM_ABI::llm {
+
+struct Sampling {
+  double temperature = 0.0;  // 0: greedy
+  std::int64_t top_k = 0;    // 0: no limit
+  double top_p = 1.0;        // 1: no limit
+  std::uint64_t seed = 0;
+
+  void validate() const {
+    if (temperature < 0 || !std::isfinite(temperature))
+      throw Error(ErrorCode::attr, "temperature must be a finite number >= 0", {.found = std::to_string(temperature)});
+    if (top_k < 0) throw Error(ErrorCode::attr, "top-k must be >= 0", {.found = std::to_string(top_k)});
+    if (!(top_p > 0 && top_p <= 1)) throw Error(ErrorCode::attr, "top-p must be in (0, 1]", {.found = std::to_string(top_p)});
+  }
+  bool greedy() const { return temperature == 0.0; }
+};
+
+inline std::int64_t argmax_index(std::span<const float> logits) {
+  std::int64_t best = 0;
+  for (std::size_t i = 1; i < logits.size(); ++i)
+    if (logits[i] > logits[static_cast<std::size_t>(best)]) best = static_cast<std::int64_t>(i);
+  return best;
+}
+
+class Sampler {
+ public:
+  explicit Sampler(Sampling s) : s_(s), rng_(s.seed) { s_.validate(); }
+
+  std::int64_t pick(std::span<const float> logits) {
+    if (logits.empty()) throw Error(ErrorCode::runtime, "no logits to sample from");
+    if (s_.greedy()) return argmax_index(logits);
+    idx_.resize(logits.size());
+    std::iota(idx_.begin(), idx_.end(), 0);
+    std::size_t keep = logits.size();
+    if (s_.top_k > 0 && static_cast<std::size_t>(s_.top_k) < keep) keep = static_cast<std::size_t>(s_.top_k);
+    std::partial_sort(idx_.begin(), idx_.begin() + static_cast<std::ptrdiff_t>(keep), idx_.end(),
+                      [&](std::int32_t a, std::int32_t b) { return logits[static_cast<std::size_t>(a)] > logits[static_cast<std::size_t>(b)]; });
+    // Softmax over the kept candidates at the temperature (in double).
+    p_.resize(keep);
+    const double m = logits[static_cast<std::size_t>(idx_[0])];
+    double z = 0;
+    for (std::size_t i = 0; i < keep; ++i) z += (p_[i] = std::exp((logits[static_cast<std::size_t>(idx_[i])] - m) / s_.temperature));
+    double acc = 0;
+    std::size_t n = keep;
+    for (std::size_t i = 0; i < keep; ++i) {
+      p_[i] /= z;
+      acc += p_[i];
+      if (acc >= s_.top_p) {
+        n = i + 1;
+        break;
+      }
+    }
+    double total = 0;
+    for (std::size_t i = 0; i < n; ++i) total += p_[i];
+    double r = std::uniform_real_distribution<double>(0.0, total)(rng_);
+    for (std::size_t i = 0; i < n; ++i) {
+      r -= p_[i];
+      if (r <= 0) return idx_[i];
+    }
+    return idx_[n - 1];
+  }
+
+ private:
+  Sampling s_;
+  std::mt19937_64 rng_;
+  std::vector<std::int32_t> idx_;
+  std::vector<double> p_;
+};
+
+}  // namespace npusim::inline NPUSIM_ABI::llm
