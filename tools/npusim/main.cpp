@@ -11,6 +11,7 @@
 #include "npusim/program/inspect.hpp"
 #include "npusim/runtime/case.hpp"
 #include "npusim/runtime/generate.hpp"
+#include "bench_cmd.hpp"
 #include "targets.hpp"
 
 #ifdef _OPENMP
@@ -37,6 +38,7 @@ void set_threads(int n) {
   omp_set_num_threads(n);
 #endif
   Eigen::setNbThreads(n);
+  cpu::set_threads(n);
 }
 
 void print_compile_summary(const program::CompiledProgram& p, double secs) {
@@ -392,6 +394,28 @@ int main(int argc, char** argv) {
 
   auto* opsc = app.add_subcommand("ops", "list registered ops, their ATen names and attribute defaults");
 
+  std::string b_dir;
+  cli::BenchArgs ba;
+  auto* bench = app.add_subcommand("bench", "time a model case: compile, weight load, latency (median, p10, p90), throughput");
+  bench->add_option("case_dir", b_dir, "case directory")->required();
+  bench->add_option("--warmup", ba.warmup, "untimed runs first (default 3)");
+  bench->add_option("--repeats", ba.repeats, "timed runs (default 20)");
+  bench->add_option("--json", ba.json, "write the results as JSON here");
+  add_target(bench, false);
+
+  std::string bl_prefill, bl_decode;
+  cli::BenchArgs bla;
+  bla.repeats = 5;
+  auto* bench_llm = app.add_subcommand("bench-llm", "LLM: time to first token, decode step time vs cache position, bandwidth floor");
+  bench_llm->add_option("prefill_dir", bl_prefill, "prefill case directory (weights come from here)")->required();
+  bench_llm->add_option("decode_dir", bl_decode, "decode case directory (with kv_mapping.json)")->required();
+  bench_llm->add_option("--positions", bla.positions, "cache positions: log2 (1, 2, 4, ..., max-1) or a comma list");
+  bench_llm->add_option("--repeats", bla.repeats, "timed steps per position (default 5)");
+  bench_llm->add_flag("!--no-check", bla.check, "skip the check against the reference at every position");
+  bench_llm->add_option("--json", bla.json, "write the results as JSON here");
+  bench_llm->add_option("--svg", bla.svg, "write a chart of step time vs position here");
+  add_target(bench_llm, false);
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -406,6 +430,8 @@ int main(int argc, char** argv) {
     if (*insp) return cmd_inspect(i_path, i_json, i_buffers, i_no_kernels);
     if (*expl) return cmd_explain(e_ir, tc);
     if (*opsc) return cmd_ops();
+    if (*bench) return cli::cmd_bench(b_dir, tc, ba);
+    if (*bench_llm) return cli::cmd_bench_llm(bl_prefill, bl_decode, tc, bla);
     if (*tlist) {
       for (const auto& t : cli::targets()) std::printf("%-12s %s\n", t.name.c_str(), t.summary.c_str());
       return 0;

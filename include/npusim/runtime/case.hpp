@@ -24,7 +24,7 @@ struct Case {
   std::optional<weights::SafetensorsFile> io;
   ir::json meta;  // null when there is no meta.json
 
-  // weights: "auto" (weights.safetensors, else synth.json), "safetensors", "synth" or a path.
+  // weights: "auto" (weights.safetensors, else synth.json), "safetensors", "synth", "none" or a path.
   static Case open(const std::string& dir, const std::string& weights = "auto") {
     namespace fs = std::filesystem;
     Case c;
@@ -35,7 +35,8 @@ struct Case {
     if (!fs::is_directory(d)) throw Error(ErrorCode::io, "not a case directory", {.file = dir});
     c.graph = ir::read_ir_file((d / "ir.json").string());
     auto st = d / "weights.safetensors", sy = d / "synth.json";
-    std::string wpath = weights == "auto" ? (fs::exists(st) ? st.string() : fs::exists(sy) ? sy.string() : std::string())
+    std::string wpath = weights == "none" ? std::string()
+                        : weights == "auto" ? (fs::exists(st) ? st.string() : fs::exists(sy) ? sy.string() : std::string())
                         : weights == "safetensors" ? st.string()
                         : weights == "synth" ? sy.string() : weights;
     if (!wpath.empty()) {

@@ -132,13 +132,15 @@ class Session {
     return row(out.at(0), -1);
   }
 
-  // For benchmarks: jump to `position` with caches from `fill` (e.g. random K/V).
-  void seek(std::int64_t position, const std::function<Tensor(std::size_t, bool, const Shape&)>& fill) {
+  // For benchmarks: jump to `position` with caches from `fill` (e.g. random K/V), or only move
+  // the position (keeping the caches) when `fill` is empty.
+  void seek(std::int64_t position, const std::function<Tensor(std::size_t, bool, const Shape&)>& fill = {}) {
     if (position < 0 || position >= max_len_)
       throw Error(ErrorCode::resource, "position outside the KV cache", {.expected = "[0, " + std::to_string(max_len_) + ")", .found = std::to_string(position)});
-    kv_.set(m_.decode.graph(), fill);
+    if (fill) kv_.set(m_.decode.graph(), fill);
     pos_ = position;
   }
+  const KvState& kv() const { return kv_; }
 
  private:
   // Logits row `r` of [.., S, V] (r < 0: the last row), as floats.

@@ -313,12 +313,8 @@ inline void amx_gemm(const AView& a, std::int64_t M, const PackedB& b, const CVi
     A = pad, lda = Kp;
   }
   const std::int64_t pairs = (b.panels + 1) / 2;
-  parallel_for(pairs, 1, [&](std::int64_t q0, std::int64_t q1) {
-#ifdef _OPENMP
-    const int t = omp_get_thread_num();
-#else
-    const int t = 0;
-#endif
+  parallel_for_t(pairs, 1, [&](int tid, std::int64_t q0, std::int64_t q1) {
+    const int t = tid;
     float* ct = s.cblk(scratch, t);  // 32 x 32 f32
     TileConfig cfg;
     _tile_loadconfig(&cfg);
@@ -391,12 +387,8 @@ inline void gemm(const AView& a, std::int64_t M, const PackedB& b, const CView& 
   }
   gemm_detail::pack_a(a, M, K, ap);
   const std::int64_t pairs = (b.panels + 1) / 2;
-  parallel_for(pairs, 1, [&](std::int64_t q0, std::int64_t q1) {
-#ifdef _OPENMP
-    const int t = omp_get_thread_num();
-#else
-    const int t = 0;
-#endif
+  parallel_for_t(pairs, 1, [&](int tid, std::int64_t q0, std::int64_t q1) {
+    const int t = tid;
     float* bb = s.bblk(scratch, t);
     float* cb = s.cblk(scratch, t);
     for (std::int64_t q = q0; q < q1; ++q) {
@@ -495,12 +487,8 @@ inline void conv_gemm(const PackedStrips& a, const float* tiles, std::int64_t P,
   // Work items: (column block, strip group); small images split the strips instead of the columns.
   const std::int64_t groups = blocks >= 2 * max_threads() ? 1 : std::min<std::int64_t>(a.strips, 2 * max_threads());
   const std::int64_t flops_per_item = 2 * K * CONV_CB * MR * std::max<std::int64_t>(1, a.strips / groups);
-  parallel_for(blocks * groups, std::max<std::int64_t>(1, (1 << 20) / flops_per_item), [&](std::int64_t i0, std::int64_t i1) {
-#ifdef _OPENMP
-    const std::size_t t = static_cast<std::size_t>(omp_get_thread_num());
-#else
-    const std::size_t t = 0;
-#endif
+  parallel_for_t(blocks * groups, std::max<std::int64_t>(1, (1 << 20) / flops_per_item), [&](int tid, std::int64_t i0, std::int64_t i1) {
+    const std::size_t t = static_cast<std::size_t>(tid);
     float* tailc = reinterpret_cast<float*>((reinterpret_cast<std::uintptr_t>(scratch + t * per_thread) + 63) & ~std::uintptr_t{63});
     visit_float_storage(cdt, [&](auto ctag) {
       using SC = decltype(ctag);

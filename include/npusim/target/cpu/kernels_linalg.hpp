@@ -110,12 +110,8 @@ inline Fn bind_conv(Ctx& c, ir::TensorId x, const Tensor& wt, std::shared_ptr<st
     auto wv = c.own(std::vector<float>(wf.data<float>(), wf.data<float>() + wf.numel()));
     auto scratch = c.need_scratch(static_cast<std::size_t>(max_threads()) * static_cast<std::size_t>(g.H * g.W + M) * 4);
     return [=] {
-      parallel_for(g.N * g.C, 1, [&](std::int64_t c0, std::int64_t c1) {
-#ifdef _OPENMP
-        float* in = reinterpret_cast<float*>(scratch->get()) + static_cast<std::size_t>(omp_get_thread_num()) * static_cast<std::size_t>(g.H * g.W + M);
-#else
-        float* in = reinterpret_cast<float*>(scratch->get());
-#endif
+      parallel_for_t(g.N * g.C, 1, [&](int tid, std::int64_t c0, std::int64_t c1) {
+        float* in = reinterpret_cast<float*>(scratch->get()) + static_cast<std::size_t>(tid) * static_cast<std::size_t>(g.H * g.W + M);
         float* out = in + g.H * g.W;
         for (std::int64_t nc = c0; nc < c1; ++nc) {
           const std::int64_t ch = nc % g.C;

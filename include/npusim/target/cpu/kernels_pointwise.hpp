@@ -256,12 +256,8 @@ inline Fn bind_pointwise(Ctx& c) {
     auto scratch = c.own(std::vector<std::vector<float>>(static_cast<std::size_t>(max_threads()), std::vector<float>(slots * BLK)));
     return [=, operands = std::move(operands), members = std::move(members)] {
       const std::int64_t blocks = (n + BLK - 1) / BLK;
-      parallel_for(blocks, 64, [&](std::int64_t b0, std::int64_t b1) {
-#ifdef _OPENMP
-        float* s = (*scratch)[static_cast<std::size_t>(omp_get_thread_num())].data();
-#else
-        float* s = (*scratch)[0].data();
-#endif
+      parallel_for_t(blocks, 64, [&](int tid, std::int64_t b0, std::int64_t b1) {
+        float* s = (*scratch)[static_cast<std::size_t>(tid)].data();
         const std::size_t no = operands.size();
         for (std::int64_t b = b0; b < b1; ++b) {
           const std::int64_t beg = b * BLK, len = std::min(BLK, n - beg);

@@ -1,45 +1,186 @@
-// Threading for the CPU target: OpenMP, sized to the machine (or NPUSIM_THREADS / --threads).
-// Kernels split work with parallel_for; small work runs on the calling thread.
+// Threading for the CPU target: one persistent pool, sized to the machine (NPUSIM_THREADS, else
+// OMP_NUM_THREADS, else the hardware), with workers that spin briefly between back-to-back
+// kernels and sleep otherwise, so a busy machine does not turn every kernel into a scheduler wait
+// (OpenMP's default spin-then-wait behaved badly there). parallel_for hands each thread one
+// contiguous range; small work stays on the calling thread.
 #pragma once
 
 #include <algorithm>
+#include <atomic>
+#include <condition_variable>
 #include <cstdint>
 #include <cstdlib>
+#include <exception>
+#include <functional>
+#include <memory>
+#include <string>
+#include <mutex>
+#include <thread>
+#include <vector>
 
-#ifdef _OPENMP
-#include <omp.h>
+#include "npusim/core/error.hpp"
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+#define NPUSIM_CPU_PAUSE() _mm_pause()
+#else
+#define NPUSIM_CPU_PAUSE() std::this_thread::yield()
 #endif
 
 namespace npusim::inline NPUSIM_ABI::cpu {
 
-inline int max_threads() {
-#ifdef _OPENMP
-  return omp_get_max_threads();
-#else
-  return 1;
-#endif
+class ThreadPool {
+ public:
+  explicit ThreadPool(int threads) : n_(std::max(1, threads)) {
+    for (int i = 1; i < n_; ++i) workers_.emplace_back([this, i] { loop(i); });
+  }
+  ~ThreadPool() {
+    {
+      std::lock_guard lock(m_);
+      stop_ = true;
+      gen_.fetch_add(1, std::memory_order_release);
+    }
+    cv_.notify_all();
+    for (auto& w : workers_) w.join();
+  }
+  ThreadPool(const ThreadPool&) = delete;
+  ThreadPool& operator=(const ThreadPool&) = delete;
+
+  int size() const { return n_; }
+
+  // Runs f(t) for t in [0, n) (n <= size()), t = 0 on the calling thread; returns when all ran.
+  void run(int n, const std::function<void(int)>& f) {
+    n = std::clamp(n, 1, n_);
+    if (n == 1 || inside()) {  // nested regions run on the calling thread
+      for (int t = 0; t < n; ++t) f(t);
+      return;
+    }
+    std::lock_guard serial(run_m_);
+    inside() = true;
+    error_ = nullptr;
+    job_ = &f;
+    active_ = n;
+    pending_.store(n - 1, std::memory_order_relaxed);
+    {
+      std::lock_guard lock(m_);
+      gen_.fetch_add(1, std::memory_order_release);
+    }
+    cv_.notify_all();
+    guarded(0);
+    for (int spins = 0; pending_.load(std::memory_order_acquire) != 0; ++spins)
+      if (spins > 2000) std::this_thread::yield();
+      else NPUSIM_CPU_PAUSE();
+    inside() = false;
+    if (error_) std::rethrow_exception(error_);  // the first exception any thread raised
+  }
+
+ private:
+  void guarded(int t) {
+    try {
+      (*job_)(t);
+    } catch (...) {
+      std::lock_guard lock(error_m_);
+      if (!error_) error_ = std::current_exception();
+    }
+  }
+  static bool& inside() {
+    thread_local bool in = false;
+    return in;
+  }
+  void loop(int i) {
+    inside() = true;
+    std::uint64_t seen = 0;
+    for (;;) {
+      // Spin a little (the next kernel usually follows within microseconds), then sleep.
+      std::uint64_t g = gen_.load(std::memory_order_acquire);
+      for (int spins = 0; g == seen && spins < 4000; ++spins) {
+        NPUSIM_CPU_PAUSE();
+        g = gen_.load(std::memory_order_acquire);
+      }
+      if (g == seen) {
+        std::unique_lock lock(m_);
+        cv_.wait(lock, [&] { return gen_.load(std::memory_order_acquire) != seen; });
+        g = gen_.load(std::memory_order_acquire);
+      }
+      seen = g;
+      if (stop_) return;
+      if (i < active_) {
+        guarded(i);
+        pending_.fetch_sub(1, std::memory_order_acq_rel);
+      }
+    }
+  }
+
+  int n_;
+  std::vector<std::thread> workers_;
+  std::mutex m_, run_m_, error_m_;
+  std::exception_ptr error_;
+  std::condition_variable cv_;
+  std::atomic<std::uint64_t> gen_{0};
+  std::atomic<int> pending_{0};
+  const std::function<void(int)>* job_ = nullptr;
+  int active_ = 0;
+  bool stop_ = false;
+};
+
+inline int configured_threads() {
+  for (const char* v : {"NPUSIM_THREADS", "OMP_NUM_THREADS"})
+    if (const char* e = std::getenv(v); e && std::atoi(e) > 0) return std::atoi(e);
+  return std::max(1u, std::thread::hardware_concurrency());
 }
 
-// Calls f(begin, end) over [0, n) in about-equal chunks, one per thread when the work is worth
-// it (`min_chunk` items per thread at least).
+namespace detail {
+inline std::unique_ptr<ThreadPool>& pool_slot() {
+  static std::unique_ptr<ThreadPool> p;
+  return p;
+}
+// The largest thread count kernels have been told about (they size per-thread scratch with it).
+inline std::atomic<int>& promised_threads() {
+  static std::atomic<int> n{0};
+  return n;
+}
+}  // namespace detail
+
+inline ThreadPool& pool() {
+  auto& p = detail::pool_slot();
+  if (!p) p = std::make_unique<ThreadPool>(configured_threads());
+  return *p;
+}
+// Threads a parallel_for may use. Kernels bound now size their per-thread scratch with it.
+inline int max_threads() {
+  const int n = pool().size();
+  for (int seen = detail::promised_threads().load(); seen < n && !detail::promised_threads().compare_exchange_weak(seen, n);) {}
+  return n;
+}
+// Resizes the pool (the CLI's --threads). Fewer threads is always safe; more than kernels were
+// already bound for is refused, since their per-thread scratch would be too small.
+inline void set_threads(int n) {
+  n = std::max(1, n);
+  if (const int promised = detail::promised_threads().load(); promised > 0 && n > promised)
+    throw Error(ErrorCode::resource, "cpu::set_threads: programs were already bound for fewer threads; set the thread count before creating runners",
+                {.expected = "<= " + std::to_string(promised) + " threads", .found = std::to_string(n)});
+  detail::pool_slot() = std::make_unique<ThreadPool>(n);
+}
+
+// Calls f(thread, begin, end) over [0, n) in about-equal contiguous chunks, one per thread, when
+// there are at least `min_chunk` items per thread; otherwise on the calling thread only.
 template <class F>
-void parallel_for(std::int64_t n, std::int64_t min_chunk, F&& f) {
+void parallel_for_t(std::int64_t n, std::int64_t min_chunk, F&& f) {
   if (n <= 0) return;
-  int threads = static_cast<int>(std::min<std::int64_t>(max_threads(), std::max<std::int64_t>(1, n / std::max<std::int64_t>(1, min_chunk))));
+  const int threads = static_cast<int>(std::min<std::int64_t>(pool().size(), std::max<std::int64_t>(1, n / std::max<std::int64_t>(1, min_chunk))));
   if (threads <= 1) {
-    f(std::int64_t{0}, n);
+    f(0, std::int64_t{0}, n);
     return;
   }
-#ifdef _OPENMP
-#pragma omp parallel num_threads(threads)
-  {
-    const std::int64_t t = omp_get_thread_num(), nt = omp_get_num_threads();
-    const std::int64_t b = n * t / nt, e = n * (t + 1) / nt;
-    if (b < e) f(b, e);
-  }
-#else
-  f(std::int64_t{0}, n);
-#endif
+  pool().run(threads, [&](int t) {
+    const std::int64_t b = n * t / threads, e = n * (t + 1) / threads;
+    if (b < e) f(t, b, e);
+  });
+}
+
+template <class F>
+void parallel_for(std::int64_t n, std::int64_t min_chunk, F&& f) {
+  parallel_for_t(n, min_chunk, [&](int, std::int64_t b, std::int64_t e) { f(b, e); });
 }
 
 }  // namespace npusim::inline NPUSIM_ABI::cpu
