@@ -11,6 +11,9 @@
 #include "npusim/target/reference/program_runner.hpp"
 #include "npusim/target/reference/runner.hpp"
 #include "npusim/target/cpu/cpu_target.hpp"
+#ifdef NPUSIM_WITH_OPENCL
+#include "npusim/target/opencl/runner.hpp"
+#endif
 
 namespace npusim::cli {
 
@@ -28,6 +31,10 @@ inline const std::vector<TargetEntry>& targets() {
                  ref::executor_factory()});
     t.push_back({"cpu", "SIMD CPU target (xsimd, OpenMP; weights packed in their storage type)", [] { return describe_target<CpuTarget>(); },
                  cpu::executor_factory()});
+#ifdef NPUSIM_WITH_OPENCL
+    t.push_back({"opencl", "OpenCL C kernels on an OpenCL device (NPUSIM_OPENCL_DEVICE; see `npusim devices`)",
+                 [] { return describe_target<OpenCLTarget>(); }, ocl::executor_factory()});
+#endif
     // Further targets register here (one block each).
     return t;
   }();

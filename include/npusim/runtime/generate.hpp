@@ -34,7 +34,18 @@ class KvState {
       cache_[dv_in_[l]] = place_in_cache(outs.at(pv_[l]), decode.tensor(dv_in_[l]).shape);
     }
   }
+  // Asks the decode runner to keep the cache where it is (device memory) between steps: the first
+  // step passes the cache built from the prefill, later steps pass nothing for it.
+  void carry_on(Runner& decode) {
+    std::vector<std::pair<std::string, std::string>> pairs;
+    for (const KvLayer& l : map_.layers) pairs.push_back({l.decode_key_output, l.decode_key_input}), pairs.push_back({l.decode_value_output, l.decode_value_input});
+    carried_ = decode.carry(pairs);
+  }
   void from_decode(const std::vector<Tensor>& outs) {
+    if (carried_) {
+      for (auto& [_, t] : cache_) t = Tensor();
+      return;
+    }
     for (std::size_t l = 0; l < dk_in_.size(); ++l) {
       cache_[dk_in_[l]] = outs.at(dk_out_[l]);
       cache_[dv_in_[l]] = outs.at(dv_out_[l]);
@@ -49,6 +60,7 @@ class KvState {
   std::vector<ir::TensorId> dk_in_, dv_in_;
   std::set<ir::TensorId> ids_;
   std::map<ir::TensorId, Tensor> cache_;
+  bool carried_ = false;
 };
 
 struct StepCheck {
@@ -97,6 +109,7 @@ inline GenerateCheck check_generation(LlmPrograms& m, std::span<const std::int64
   Runner &prefill = m.prefill, &decode = m.decode;
   const ir::Graph &pg = prefill.graph(), &dg = decode.graph();
   KvState kv(pg, dg, m.map);
+  kv.carry_on(decode);
   const Roles &pr = m.prefill_roles, &dr = m.decode_roles;
   GenerateCheck res;
 
@@ -151,6 +164,7 @@ inline Generation generate_greedy(LlmPrograms& m, std::span<const std::int64_t> 
   Runner &prefill = m.prefill, &decode = m.decode;
   const ir::Graph &pg = prefill.graph(), &dg = decode.graph();
   KvState kv(pg, dg, m.map);
+  kv.carry_on(decode);
   const Roles &pr = m.prefill_roles, &dr = m.decode_roles;
   Generation g;
   auto t0 = clock::now();

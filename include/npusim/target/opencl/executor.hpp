@@ -1,0 +1,247 @@
+// Runs one partition of a compiled program on an OpenCL device.
+//   construction: weights uploaded once (shared per device), one arena buffer from the plan, one
+//     persistent buffer per graph input, every kernel bound to launches with their arguments set;
+//     an index_copy whose `self` is a graph input read by nothing else writes in place (KV cache).
+//   run(): inputs converted to their storage type and written without blocking, every launch
+//     enqueued on one in-order queue, outputs read back, one clFinish. Outputs carried to the next
+//     run (carry()) stay on the device. With a profiler, each launch gets an event whose device
+//     start/end become the trace (host enqueue time in the table's host column).
+#pragma once
+
+#include <chrono>
+
+#include "npusim/program/program.hpp"
+#include "npusim/runtime/plan_runner.hpp"
+#include "npusim/target/opencl/opencl_target.hpp"
+
+namespace npusim::inline NPUSIM_ABI::ocl {
+
+class Executor final : public runtime::PartitionExecutor {
+ public:
+  Executor(const runtime::PartitionContext& ctx, std::shared_ptr<Device> dev) : part_(ctx.partition), dev_(std::move(dev)) {
+    const ir::Graph& g = part_.graph;
+    const plan::BufferPlan& plan = part_.plan;
+    const std::size_t T = g.tensors.size();
+    weights::BindOptions bo = ctx.bind;
+    bo.load_as.reset();
+    bo.storage = [&plan](ir::TensorId t) { return plan.tensors.at(static_cast<std::size_t>(t)).storage; };
+    auto bound = weights::bind_weights(g, ctx.weights, bo);
+    dummy_ = dev_->alloc(64, "a placeholder argument");
+    arena_ = dev_->alloc(static_cast<std::size_t>(plan.arena_bytes), "the arena of partition " + std::to_string(ctx.index));
+    refs_.assign(T, TensorRef{});
+    for (std::size_t i = 0; i < g.inputs.size(); ++i) {
+      const ir::TensorId t = g.inputs[i];
+      const auto& tp = plan.tensors[static_cast<std::size_t>(t)];
+      inputs_.push_back({t, dev_->alloc(static_cast<std::size_t>(tp.bytes), "input " + g.tensor(t).name), tp.storage, {}, false, false});
+      refs_[static_cast<std::size_t>(t)] = {inputs_.back().buf.get(), 0, tp.storage};
+    }
+    for (const auto& [id, host] : bound.tensors) {
+      const DType st = plan.tensors[static_cast<std::size_t>(id)].storage;
+      Tensor h = host.dtype() == st ? host : host.to(st);
+      auto m = dev_->weight_buffer(h.raw(), h.nbytes(), h.owner(), "weight " + g.tensor(id).name);
+      refs_[static_cast<std::size_t>(id)] = {m->get(), 0, st};
+      weights_.push_back(std::move(m));
+    }
+    for (std::size_t t = 0; t < T; ++t)
+      if (plan.tensors[t].place == plan::Place::arena) refs_[t] = {arena_.get(), static_cast<cl_ulong>(plan.tensors[t].offset), plan.tensors[t].storage};
+    alias_kv_caches();
+    for (std::size_t t = 0; t < T; ++t)
+      if (plan.tensors[t].place == plan::Place::view) {
+        TensorRef r = refs_[static_cast<std::size_t>(plan.tensors[t].root)];
+        refs_[t] = {r.mem, r.off, plan.tensors[t].storage};
+      }
+    Binder b(*dev_, g, plan, [this](ir::TensorId t) { return refs_.at(static_cast<std::size_t>(t)); }, dummy_.get(), launches_, keep_);
+    for (std::size_t k = 0; k < part_.kernels.size(); ++k) {
+      const Kernel& kr = part_.kernels[k];
+      b.begin(kr, k);
+      try {
+        bind_kernel(b, kr);
+      } catch (Error& e) {
+        throw e.with_node(g.nodes.at(static_cast<std::size_t>(kr.nodes.back())).name).with_file(g.source);
+      }
+      labels_.push_back("k" + std::to_string(k) + " " + kr.kind);
+    }
+    for (auto t : g.outputs) {
+      const auto& tp = plan.tensors[static_cast<std::size_t>(t)];
+      outputs_.push_back({t, tp.storage, false, -1});
+      if (!refs_[static_cast<std::size_t>(t)].mem)
+        throw Error(ErrorCode::runtime, "graph output has no device storage (npusim bug)", {.file = g.source, .tensor = g.tensor(t).name});
+    }
+  }
+
+  std::vector<Tensor> run(std::span<const Tensor> inputs) override {
+    const ir::Graph& g = part_.graph;
+    if (inputs.size() != inputs_.size())
+      throw Error(ErrorCode::graph, "wrong number of partition inputs", {.file = g.source, .expected = std::to_string(inputs_.size()),
+                                                                         .found = std::to_string(inputs.size())});
+    cl_command_queue q = prof_ ? dev_->profiling_queue() : dev_->queue();
+    const double h0 = prof_ ? prof_->now_us() : 0;
+    for (std::size_t i = 0; i < inputs.size(); ++i) upload(q, inputs_[i], inputs[i]);
+    const std::size_t nl = launches_.size();
+    if (prof_) events_.assign(nl, nullptr), enqueue_us_.assign(nl, 0);
+    for (std::size_t i = 0; i < nl; ++i) {
+      const Launch& l = launches_[i];
+      const double t0 = prof_ ? prof_->now_us() : 0;
+      cl_int e = clEnqueueNDRangeKernel(q, l.kernel.get(), l.dims, nullptr, l.global.data(), l.has_local ? l.local.data() : nullptr, 0, nullptr,
+                                        prof_ ? &events_[i] : nullptr);
+      if (e != CL_SUCCESS)
+        throw Error(ErrorCode::runtime, std::string("OpenCL: enqueueing kernel ") + l.name + " failed: " + cl_error_name(e) + " on " + dev_->info().name,
+                    {.file = g.source, .node = labels_.at(l.owner)});
+      if (prof_) enqueue_us_[i] = prof_->now_us() - t0;
+    }
+    std::vector<Tensor> out(outputs_.size());
+    for (std::size_t i = 0; i < outputs_.size(); ++i) {
+      Output& o = outputs_[i];
+      const TensorRef r = refs_[static_cast<std::size_t>(o.id)];
+      if (o.carried) {
+        In& dst = inputs_[static_cast<std::size_t>(o.carry_to)];
+        if (!(r == TensorRef{dst.buf.get(), 0, dst.storage}))
+          check(clEnqueueCopyBuffer(q, r.mem, dst.buf.get(), r.off, 0, part_.plan.tensors[static_cast<std::size_t>(o.id)].bytes, 0, nullptr, nullptr),
+                "carrying " + g.tensor(o.id).name, dev_->info().name);
+        continue;
+      }
+      out[i] = Tensor::empty(o.storage, g.tensor(o.id).shape);
+      if (out[i].nbytes())
+        check(clEnqueueReadBuffer(q, r.mem, CL_FALSE, r.off, out[i].nbytes(), out[i].raw(), 0, nullptr, nullptr), "reading output " + g.tensor(o.id).name,
+              dev_->info().name);
+    }
+    check(clFinish(q), "running partition (clFinish)", dev_->info().name);
+    if (prof_) record_profile(h0);
+    return out;
+  }
+
+  void set_profiler(runtime::Profiler* p, int track) override { prof_ = p, track_ = track; }
+
+  // The output stays on the device and becomes the named input of the next run.
+  bool carry(const std::string& output, const std::string& input) override {
+    const ir::Graph& g = part_.graph;
+    auto in = std::find_if(inputs_.begin(), inputs_.end(), [&](const In& i) { return g.tensor(i.id).name == input; });
+    auto out = std::find_if(outputs_.begin(), outputs_.end(), [&](const Output& o) { return g.tensor(o.id).name == output; });
+    if (in == inputs_.end() || out == outputs_.end() || in->storage != out->storage ||
+        part_.plan.tensors[static_cast<std::size_t>(in->id)].bytes != part_.plan.tensors[static_cast<std::size_t>(out->id)].bytes)
+      return false;
+    out->carried = true, out->carry_to = in - inputs_.begin();
+    in->carried = true;
+    return true;
+  }
+
+  const std::vector<Launch>& launches() const { return launches_; }
+  const Device& device() const { return *dev_; }
+
+ private:
+  struct In {
+    ir::TensorId id;
+    Mem buf;
+    DType storage;
+    std::vector<std::byte> staging;
+    bool carried = false, has_value = false;
+  };
+  struct Output {
+    ir::TensorId id;
+    DType storage;
+    bool carried = false;
+    std::ptrdiff_t carry_to = -1;
+  };
+
+  void upload(cl_command_queue q, In& in, const Tensor& t) {
+    const ir::TensorInfo& info = part_.graph.tensor(in.id);
+    if (!t.defined()) {
+      if (in.carried && in.has_value) return;  // the device holds the carried value
+      throw Error(ErrorCode::runtime, "no value for this input (nothing carried yet)", {.file = part_.graph.source, .tensor = info.name});
+    }
+    if (t.shape() != info.shape)
+      throw Error(ErrorCode::shape, "input has the wrong shape", {.file = part_.graph.source, .tensor = info.name, .expected = to_string(info.shape),
+                                                                  .found = to_string(t.shape())});
+    const void* src = t.raw();
+    const std::size_t bytes = static_cast<std::size_t>(t.numel()) * dtype_size(in.storage);
+    if (t.dtype() != in.storage) {
+      in.staging.resize(bytes);
+      convert_elements(t.dtype(), t.raw(), in.storage, in.staging.data(), t.numel());
+      src = in.staging.data();
+    }
+    // Non-blocking: the host bytes stay valid until the clFinish at the end of run().
+    if (bytes) check(clEnqueueWriteBuffer(q, in.buf.get(), CL_FALSE, 0, bytes, src, 0, nullptr, nullptr), "writing input " + info.name, dev_->info().name);
+    in.has_value = true;
+  }
+
+  // index_copy(self = graph input, ...) whose self nothing else reads: write into self's buffer.
+  void alias_kv_caches() {
+    const ir::Graph& g = part_.graph;
+    for (const Kernel& k : part_.kernels) {
+      if (k.kind != "index_copy") continue;
+      const ir::Node& n = g.nodes[static_cast<std::size_t>(k.nodes[0])];
+      const ir::TensorId self = n.inputs.at(0), y = n.outputs.at(0);
+      const auto& sp = part_.plan.tensors[static_cast<std::size_t>(self)];
+      const auto& yp = part_.plan.tensors[static_cast<std::size_t>(y)];
+      if (sp.place != plan::Place::input || yp.place != plan::Place::arena || sp.storage != yp.storage) continue;
+      int readers = 0;
+      for (const Kernel& o : part_.kernels) readers += std::count(o.inputs.begin(), o.inputs.end(), self) > 0;
+      if (readers != 1 || std::count(g.outputs.begin(), g.outputs.end(), self)) continue;
+      refs_[static_cast<std::size_t>(y)] = refs_[static_cast<std::size_t>(self)];
+    }
+  }
+
+  static void bind_kernel(Binder& b, const Kernel& k) {
+    if (k.kind == "view") return;
+    bool done = false;
+    meta::for_each(OpenCLTarget::pattern_list{}, [&]<class P>() {
+      if (!done && k.kind == P::name) kernel<P, OpenCLTarget>::bind(b), done = true;
+    });
+    if (done) return;
+    if (k.nodes.size() != 1) b.unsupported("no OpenCL kernel for fused kind '" + k.kind + "'");
+    ops::dispatch_op<void>(ops::require_op(b.node()), [&]<class Op>() {
+      if constexpr (has_kernel_v<Op, OpenCLTarget>) kernel<Op, OpenCLTarget>::bind(b);
+      else b.unsupported("no OpenCL kernel for " + std::string(Op::id));
+    });
+  }
+
+  void record_profile(double h0) {
+    // Device timestamps (ns) mapped onto the profiler's clock: the first launch was queued at h0.
+    cl_ulong q0 = 0;
+    if (!events_.empty() && events_[0]) clGetEventProfilingInfo(events_[0], CL_PROFILING_COMMAND_QUEUED, sizeof q0, &q0, nullptr);
+    std::size_t i = 0;
+    while (i < launches_.size()) {
+      const std::size_t owner = launches_[i].owner;
+      cl_ulong s = 0, e = 0, s1 = 0, e1 = 0;
+      double host = 0;
+      std::size_t j = i;
+      for (; j < launches_.size() && launches_[j].owner == owner; ++j) {
+        clGetEventProfilingInfo(events_[j], CL_PROFILING_COMMAND_START, sizeof s1, &s1, nullptr);
+        clGetEventProfilingInfo(events_[j], CL_PROFILING_COMMAND_END, sizeof e1, &e1, nullptr);
+        if (j == i) s = s1;
+        e = std::max(e, e1);
+        host += enqueue_us_[j];
+      }
+      const Kernel& k = part_.kernels[owner];
+      const double dev_us = static_cast<double>(e - s) / 1000.0;
+      prof_->add({labels_[owner], k.kind, part_.target, h0 + static_cast<double>(s - q0) / 1000.0, host, dev_us, track_});
+      i = j;
+    }
+    for (cl_event& ev : events_)
+      if (ev) clReleaseEvent(ev), ev = nullptr;
+  }
+
+  const program::Partition& part_;
+  std::shared_ptr<Device> dev_;
+  Mem dummy_, arena_;
+  std::vector<In> inputs_;
+  std::vector<Output> outputs_;
+  std::vector<std::shared_ptr<Mem>> weights_;
+  std::vector<TensorRef> refs_;
+  std::vector<Launch> launches_;
+  std::vector<Mem> keep_;
+  std::vector<std::string> labels_;
+  runtime::Profiler* prof_ = nullptr;
+  int track_ = 0;
+  std::vector<cl_event> events_;
+  std::vector<double> enqueue_us_;
+};
+
+// The executor factory for runtime::PlanRunner ("" = NPUSIM_OPENCL_DEVICE or the first GPU).
+inline runtime::ExecutorFactory executor_factory(std::string device = {}) {
+  return [device](const runtime::PartitionContext& ctx) -> std::unique_ptr<runtime::PartitionExecutor> {
+    return std::make_unique<Executor>(ctx, open_device(device));
+  };
+}
+
+}  // namespace npusim::inline NPUSIM_ABI::ocl
