@@ -2,6 +2,7 @@
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
@@ -86,7 +87,20 @@ struct ProfileArgs {
   bool enabled = false;
   int runs = 10;
   std::string trace;  // Chrome/Perfetto trace JSON path
+  int time_runs = 0;  // --time N: latency of N more runs (after the checked one, which warms up)
 };
+
+// Median and minimum wall time of `runs` runs (inputs prepared once, outside the timing).
+void time_runs(Runner& r, std::span<const Tensor> inputs, int runs) {
+  std::vector<double> ms;
+  for (int i = 0; i < runs; ++i) {
+    auto t0 = clock_type::now();
+    r.run(inputs);
+    ms.push_back(seconds_since(t0) * 1000.0);
+  }
+  std::sort(ms.begin(), ms.end());
+  std::printf("latency: median %.3f ms, min %.3f ms, max %.3f ms over %d runs\n", ms[ms.size() / 2], ms.front(), ms.back(), runs);
+}
 
 // Runs `runs` more times with per-kernel profiling; prints the table by kernel kind, writes a trace.
 void profile_runs(Prepared& p, std::span<const Tensor> inputs, const ProfileArgs& a) {
@@ -121,6 +135,7 @@ int cmd_run(const std::string& dir, const cli::TargetChoice& tc, const std::stri
   co.top5_in_order = !co.half_compute;
   runtime::CaseResult r = runtime::check_case(c, *p.runner, co);
   runtime::print_case_result(stdout, c, r);
+  if (prof.time_runs > 0) time_runs(*p.runner, c.inputs(), prof.time_runs);
   if (prof.enabled) profile_runs(p, c.inputs(), prof);
   return r.pass ? 0 : 1;
 }
@@ -169,9 +184,13 @@ int cmd_generate(const GenerateArgs& a, const cli::TargetChoice& tc) {
     });
     double step_total = 0;
     for (double s : g.step_ms) step_total += s;
+    std::vector<double> sorted = g.step_ms;
+    std::sort(sorted.begin(), sorted.end());
     std::printf("\ntime to first token %.1f ms; decode %.1f ms/token (%.2f tok/s)\n", g.prefill_ms,
                 g.step_ms.empty() ? 0.0 : step_total / static_cast<double>(g.step_ms.size()),
                 g.step_ms.empty() ? 0.0 : 1000.0 * static_cast<double>(g.step_ms.size()) / step_total);
+    if (!sorted.empty())
+      std::printf("decode step latency: median %.3f ms, min %.3f ms over %zu steps\n", sorted[sorted.size() / 2], sorted.front(), sorted.size());
     return 0;
   }
 
@@ -339,6 +358,7 @@ int main(int argc, char** argv) {
   run->add_flag("--profile", prof.enabled, "time every kernel over --runs runs; print a table by kernel kind");
   run->add_option("--runs", prof.runs, "runs to profile (default 10)");
   run->add_option("--trace", prof.trace, "with --profile: write a Chrome/Perfetto trace JSON here");
+  run->add_option("--time", prof.time_runs, "time N more runs: median/min/max wall latency");
   add_target(run, true);
 
   GenerateArgs ga;

@@ -51,15 +51,18 @@ class Executor final : public runtime::PartitionExecutor {
         refs_[t] = {r.mem, r.off, plan.tensors[t].storage};
       }
     Binder b(*dev_, g, plan, [this](ir::TensorId t) { return refs_.at(static_cast<std::size_t>(t)); }, dummy_.get(), launches_, keep_);
-    for (std::size_t k = 0; k < part_.kernels.size(); ++k) {
+    for (std::size_t k = 0; k < part_.kernels.size(); ++k) labels_.push_back("k" + std::to_string(k) + " " + part_.kernels[k].kind);
+    for (std::size_t k = 0; k < part_.kernels.size();) {
       const Kernel& kr = part_.kernels[k];
       b.begin(kr, k);
       try {
-        bind_kernel(b, kr);
+        std::size_t n = merge_launches(b, k);
+        if (n == 0) bind_kernel(b, kr), n = 1;
+        for (std::size_t j = 1; j < n; ++j) labels_[k] += "+" + part_.kernels[k + j].kind;
+        k += n;
       } catch (Error& e) {
         throw e.with_node(g.nodes.at(static_cast<std::size_t>(kr.nodes.back())).name).with_file(g.source);
       }
-      labels_.push_back("k" + std::to_string(k) + " " + kr.kind);
     }
     for (auto t : g.outputs) {
       const auto& tp = plan.tensors[static_cast<std::size_t>(t)];
@@ -179,6 +182,60 @@ class Executor final : public runtime::PartitionExecutor {
       if (readers != 1 || std::count(g.outputs.begin(), g.outputs.end(), self)) continue;
       refs_[static_cast<std::size_t>(y)] = refs_[static_cast<std::size_t>(self)];
     }
+  }
+
+  // Launch merging over the schedule, where an intermediate is read by nothing but the next kernel:
+  //   linear -> add (residual)                    one GEMV/GEMM with a residual epilogue
+  //   linear(x, Wg), linear(x, Wu) -> silu_gate    one gated GEMV reading both weights
+  // Returns how many kernels it bound (0: none merged).
+  std::size_t merge_launches(Binder& b, std::size_t k) {
+    const auto& ks = part_.kernels;
+    const ir::Graph& g = part_.graph;
+    auto single = [&](std::size_t i, std::string_view kind) { return i < ks.size() && ks[i].kind == kind && ks[i].nodes.size() == 1; };
+    auto node = [&](std::size_t i) -> const ir::Node& { return g.nodes[static_cast<std::size_t>(ks[i].nodes[0])]; };
+    auto only_reader = [&](ir::TensorId t, std::size_t i) {
+      if (std::count(g.outputs.begin(), g.outputs.end(), t)) return false;
+      for (std::size_t j = 0; j < ks.size(); ++j)
+        if (j != i && std::count(ks[j].inputs.begin(), ks[j].inputs.end(), t)) return false;
+      return true;
+    };
+    auto disjoint = [&](ir::TensorId a, ir::TensorId c) {
+      const TensorRef ra = refs_[static_cast<std::size_t>(a)], rc = refs_[static_cast<std::size_t>(c)];
+      const auto ba = static_cast<cl_ulong>(part_.plan.tensors[static_cast<std::size_t>(a)].bytes),
+                 bc = static_cast<cl_ulong>(part_.plan.tensors[static_cast<std::size_t>(c)].bytes);
+      return ra.mem != rc.mem || ra.off + ba <= rc.off || rc.off + bc <= ra.off;
+    };
+    if (!single(k, "linear")) return 0;
+    const ir::Node& lin = node(k);
+    const ir::TensorId x = lin.inputs[0], y1 = lin.outputs[0];
+    auto bias = lin.inputs.size() > 2 ? std::optional(lin.inputs[2]) : std::nullopt;
+    if (single(k + 1, "add") && node(k + 1).inputs.size() == 2 && only_reader(y1, k + 1) &&
+        ops::read_attrs<ops::Add::Attrs>(node(k + 1).attrs, node(k + 1).op_type).alpha.value == 1.0) {
+      const ir::Node& add = node(k + 1);
+      const ir::TensorId r = add.inputs[0] == y1 ? add.inputs[1] : add.inputs[0], y = add.outputs[0];
+      if (r != y1 && g.tensor(r).shape == g.tensor(y).shape && g.tensor(y1).shape == g.tensor(y).shape && disjoint(y, x) &&
+          (disjoint(y, r) || refs_[static_cast<std::size_t>(y)] == refs_[static_cast<std::size_t>(r)])) {
+        Gemm gm = linear_gemm(b, x, lin.inputs[1], bias, y);
+        gm.residual = refs_[static_cast<std::size_t>(r)];
+        bind_gemm(b, gm);
+        return 2;
+      }
+    }
+    if (!bias && single(k + 1, "linear") && k + 2 < ks.size() && ks[k + 2].kind == "silu_gate") {
+      const ir::Node& lin2 = node(k + 1);
+      const ir::TensorId y2 = lin2.outputs[0], y = ks[k + 2].outputs.at(0);
+      if (lin2.inputs.size() == 2 && lin2.inputs[0] == x && ks[k + 2].inputs.size() == 2 && ks[k + 2].inputs[0] == y1 && ks[k + 2].inputs[1] == y2 &&
+          only_reader(y1, k + 2) && only_reader(y2, k + 2) && g.tensor(lin2.inputs[1]).shape == g.tensor(lin.inputs[1]).shape &&
+          b.storage(lin2.inputs[1]) == b.storage(lin.inputs[1]) && disjoint(y, x)) {
+        Gemm gm = linear_gemm(b, x, lin.inputs[1], std::nullopt, y);
+        gm.up = refs_[static_cast<std::size_t>(lin2.inputs[1])];
+        if (gemv_fits(gm)) {
+          bind_gemm(b, gm);
+          return 3;
+        }
+      }
+    }
+    return 0;
   }
 
   static void bind_kernel(Binder& b, const Kernel& k) {

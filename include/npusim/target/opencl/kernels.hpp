@@ -154,26 +154,31 @@ struct Gemm {
   std::int64_t sam = 0, sak = 1, sbk = 0, sbn = 1, scm = 0, scn = 1;
   std::int64_t nb0 = 1, nb1 = 1, sa0 = 0, sa1 = 0, adiv = 1, sb0 = 0, sb1 = 0, bdiv = 1, sc0 = 0, sc1 = 0;
   std::optional<TensorRef> bias, residual;
+  std::optional<TensorRef> up;  // gated GEMV: c = silu(a W^T) * (a Up^T)
   int bias_mode = 1;  // per n
   bool relu = false;
 };
 
+inline bool gemv_fits(const Gemm& g) { return g.sbk == 1 && g.sak == 1 && g.nb0 * g.nb1 == 1 && g.scn == 1 && g.M >= 1 && g.M <= 4; }
+
 inline void bind_gemm(Binder& b, const Gemm& g) {
   const std::string opts = Binder::type_options({{"TA", g.a.dtype}, {"TB", g.b.dtype}, {"TC", g.c.dtype}});
-  cl_program p = b.program("gemm", ocl::cl_source::gemm, opts);
   const Typed bias = g.bias ? Typed{*g.bias} : b.none();
   const Typed res = g.residual ? Typed{*g.residual} : b.none();
   // Few rows, B read along K (a linear layer's weight): GEMV, 16-byte loads when aligned.
-  const bool nt = g.sbk == 1 && g.sak == 1 && g.nb0 * g.nb1 == 1 && g.scn == 1;
-  if (nt && g.M <= 4) {
+  if (gemv_fits(g)) {
     const std::size_t ea = dtype_size(g.a.dtype), eb = dtype_size(g.b.dtype);
-    const bool vec = g.K % 8 == 0 && g.sbn % 8 == 0 && g.sam % 8 == 0 && g.a.off % 32 == 0 && g.b.off % 32 == 0 && ea >= 2 && eb >= 2;
+    const bool vec = g.K % 8 == 0 && g.sbn % 8 == 0 && g.sam % 8 == 0 && g.a.off % 32 == 0 && g.b.off % 32 == 0 && ea >= 2 && eb >= 2 &&
+                     (!g.up || g.up->off % 32 == 0);
     const std::size_t groups = static_cast<std::size_t>((g.N + 3) / 4);
+    cl_program p = b.program("gemm", ocl::cl_source::gemm, opts + " -DGV_M=" + std::to_string(g.M));
     b.launch(p, "gemv", {groups * 128, 1, 1}, {128, 1, 1}, 1, Ptr{g.a}, static_cast<cl_long>(g.sam), Ptr{g.b}, static_cast<cl_long>(g.sbn), Ptr{g.c},
              static_cast<cl_long>(g.scm), bias, static_cast<cl_int>(g.bias ? 1 : 0), res, static_cast<cl_int>(g.residual ? 1 : 0), g.relu,
-             static_cast<cl_int>(g.M), static_cast<cl_long>(g.N), static_cast<cl_long>(g.K), vec);
+             static_cast<cl_long>(g.N), static_cast<cl_long>(g.K), vec, g.up ? Ptr{*g.up} : Ptr{b.none().r}, g.up.has_value());
     return;
   }
+  if (g.up) b.unsupported("a gated matrix product outside GEMV (npusim bug)");
+  cl_program p = b.program("gemm", ocl::cl_source::gemm, opts);
   I64 d{g.sam, g.sak, g.sbk, g.sbn, g.scm, g.scn, g.nb1, g.sa0, g.sa1, g.adiv, g.sb0, g.sb1, g.bdiv, g.sc0, g.sc1};
   const auto gx = static_cast<std::size_t>((g.N + 63) / 64), gy = static_cast<std::size_t>((g.M + 63) / 64), gz = static_cast<std::size_t>(g.nb0 * g.nb1);
   b.launch(p, "gemm", {gx * 16, gy * 16, gz}, {16, 16, 1}, 3, Ptr{g.a}, Ptr{g.b}, Ptr{g.c}, bias, static_cast<cl_int>(g.bias ? g.bias_mode : 0), res,
@@ -234,13 +239,16 @@ inline void bind_matmul(Binder& b, ir::TensorId ta, ir::TensorId tb, ir::TensorI
 }
 
 // y = x W^T (+ bias) over x's last dim.
-inline void bind_linear(Binder& b, ir::TensorId x, ir::TensorId w, std::optional<ir::TensorId> bias, ir::TensorId y) {
+inline Gemm linear_gemm(Binder& b, ir::TensorId x, ir::TensorId w, std::optional<ir::TensorId> bias, ir::TensorId y) {
   Gemm g;
   g.a = b.ref(x), g.b = b.ref(w), g.c = b.ref(y);
   g.K = b.shape(x).back(), g.N = b.shape(w)[0], g.M = g.K ? b.numel(x) / g.K : 0;
   g.sam = g.K, g.sak = 1, g.sbk = 1, g.sbn = g.K, g.scm = g.N, g.scn = 1;
   if (bias) g.bias = b.ref(*bias);
-  bind_gemm(b, g);
+  return g;
+}
+inline void bind_linear(Binder& b, ir::TensorId x, ir::TensorId w, std::optional<ir::TensorId> bias, ir::TensorId y) {
+  bind_gemm(b, linear_gemm(b, x, w, bias, y));
 }
 
 }  // namespace ocl

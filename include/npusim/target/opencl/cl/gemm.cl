@@ -107,21 +107,31 @@ __kernel __attribute__((reqd_work_group_size(16, 16, 1))) void gemm(
   }
 }
 
-// y[m, n] = sum_k x[m, k] * W[n, k] (+ epilogue), M <= GV_MMAX. One team of 32 per n.
+// y[m, n] = sum_k x[m, k] * W[n, k] (+ epilogue), for GV_M rows (-DGV_M=<M>, M <= 4). One team of
+// 32 work-items per n. With `gated`, a second weight W2 gives u[m, n] and y = silu(y) * u (the
+// gate/up projections and SiLU*gate of an MLP in one pass over both weights).
 #define GV_TEAM 32
 #define GV_WG 128
-#define GV_MMAX 4
+#ifndef GV_M
+#define GV_M 1
+#endif
+inline void gv_fma8(const float* x, const float* w, float* acc) {
+  for (int e = 0; e < 8; ++e) *acc = fma(x[e], w[e], *acc);
+}
 __kernel __attribute__((reqd_work_group_size(GV_WG, 1, 1))) void gemv(
     __global const uchar* ab, ulong ao, long lda, __global const uchar* wb, ulong wo, long ldw, __global uchar* cb, ulong co, long ldc,
     __global const uchar* biasb, ulong biaso, int biast, int has_bias, __global const uchar* rb, ulong ro, int rt, int has_res, int relu,
-    int M, long N, long K, int vec) {
+    long N, long K, int vec, __global const uchar* w2b, ulong w2o, int gated) {
   __local float red[GV_WG];
   const int lid = get_local_id(0), lane = lid % GV_TEAM;
   const long n = get_group_id(0) * (GV_WG / GV_TEAM) + lid / GV_TEAM;
   const long nn = n < N ? n : N - 1;
   __global const uchar* X = CGPTR(ab, ao);
   __global const uchar* W = CGPTR(wb, wo);
-  float acc[GV_MMAX] = {0.0f, 0.0f, 0.0f, 0.0f};
+  __global const uchar* W2 = CGPTR(w2b, w2o);
+  float acc[GV_M], acc2[GV_M];
+#pragma unroll
+  for (int m = 0; m < GV_M; ++m) acc[m] = 0.0f, acc2[m] = 0.0f;
   const long wrow = nn * ldw;
   if (vec) {
     long k = lane * 8;
@@ -129,39 +139,76 @@ __kernel __attribute__((reqd_work_group_size(GV_WG, 1, 1))) void gemv(
       float w0[8], w1[8], x[8];
       ld8(TB, W, wrow + k, w0);
       ld8(TB, W, wrow + k + GV_TEAM * 8, w1);
-      for (int m = 0; m < M; ++m) {
-        ld8(TA, X, m * lda + k, x);
-        for (int e = 0; e < 8; ++e) acc[m] = fma(x[e], w0[e], acc[m]);
-        ld8(TA, X, m * lda + k + GV_TEAM * 8, x);
-        for (int e = 0; e < 8; ++e) acc[m] = fma(x[e], w1[e], acc[m]);
+      if (gated) {
+        float u0[8], u1[8];
+        ld8(TB, W2, wrow + k, u0);
+        ld8(TB, W2, wrow + k + GV_TEAM * 8, u1);
+#pragma unroll
+        for (int m = 0; m < GV_M; ++m) {
+          ld8(TA, X, m * lda + k, x);
+          gv_fma8(x, w0, &acc[m]), gv_fma8(x, u0, &acc2[m]);
+          ld8(TA, X, m * lda + k + GV_TEAM * 8, x);
+          gv_fma8(x, w1, &acc[m]), gv_fma8(x, u1, &acc2[m]);
+        }
+      } else {
+#pragma unroll
+        for (int m = 0; m < GV_M; ++m) {
+          ld8(TA, X, m * lda + k, x);
+          gv_fma8(x, w0, &acc[m]);
+          ld8(TA, X, m * lda + k + GV_TEAM * 8, x);
+          gv_fma8(x, w1, &acc[m]);
+        }
       }
     }
     for (; k < K; k += GV_TEAM * 8) {
-      float w0[8], x[8];
+      float w0[8], u0[8], x[8];
       ld8(TB, W, wrow + k, w0);
-      for (int m = 0; m < M; ++m) {
+      if (gated) ld8(TB, W2, wrow + k, u0);
+#pragma unroll
+      for (int m = 0; m < GV_M; ++m) {
         ld8(TA, X, m * lda + k, x);
-        for (int e = 0; e < 8; ++e) acc[m] = fma(x[e], w0[e], acc[m]);
+        gv_fma8(x, w0, &acc[m]);
+        if (gated) gv_fma8(x, u0, &acc2[m]);
       }
     }
   } else {
     for (long k = lane; k < K; k += GV_TEAM) {
-      const float w = LD_T(TB, W, wrow + k);
-      for (int m = 0; m < M; ++m) acc[m] = fma(LD_T(TA, X, m * lda + k), w, acc[m]);
+      const float w = LD_T(TB, W, wrow + k), u = gated ? LD_T(TB, W2, wrow + k) : 0.0f;
+#pragma unroll
+      for (int m = 0; m < GV_M; ++m) {
+        const float x = LD_T(TA, X, m * lda + k);
+        acc[m] = fma(x, w, acc[m]);
+        acc2[m] = fma(x, u, acc2[m]);
+      }
     }
   }
   __global uchar* C = GPTR(cb, co);
-  for (int m = 0; m < M; ++m) {
+#pragma unroll
+  for (int m = 0; m < GV_M; ++m) {
     red[lid] = acc[m];
     barrier(CLK_LOCAL_MEM_FENCE);
     for (int s = GV_TEAM / 2; s > 0; s >>= 1) {
       if (lane < s) red[lid] += red[lid + s];
       barrier(CLK_LOCAL_MEM_FENCE);
     }
+    float g = red[lid];
+    barrier(CLK_LOCAL_MEM_FENCE);
+    if (gated) {
+      red[lid] = acc2[m];
+      barrier(CLK_LOCAL_MEM_FENCE);
+      for (int s = GV_TEAM / 2; s > 0; s >>= 1) {
+        if (lane < s) red[lid] += red[lid + s];
+        barrier(CLK_LOCAL_MEM_FENCE);
+      }
+      // Each of gate and up is rounded to its stored type first, as the unfused model stores them.
+      g = round_to(g, TC);
+      g = g / (1.0f + exp(-g));
+      g = round_to(g, TC) * round_to(red[lid], TC);
+      barrier(CLK_LOCAL_MEM_FENCE);
+    }
     if (lane == 0 && n < N) {
-      const float v = epilogue(red[lid], m, n, m * ldc + n, CGPTR(biasb, biaso), biast, has_bias, CGPTR(rb, ro), rt, has_res, relu);
+      const float v = epilogue(g, m, n, m * ldc + n, CGPTR(biasb, biaso), biast, has_bias, CGPTR(rb, ro), rt, has_res, relu);
       ST_T(TC, C, m * ldc + n, v);
     }
-    barrier(CLK_LOCAL_MEM_FENCE);
   }
 }
