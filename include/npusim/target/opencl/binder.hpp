@@ -121,6 +121,12 @@ class Binder {
     return keep_.back().get();
   }
 
+  // A device buffer for a kernel's own intermediate values (lives as long as the executor).
+  cl_mem scratch(std::size_t bytes) {
+    keep_.push_back(dev_.alloc(std::max<std::size_t>(bytes, 64), "kernel scratch"));
+    return keep_.back().get();
+  }
+
   // Appends a 1-D launch over n work-items (rounded up to the work-group size).
   template <class... A>
   Launch& launch1d(cl_program p, const char* fn, std::int64_t n, std::size_t wg, A&&... args) {

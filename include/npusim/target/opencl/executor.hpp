@@ -58,7 +58,8 @@ class Executor final : public runtime::PartitionExecutor {
       try {
         std::size_t n = merge_launches(b, k);
         if (n == 0) bind_kernel(b, kr), n = 1;
-        for (std::size_t j = 1; j < n; ++j) labels_[k] += "+" + part_.kernels[k + j].kind;
+        for (std::size_t j = 1; j < n; ++j)
+          if (part_.kernels[k + j].kind != "view") labels_[k] += "+" + part_.kernels[k + j].kind;
         k += n;
       } catch (Error& e) {
         throw e.with_node(g.nodes.at(static_cast<std::size_t>(kr.nodes.back())).name).with_file(g.source);
@@ -185,6 +186,7 @@ class Executor final : public runtime::PartitionExecutor {
   }
 
   // Launch merging over the schedule, where an intermediate is read by nothing but the next kernel:
+  //   conv2d -> add_relu (residual)               one convolution with a residual + ReLU epilogue
   //   linear -> add (residual)                    one GEMV/GEMM with a residual epilogue
   //   linear(x, Wg), linear(x, Wu) -> silu_gate    one gated GEMV reading both weights
   // Returns how many kernels it bound (0: none merged).
@@ -205,6 +207,17 @@ class Executor final : public runtime::PartitionExecutor {
                  bc = static_cast<cl_ulong>(part_.plan.tensors[static_cast<std::size_t>(c)].bytes);
       return ra.mem != rc.mem || ra.off + ba <= rc.off || rc.off + bc <= ra.off;
     };
+    if (single(k, "conv2d") && k + 1 < ks.size() && ks[k + 1].kind == "add_relu" && ks[k + 1].inputs.size() == 2) {
+      const ir::Node& conv = node(k);
+      const ir::TensorId c = conv.outputs[0], y = ks[k + 1].outputs.at(0);
+      const ir::TensorId r = ks[k + 1].inputs[0] == c ? ks[k + 1].inputs[1] : ks[k + 1].inputs[0];
+      if (r != c && only_reader(c, k + 1) && g.tensor(r).shape == g.tensor(y).shape && g.tensor(c).shape == g.tensor(y).shape &&
+          disjoint(y, conv.inputs[0]) && (disjoint(y, r) || refs_[static_cast<std::size_t>(y)] == refs_[static_cast<std::size_t>(r)])) {
+        bind_conv(b, conv, y, true, true, r);
+        return 2;
+      }
+    }
+    if (auto n = merge_rope_kv(b, k)) return n;
     if (!single(k, "linear")) return 0;
     const ir::Node& lin = node(k);
     const ir::TensorId x = lin.inputs[0], y1 = lin.outputs[0];
@@ -235,7 +248,85 @@ class Executor final : public runtime::PartitionExecutor {
         }
       }
     }
-    return 0;
+    // Up to three linears of the same x (q/k/v; the views between them move no bytes): one GEMV.
+    std::vector<std::size_t> group{k};
+    std::size_t j = k + 1;
+    for (; j < ks.size() && group.size() < 3; ++j) {
+      if (ks[j].kind == "view") continue;
+      if (!single(j, "linear") || node(j).inputs[0] != x || g.tensor(node(j).inputs[1]).shape.at(1) != g.tensor(lin.inputs[1]).shape.at(1) ||
+          b.storage(node(j).inputs[1]) != b.storage(lin.inputs[1]) || b.storage(node(j).outputs[0]) != b.storage(y1) ||
+          !early_write_ok(node(j).outputs[0], k))
+        break;
+      group.push_back(j);
+    }
+    if (group.size() < 2) return 0;
+    Gemm gm = linear_gemm(b, x, lin.inputs[1], bias, y1);
+    for (std::size_t i = 1; i < group.size(); ++i) {
+      const ir::Node& l = node(group[i]);
+      gm.more.push_back({refs_[static_cast<std::size_t>(l.inputs[1])],
+                         l.inputs.size() > 2 ? std::optional(refs_[static_cast<std::size_t>(l.inputs[2])]) : std::nullopt,
+                         refs_[static_cast<std::size_t>(l.outputs[0])], g.tensor(l.inputs[1]).shape.at(0)});
+    }
+    if (!gemv_fits(gm)) return 0;
+    bind_gemm(b, gm);
+    return group.back() + 1 - k;
+  }
+
+  // rotary(q), rotary(k) -> index_copy(k_cache, k), index_copy(v_cache, v) with both caches written
+  // in place: one launch that rotates q and writes the new K/V rows.
+  std::size_t merge_rope_kv(Binder& b, std::size_t k) {
+    const auto& ks = part_.kernels;
+    const ir::Graph& g = part_.graph;
+    if (k + 3 >= ks.size() || ks[k].kind != "rotary" || ks[k + 1].kind != "rotary" || ks[k + 2].kind != "index_copy" || ks[k + 3].kind != "index_copy")
+      return 0;
+    const Kernel &rq = ks[k], &rk = ks[k + 1];
+    const ir::Node& ck = g.nodes[static_cast<std::size_t>(ks[k + 2].nodes[0])];
+    const ir::Node& cv = g.nodes[static_cast<std::size_t>(ks[k + 3].nodes[0])];
+    const ir::TensorId kr = rk.outputs[0];
+    auto ref = [&](ir::TensorId t) { return refs_[static_cast<std::size_t>(t)]; };
+    auto dim = [&](const ir::Node& n) {
+      return normalize_dim(ops::read_attrs<ops::IndexCopy::Attrs>(n.attrs, n.op_type).dim, static_cast<std::int64_t>(g.tensor(n.inputs[0]).shape.size()));
+    };
+    const Shape &kshape = g.tensor(rk.inputs[0]).shape, &cache = g.tensor(ck.inputs[0]).shape;
+    if (rq.inputs[1] != rk.inputs[1] || rq.inputs[2] != rk.inputs[2] || ck.inputs[2] != kr || ck.inputs[1] != cv.inputs[1] || kshape.size() != 4 ||
+        cache.size() != 4 || g.tensor(cv.inputs[2]).shape != kshape || g.tensor(cv.inputs[0]).shape != cache || dim(ck) != 2 || dim(cv) != 2 ||
+        kshape[3] != cache[3] || kshape[0] * kshape[1] != cache[0] * cache[1] || !(ref(ck.outputs[0]) == ref(ck.inputs[0])) ||
+        !(ref(cv.outputs[0]) == ref(cv.inputs[0])))
+      return 0;
+    for (std::size_t j = 0; j < ks.size(); ++j)
+      if (j != k + 2 && std::count(ks[j].inputs.begin(), ks[j].inputs.end(), kr)) return 0;
+    if (std::count(g.outputs.begin(), g.outputs.end(), kr)) return 0;
+    auto rotary_desc = [&](ir::TensorId x) {
+      const Shape& xs = g.tensor(x).shape;
+      Strides cs = broadcast_strides(g.tensor(rq.inputs[1]).shape, xs), ss = broadcast_strides(g.tensor(rq.inputs[2]).shape, xs);
+      I64 d{static_cast<std::int64_t>(xs.size())};
+      d.insert(d.end(), xs.begin(), xs.end());
+      d.insert(d.end(), cs.begin(), cs.end());
+      d.insert(d.end(), ss.begin(), ss.end());
+      return b.desc(d);
+    };
+    const std::int64_t nq = g.tensor(rq.inputs[0]).shape.empty() ? 0 : numel(g.tensor(rq.inputs[0]).shape), nk = numel(kshape);
+    b.launch1d(b.program("generic", cl_source::generic), "rope_kv", nq + 2 * nk, 256, b.typed(rq.inputs[0]), b.typed(rq.outputs[0]),
+               b.typed(rk.inputs[0]), b.typed(cv.inputs[2]), b.typed(rq.inputs[1]), b.typed(rq.inputs[2]), b.typed(ck.outputs[0]),
+               b.typed(cv.outputs[0]), b.typed(ck.inputs[1]), rotary_desc(rq.inputs[0]), rotary_desc(rk.inputs[0]), static_cast<cl_long>(nq),
+               static_cast<cl_long>(nk), static_cast<cl_long>(nk), static_cast<cl_long>(cache[2]), static_cast<cl_long>(kshape[2]),
+               static_cast<cl_long>(kshape[3]));
+    return 4;
+  }
+
+  // May tensor o (written at its kernel) be written at kernel `from` instead? Only if no tensor
+  // alive in between shares its arena bytes.
+  bool early_write_ok(ir::TensorId o, std::size_t from) const {
+    const auto& tp = part_.plan.tensors;
+    const auto& po = tp[static_cast<std::size_t>(o)];
+    if (po.place != plan::Place::arena) return false;
+    for (std::size_t t = 0; t < tp.size(); ++t) {
+      const auto& pt = tp[t];
+      if (t == static_cast<std::size_t>(o) || pt.place != plan::Place::arena) continue;
+      const bool overlap = pt.offset < po.offset + po.bytes && po.offset < pt.offset + pt.bytes;
+      if (overlap && pt.last >= static_cast<std::int32_t>(from) && pt.first < po.first) return false;
+    }
+    return true;
   }
 
   static void bind_kernel(Binder& b, const Kernel& k) {

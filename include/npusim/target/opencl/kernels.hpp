@@ -155,11 +155,20 @@ struct Gemm {
   std::int64_t nb0 = 1, nb1 = 1, sa0 = 0, sa1 = 0, adiv = 1, sb0 = 0, sb1 = 0, bdiv = 1, sc0 = 0, sc1 = 0;
   std::optional<TensorRef> bias, residual;
   std::optional<TensorRef> up;  // gated GEMV: c = silu(a W^T) * (a Up^T)
+  struct Segment {              // GEMV only: more products of the same a, in the same launch
+    TensorRef w;
+    std::optional<TensorRef> bias;
+    TensorRef c;
+    std::int64_t N = 0;
+  };
+  std::vector<Segment> more;
   int bias_mode = 1;  // per n
   bool relu = false;
 };
 
-inline bool gemv_fits(const Gemm& g) { return g.sbk == 1 && g.sak == 1 && g.nb0 * g.nb1 == 1 && g.scn == 1 && g.M >= 1 && g.M <= 4; }
+inline bool gemv_fits(const Gemm& g) {
+  return g.sbk == 1 && g.sak == 1 && g.sbn == g.K && g.scm == g.N && g.nb0 * g.nb1 == 1 && g.scn == 1 && g.M >= 1 && g.M <= 4;
+}
 
 inline void bind_gemm(Binder& b, const Gemm& g) {
   const std::string opts = Binder::type_options({{"TA", g.a.dtype}, {"TB", g.b.dtype}, {"TC", g.c.dtype}});
@@ -168,22 +177,35 @@ inline void bind_gemm(Binder& b, const Gemm& g) {
   // Few rows, B read along K (a linear layer's weight): GEMV, 16-byte loads when aligned.
   if (gemv_fits(g)) {
     const std::size_t ea = dtype_size(g.a.dtype), eb = dtype_size(g.b.dtype);
-    const bool vec = g.K % 8 == 0 && g.sbn % 8 == 0 && g.sam % 8 == 0 && g.a.off % 32 == 0 && g.b.off % 32 == 0 && ea >= 2 && eb >= 2 &&
-                     (!g.up || g.up->off % 32 == 0);
-    const std::size_t groups = static_cast<std::size_t>((g.N + 3) / 4);
+    bool vec = g.K % 8 == 0 && g.sam % 8 == 0 && g.a.off % 32 == 0 && g.b.off % 32 == 0 && ea >= 2 && eb >= 2 && (!g.up || g.up->off % 32 == 0);
+    std::vector<Gemm::Segment> seg{{g.b, g.bias, g.c, g.N}};
+    seg.insert(seg.end(), g.more.begin(), g.more.end());
+    if (seg.size() > 3 || (seg.size() > 1 && (g.residual || g.up))) b.unsupported("GEMV segments with a residual or gate (npusim bug)");
+    std::int64_t total = 0;
+    for (const auto& sg : seg) vec = vec && sg.w.off % 32 == 0 && sg.w.dtype == g.b.dtype, total += sg.N;
+    std::array<std::int64_t, 3> end{};
+    for (std::size_t i = 0, at = 0; i < 3; ++i) end[i] = static_cast<std::int64_t>(at += static_cast<std::size_t>(i < seg.size() ? seg[i].N : 0));
+    while (seg.size() < 3) seg.push_back({b.none().r, std::nullopt, b.none().r, 0});
+    auto bias = [&](const Gemm::Segment& sg) { return sg.bias ? Typed{*sg.bias} : b.none(); };
+    const std::size_t groups = static_cast<std::size_t>((total + 3) / 4);
     cl_program p = b.program("gemm", ocl::cl_source::gemm, opts + " -DGV_M=" + std::to_string(g.M));
-    b.launch(p, "gemv", {groups * 128, 1, 1}, {128, 1, 1}, 1, Ptr{g.a}, static_cast<cl_long>(g.sam), Ptr{g.b}, static_cast<cl_long>(g.sbn), Ptr{g.c},
-             static_cast<cl_long>(g.scm), bias, static_cast<cl_int>(g.bias ? 1 : 0), res, static_cast<cl_int>(g.residual ? 1 : 0), g.relu,
-             static_cast<cl_long>(g.N), static_cast<cl_long>(g.K), vec, g.up ? Ptr{*g.up} : Ptr{b.none().r}, g.up.has_value());
+    b.launch(p, "gemv", {groups * 128, 1, 1}, {128, 1, 1}, 1, Ptr{g.a}, static_cast<cl_long>(g.sam),                                   //
+             Ptr{seg[0].w}, bias(seg[0]), static_cast<cl_int>(seg[0].bias.has_value()), Ptr{seg[0].c}, static_cast<cl_long>(end[0]),  //
+             Ptr{seg[1].w}, bias(seg[1]), static_cast<cl_int>(seg[1].bias.has_value()), Ptr{seg[1].c}, static_cast<cl_long>(end[1]),  //
+             Ptr{seg[2].w}, bias(seg[2]), static_cast<cl_int>(seg[2].bias.has_value()), Ptr{seg[2].c}, static_cast<cl_long>(end[2]),  //
+             res, static_cast<cl_int>(g.residual ? 1 : 0), g.relu, static_cast<cl_long>(g.K), vec, g.up ? Ptr{*g.up} : Ptr{b.none().r},
+             g.up.has_value());
     return;
   }
   if (g.up) b.unsupported("a gated matrix product outside GEMV (npusim bug)");
-  cl_program p = b.program("gemm", ocl::cl_source::gemm, opts);
+  constexpr std::int64_t lim = std::int64_t{1} << 31;
+  const bool idx32 = (g.M - 1) * g.sam + (g.K - 1) * g.sak < lim && (g.K - 1) * g.sbk + (g.N - 1) * g.sbn < lim;
+  cl_program p = b.program("gemm", ocl::cl_source::gemm, opts + (idx32 ? " -DIDX32" : ""));
   I64 d{g.sam, g.sak, g.sbk, g.sbn, g.scm, g.scn, g.nb1, g.sa0, g.sa1, g.adiv, g.sb0, g.sb1, g.bdiv, g.sc0, g.sc1};
   const auto gx = static_cast<std::size_t>((g.N + 63) / 64), gy = static_cast<std::size_t>((g.M + 63) / 64), gz = static_cast<std::size_t>(g.nb0 * g.nb1);
   b.launch(p, "gemm", {gx * 16, gy * 16, gz}, {16, 16, 1}, 3, Ptr{g.a}, Ptr{g.b}, Ptr{g.c}, bias, static_cast<cl_int>(g.bias ? g.bias_mode : 0), res,
            static_cast<cl_int>(g.residual ? 1 : 0), g.relu, static_cast<cl_long>(g.M), static_cast<cl_long>(g.N), static_cast<cl_long>(g.K), b.desc(d),
-           static_cast<cl_int>(0));
+           static_cast<cl_int>(0), b.none().r.mem);
 }
 
 // Batched matmul a @ B where B(k, n) of batch z = b[boff(z) + k*sbk + n*sbn]; batch dims broadcast
@@ -583,7 +605,7 @@ struct kernel<ops::Addmm, OpenCLTarget> {
 };
 
 namespace ocl {
-inline void bind_conv(Binder& b, const ir::Node& conv, ir::TensorId y, bool relu, bool has_bias) {
+inline void bind_conv(Binder& b, const ir::Node& conv, ir::TensorId y, bool relu, bool has_bias, std::optional<ir::TensorId> residual = {}) {
   auto a = ops::read_attrs<ops::Conv2d::Attrs>(conv.attrs, conv.op_type);
   const ir::TensorId x = conv.inputs.at(0), w = conv.inputs.at(1);
   const Shape &xs = b.shape(x), &ws = b.shape(w), &ys = b.shape(y);
@@ -592,6 +614,7 @@ inline void bind_conv(Binder& b, const ir::Node& conv, ir::TensorId y, bool relu
   g.a = b.ref(w), g.b = b.ref(x), g.c = b.ref(y), g.relu = relu;
   g.M = K / G, g.N = OH * OW, g.K = (C / G) * kh * kw;
   if (has_bias && conv.inputs.size() > 2) g.bias = b.ref(conv.inputs[2]), g.bias_mode = 2;
+  if (residual) g.residual = b.ref(*residual);
   const bool pointwise = kh == 1 && kw == 1 && a.stride[0] == 1 && a.stride[1] == 1 && a.padding[0] == 0 && a.padding[1] == 0 && G == 1;
   if (pointwise) {  // 1x1: a plain GEMM per image
     g.sam = g.K, g.sak = 1, g.sbk = H * W, g.sbn = 1, g.scm = OH * OW, g.scn = 1;
@@ -599,13 +622,22 @@ inline void bind_conv(Binder& b, const ir::Node& conv, ir::TensorId y, bool relu
     bind_gemm(b, g);
     return;
   }
-  const std::string opts = Binder::type_options({{"TA", g.a.dtype}, {"TB", g.b.dtype}, {"TC", g.c.dtype}});
+  if (C * H * W >= (std::int64_t{1} << 31) || g.M * g.K >= (std::int64_t{1} << 31)) b.unsupported("a convolution with more than 2^31 input elements per image");
+  // Per reduction index k = (c, r, s): the input offset and the window offsets, computed once.
+  std::vector<cl_int> tab;
+  for (std::int64_t c = 0; c < C / G; ++c)
+    for (std::int64_t r = 0; r < kh; ++r)
+      for (std::int64_t s = 0; s < kw; ++s)
+        tab.insert(tab.end(), {static_cast<cl_int>(c * H * W + r * a.dilation[0] * W + s * a.dilation[1]), static_cast<cl_int>(r * a.dilation[0]),
+                               static_cast<cl_int>(s * a.dilation[1]), 0});
+  const std::string opts = Binder::type_options({{"TA", g.a.dtype}, {"TB", g.b.dtype}, {"TC", g.c.dtype}}) + " -DIDX32";
   I64 d{C, H, W, OH, OW, kh, kw, a.stride[0], a.stride[1], a.padding[0], a.padding[1], a.dilation[0], a.dilation[1], G, K};
   const Typed bias = g.bias ? Typed{*g.bias} : b.none();
+  const Typed res = g.residual ? Typed{*g.residual} : b.none();
   const auto gx = static_cast<std::size_t>((g.N + 63) / 64), gy = static_cast<std::size_t>((g.M + 63) / 64), gz = static_cast<std::size_t>(N * G);
   b.launch(b.program("gemm", ocl::cl_source::gemm, opts), "gemm", {gx * 16, gy * 16, gz}, {16, 16, 1}, 3, Ptr{g.a}, Ptr{g.b}, Ptr{g.c}, bias,
-           static_cast<cl_int>(g.bias ? 2 : 0), b.none(), static_cast<cl_int>(0), relu, static_cast<cl_long>(g.M), static_cast<cl_long>(g.N),
-           static_cast<cl_long>(g.K), b.desc(d), static_cast<cl_int>(1));
+           static_cast<cl_int>(g.bias ? 2 : 0), res, static_cast<cl_int>(g.residual ? 1 : 0), relu, static_cast<cl_long>(g.M), static_cast<cl_long>(g.N),
+           static_cast<cl_long>(g.K), b.desc(d), static_cast<cl_int>(1), b.constant(tab.data(), tab.size() * sizeof(cl_int)));
 }
 }  // namespace ocl
 
@@ -637,8 +669,16 @@ inline void bind_attention(Binder& b, ir::TensorId q, ir::TensorId k, ir::Tensor
   const bool vec = D % 8 == 0 && b.ref(k).off % 32 == 0 && dtype_size(b.storage(k)) >= 2;
   if (b.storage(k) != b.storage(v)) b.unsupported("attention with K and V stored in different types");
   cl_program p = b.program("attention", ocl::cl_source::attention, Binder::type_options({{"TK", b.storage(k)}}));
-  b.launch(p, "attention", {static_cast<std::size_t>(B * Hq * L) * 128, 1, 1}, {128, 1, 1}, 1, b.typed(q), b.ptr(k), b.ptr(v),
-           mask ? b.typed(*mask) : b.none(), static_cast<cl_int>(mask_kind), b.typed(out), b.desc(d), static_cast<cl_float>(scale), causal, vec);
+  // Few query rows (decode): split the keys over work-groups and merge the splits after.
+  const std::int64_t rows = B * Hq * L;
+  const std::int64_t chunk = rows < 256 ? 64 : std::max<std::int64_t>(S, 1), nsplit = (S + chunk - 1) / chunk;
+  cl_mem part = nsplit > 1 ? b.scratch(static_cast<std::size_t>(rows * nsplit * (Dv + 2)) * sizeof(float)) : b.none().r.mem;
+  b.launch(p, "attention", {static_cast<std::size_t>(rows * nsplit) * 128, 1, 1}, {128, 1, 1}, 1, b.typed(q), b.ptr(k), b.ptr(v),
+           mask ? b.typed(*mask) : b.none(), static_cast<cl_int>(mask_kind), b.typed(out), b.desc(d), static_cast<cl_float>(scale), causal, vec,
+           static_cast<cl_int>(nsplit), static_cast<cl_long>(chunk), part);
+  if (nsplit > 1)
+    b.launch(p, "attention_combine", {static_cast<std::size_t>(rows) * 128, 1, 1}, {128, 1, 1}, 1, part, static_cast<cl_int>(nsplit),
+             static_cast<cl_long>(Dv), b.typed(out));
 }
 }  // namespace ocl
 

@@ -27,34 +27,50 @@ inline float epilogue(float v, long m, long n, long coff, __global const uchar* 
   return v;
 }
 
+// Index arithmetic in the tile loops: 32-bit when every operand has < 2^31 elements (-DIDX32).
+#ifdef IDX32
+typedef int idx_t;
+#else
+typedef long idx_t;
+#endif
+
 // d (gemm): [sam, sak, sbk, sbn, scm, scn, nb1, sa0, sa1, adiv, sb0, sb1, bdiv, sc0, sc1]
-// d (conv): [C, H, W, OH, OW, kh, kw, sh, sw, ph, pw, dh, dw, G, Kout]
+// d (conv): [C, H, W, OH, OW, kh, kw, sh, sw, ph, pw, dh, dw, G, Kout]; ktab[k] = (c*H*W + r*dh*W + s*dw, r*dh, s*dw)
+// Work-item (tx, ty) computes rows m0 + 4ty + i and columns n0 + 4tx + j (i, j < 4).
 __kernel __attribute__((reqd_work_group_size(16, 16, 1))) void gemm(
     __global const uchar* ab, ulong ao, __global const uchar* bb, ulong bo, __global uchar* cb, ulong co,
     __global const uchar* biasb, ulong biaso, int biast, int bias_mode, __global const uchar* rb, ulong ro, int rt, int has_res, int relu,
-    long M, long N, long K, __constant const long* d, int conv) {
-  __local float As[BK][BM + 1];
-  __local float Bs[BK][BN];
+    long M, long N, long K, __constant const long* d, int conv, __global const int4* ktab) {
+  __local float As[BK][BM + 4];
+  __local float Bs[BK][BN + 4];
   const int tx = get_local_id(0), ty = get_local_id(1), tid = ty * 16 + tx;
   const long m0 = get_group_id(1) * BM, n0 = get_group_id(0) * BN;
   const long z = get_group_id(2);
   __global const uchar* A = CGPTR(ab, ao);
   __global const uchar* B = CGPTR(bb, bo);
-  long aoff, boff, cofs, sam, sak, sbk = 0, sbn = 0, scm, scn;
-  long cC = 0, cH = 0, cW = 0, cOW = 0, ckh = 1, ckw = 1, csh = 0, csw = 0, cph = 0, cpw = 0, cdh = 0, cdw = 0;
+  long aoff, boff, cofs, scm, scn;
+  idx_t sam, sak, sbk = 0, sbn = 0;
+  // Convolution: this work-item always loads B column n0 + tid % 64; its window origin is fixed.
+  idx_t cH = 0, cW = 0, ih0 = 0, iw0 = 0;
+  int ncol_ok = 0;
   if (conv) {
-    cC = d[0]; cH = d[1]; cW = d[2]; cOW = d[4]; ckh = d[5]; ckw = d[6]; csh = d[7]; csw = d[8]; cph = d[9]; cpw = d[10]; cdh = d[11]; cdw = d[12];
-    const long G = d[13], Kout = d[14], img = z / G, g = z % G, Cg = cC / G, OHW = d[3] * d[4];
-    aoff = g * M * K; sam = K; sak = 1;
-    boff = (img * cC + g * Cg) * cH * cW;
-    cofs = (img * Kout + g * M) * OHW; scm = OHW; scn = 1;
+    const long G = d[13], Kout = d[14], img = z / G, g = z % G, Cg = d[0] / G, OHW = d[3] * d[4];
+    cH = (idx_t)d[1], cW = (idx_t)d[2];
+    aoff = g * M * K, sam = (idx_t)K, sak = 1;
+    boff = (img * d[0] + g * Cg) * d[1] * d[2];
+    cofs = (img * Kout + g * M) * OHW, scm = OHW, scn = 1;
+    const long n = n0 + tid % BN;
+    ncol_ok = n < N;
+    ih0 = (idx_t)((n / d[4]) * d[7] - d[9]), iw0 = (idx_t)((n % d[4]) * d[8] - d[10]);
   } else {
-    sam = d[0]; sak = d[1]; sbk = d[2]; sbn = d[3]; scm = d[4]; scn = d[5];
+    sam = (idx_t)d[0], sak = (idx_t)d[1], sbk = (idx_t)d[2], sbn = (idx_t)d[3], scm = d[4], scn = d[5];
     const long nb1 = d[6], z0 = z / nb1, z1 = z % nb1;
     aoff = z0 * d[7] + (z1 / d[9]) * d[8];
     boff = z0 * d[10] + (z1 / d[12]) * d[11];
     cofs = z0 * d[13] + z1 * d[14];
   }
+  A += aoff * (TA == DT_F32 ? 4 : 2);
+  B += boff * (TB == DT_F32 ? 4 : 2);
   const int a_kfast = sak == 1, b_kfast = !conv && sbk == 1 && sbn != 1;
   float acc[4][4];
   for (int i = 0; i < 4; ++i)
@@ -64,44 +80,46 @@ __kernel __attribute__((reqd_work_group_size(16, 16, 1))) void gemm(
       const int idx = tid + 256 * q;
       const int kk = a_kfast ? idx % BK : idx / BM, mm = a_kfast ? idx / BK : idx % BM;
       const long m = m0 + mm, k = k0 + kk;
-      As[kk][mm] = (m < M && k < K) ? LD_T(TA, A, aoff + m * sam + k * sak) : 0.0f;
+      As[kk][mm] = (m < M && k < K) ? LD_T(TA, A, (idx_t)m * sam + (idx_t)k * sak) : 0.0f;
     }
     for (int q = 0; q < 4; ++q) {
       const int idx = tid + 256 * q;
       const int kk = b_kfast ? idx % BK : idx / BN, nn = b_kfast ? idx / BK : idx % BN;
-      const long n = n0 + nn, k = k0 + kk;
+      const long k = k0 + kk;
       float v = 0.0f;
-      if (n < N && k < K) {
-        if (conv) {
-          const long khw = ckh * ckw, c = k / khw, rs = k % khw, r = rs / ckw, s = rs % ckw;
-          const long ih = (n / cOW) * csh - cph + r * cdh, iw = (n % cOW) * csw - cpw + s * cdw;
-          if (ih >= 0 && ih < cH && iw >= 0 && iw < cW) v = LD_T(TB, B, boff + (c * cH + ih) * cW + iw);
-        } else {
-          v = LD_T(TB, B, boff + k * sbk + n * sbn);
+      if (conv) {
+        if (ncol_ok && k < K) {
+          const int4 t = ktab[k];
+          const idx_t ih = ih0 + t.y, iw = iw0 + t.z;
+          if (ih >= 0 && ih < cH && iw >= 0 && iw < cW) v = LD_T(TB, B, t.x + ih0 * cW + iw0);
         }
+      } else {
+        const long n = n0 + nn;
+        if (n < N && k < K) v = LD_T(TB, B, (idx_t)k * sbk + (idx_t)n * sbn);
       }
       Bs[kk][nn] = v;
     }
     barrier(CLK_LOCAL_MEM_FENCE);
 #pragma unroll
     for (int kk = 0; kk < BK; ++kk) {
-      float a[4], b[4];
-      for (int i = 0; i < 4; ++i) a[i] = As[kk][ty + 16 * i];
-      for (int j = 0; j < 4; ++j) b[j] = Bs[kk][tx + 16 * j];
+      const float4 a = vload4(0, &As[kk][ty * 4]);
+      const float4 b = vload4(0, &Bs[kk][tx * 4]);
+      const float av[4] = {a.x, a.y, a.z, a.w}, bv[4] = {b.x, b.y, b.z, b.w};
       for (int i = 0; i < 4; ++i)
-        for (int j = 0; j < 4; ++j) acc[i][j] = fma(a[i], b[j], acc[i][j]);
+        for (int j = 0; j < 4; ++j) acc[i][j] = fma(av[i], bv[j], acc[i][j]);
     }
     barrier(CLK_LOCAL_MEM_FENCE);
   }
   __global uchar* C = GPTR(cb, co);
+  const long gch = conv ? (z % d[13]) * M : 0;
   for (int i = 0; i < 4; ++i) {
-    const long m = m0 + ty + 16 * i;
+    const long m = m0 + ty * 4 + i;
     if (m >= M) continue;
     for (int j = 0; j < 4; ++j) {
-      const long n = n0 + tx + 16 * j;
+      const long n = n0 + tx * 4 + j;
       if (n >= N) continue;
       const long off = cofs + m * scm + n * scn;
-      const float v = epilogue(acc[i][j], conv ? (z % d[13]) * M + m : m, n, off, CGPTR(biasb, biaso), biast, bias_mode, CGPTR(rb, ro), rt, has_res, relu);
+      const float v = epilogue(acc[i][j], gch + m, n, off, CGPTR(biasb, biaso), biast, bias_mode, CGPTR(rb, ro), rt, has_res, relu);
       ST_T(TC, C, off, v);
     }
   }
@@ -118,17 +136,28 @@ __kernel __attribute__((reqd_work_group_size(16, 16, 1))) void gemm(
 inline void gv_fma8(const float* x, const float* w, float* acc) {
   for (int e = 0; e < 8; ++e) *acc = fma(x[e], w[e], *acc);
 }
+// Up to three segments (the q/k/v projections of one input in one launch): rows [0, end0) use
+// (W0, bias0, C0), [end0, end1) (W1, bias1, C1), [end1, end2) (W2, bias2, C2), each C row-major.
 __kernel __attribute__((reqd_work_group_size(GV_WG, 1, 1))) void gemv(
-    __global const uchar* ab, ulong ao, long lda, __global const uchar* wb, ulong wo, long ldw, __global uchar* cb, ulong co, long ldc,
-    __global const uchar* biasb, ulong biaso, int biast, int has_bias, __global const uchar* rb, ulong ro, int rt, int has_res, int relu,
-    long N, long K, int vec, __global const uchar* w2b, ulong w2o, int gated) {
+    __global const uchar* ab, ulong ao, long lda,
+    __global const uchar* w0b, ulong w0o, __global const uchar* b0b, ulong b0o, int b0t, int hb0, __global uchar* c0b, ulong c0o, long end0,
+    __global const uchar* w1b, ulong w1o, __global const uchar* b1b, ulong b1o, int b1t, int hb1, __global uchar* c1b, ulong c1o, long end1,
+    __global const uchar* w2b, ulong w2o, __global const uchar* b2b, ulong b2o, int b2t, int hb2, __global uchar* c2b, ulong c2o, long end2,
+    __global const uchar* rb, ulong ro, int rt, int has_res, int relu, long K, int vec, __global const uchar* ub, ulong uo, int gated) {
   __local float red[GV_WG];
   const int lid = get_local_id(0), lane = lid % GV_TEAM;
-  const long n = get_group_id(0) * (GV_WG / GV_TEAM) + lid / GV_TEAM;
-  const long nn = n < N ? n : N - 1;
+  const long row = get_group_id(0) * (GV_WG / GV_TEAM) + lid / GV_TEAM;
+  const int seg = row < end0 ? 0 : row < end1 ? 1 : 2;
+  const long start = seg == 0 ? 0 : seg == 1 ? end0 : end1, N = (seg == 0 ? end0 : seg == 1 ? end1 : end2) - start;
+  const long n = row - start, ldc = N;
+  const long nn = row < end2 ? n : N - 1;
   __global const uchar* X = CGPTR(ab, ao);
-  __global const uchar* W = CGPTR(wb, wo);
-  __global const uchar* W2 = CGPTR(w2b, w2o);
+  __global const uchar* W = seg == 0 ? CGPTR(w0b, w0o) : seg == 1 ? CGPTR(w1b, w1o) : CGPTR(w2b, w2o);
+  __global const uchar* W2 = CGPTR(ub, uo);
+  __global const uchar* biasb = seg == 0 ? CGPTR(b0b, b0o) : seg == 1 ? CGPTR(b1b, b1o) : CGPTR(b2b, b2o);
+  const int biast = seg == 0 ? b0t : seg == 1 ? b1t : b2t, has_bias = seg == 0 ? hb0 : seg == 1 ? hb1 : hb2;
+  __global uchar* cb = seg == 0 ? GPTR(c0b, c0o) : seg == 1 ? GPTR(c1b, c1o) : GPTR(c2b, c2o);
+  const long ldw = K;
   float acc[GV_M], acc2[GV_M];
 #pragma unroll
   for (int m = 0; m < GV_M; ++m) acc[m] = 0.0f, acc2[m] = 0.0f;
@@ -182,7 +211,7 @@ __kernel __attribute__((reqd_work_group_size(GV_WG, 1, 1))) void gemv(
       }
     }
   }
-  __global uchar* C = GPTR(cb, co);
+  __global uchar* C = cb;
 #pragma unroll
   for (int m = 0; m < GV_M; ++m) {
     red[lid] = acc[m];
@@ -206,8 +235,8 @@ __kernel __attribute__((reqd_work_group_size(GV_WG, 1, 1))) void gemv(
       g = round_to(g, TC) * round_to(red[lid], TC);
       barrier(CLK_LOCAL_MEM_FENCE);
     }
-    if (lane == 0 && n < N) {
-      const float v = epilogue(g, m, n, m * ldc + n, CGPTR(biasb, biaso), biast, has_bias, CGPTR(rb, ro), rt, has_res, relu);
+    if (lane == 0 && row < end2) {
+      const float v = epilogue(g, m, n, m * ldc + n, biasb, biast, has_bias, CGPTR(rb, ro), rt, has_res, relu);
       ST_T(TC, C, m * ldc + n, v);
     }
   }

@@ -333,19 +333,43 @@ __kernel void scatter_rows(__global const uchar* sb, ulong so, int st, __global 
 }
 
 // ---- rotary ------------------------------------------------------------------------------------------
-// x * cos + rotate_half(x) * sin; x contiguous [..., D]; d: [rank, shape[r], cos_stride[r], sin_stride[r]]
+// x * cos + rotate_half(x) * sin at element i of x (contiguous [..., D]); d: [rank, shape[r], cos_stride[r], sin_stride[r]]
+inline float rotary_at(__global const uchar* x, int xt, __global const uchar* c, int ct, __global const uchar* sn, int st, __constant const long* d,
+                       long i) {
+  const int r = (int)d[0];
+  const long D = d[r], h = D / 2, e = i % D;
+  const float rot = e < h ? -ldf(x, xt, i + h) : ldf(x, xt, i - h);
+  return ldf(x, xt, i) * ldf(c, ct, strided_offset(i, r, d + 1, d + 1 + r)) + rot * ldf(sn, st, strided_offset(i, r, d + 1, d + 1 + 2 * r));
+}
+
 __kernel void rotary(__global const uchar* xb, ulong xo, int xt, __global const uchar* cb, ulong co, int ct, __global const uchar* sb,
                      ulong so, int st, __global uchar* yb, ulong yo, int yt, __constant const long* d, long n) {
   long i = get_global_id(0);
   if (i >= n) return;
-  const int r = (int)d[0];
-  const long D = d[r], h = D / 2, e = i % D;
-  __global const uchar* x = CGPTR(xb, xo);
-  float xv = ldf(x, xt, i);
-  float rot = e < h ? -ldf(x, xt, i + h) : ldf(x, xt, i - h);
-  float c = ldf(CGPTR(cb, co), ct, strided_offset(i, r, d + 1, d + 1 + r));
-  float s = ldf(CGPTR(sb, so), st, strided_offset(i, r, d + 1, d + 1 + 2 * r));
-  stf(GPTR(yb, yo), yt, i, xv * c + rot * s);
+  stf(GPTR(yb, yo), yt, i, rotary_at(CGPTR(xb, xo), xt, CGPTR(cb, co), ct, CGPTR(sb, so), st, d, i));
+}
+
+// A decode step's attention inputs in one pass: q rotated into qr; k rotated and v written into
+// rows idx[t] of their caches [B, H, S, D] (k, v: [B, H, n, D]). dq, dk: rotary descriptors.
+__kernel void rope_kv(__global const uchar* qb, ulong qo, int qt, __global uchar* rb, ulong ro, int rt, __global const uchar* kb, ulong ko,
+                      int kt, __global const uchar* vb, ulong vo, int vt, __global const uchar* cb, ulong co, int ct, __global const uchar* sb,
+                      ulong so, int st, __global uchar* kcb, ulong kco, int kct, __global uchar* vcb, ulong vco, int vct,
+                      __global const uchar* ib, ulong io, int it, __constant const long* dq, __constant const long* dk, long nq, long nk,
+                      long nv, long S, long n, long D) {
+  long i = get_global_id(0);
+  if (i >= nq + nk + nv) return;
+  if (i < nq) {
+    stf(GPTR(rb, ro), rt, i, rotary_at(CGPTR(qb, qo), qt, CGPTR(cb, co), ct, CGPTR(sb, so), st, dq, i));
+    return;
+  }
+  const int is_k = i < nq + nk;
+  const long j = is_k ? i - nq : i - nq - nk;
+  const long e = j % D, t = (j / D) % n, bh = j / (D * n);
+  long p = ldi(CGPTR(ib, io), it, t);
+  if (p < 0) p += S;
+  if (p < 0 || p >= S) return;
+  if (is_k) stf(GPTR(kcb, kco), kct, (bh * S + p) * D + e, rotary_at(CGPTR(kb, ko), kt, CGPTR(cb, co), ct, CGPTR(sb, so), st, dk, j));
+  else copy_elem(CGPTR(vb, vo), vt, j, GPTR(vcb, vco), vct, (bh * S + p) * D + e);
 }
 
 // HF rotary embedding: f = pos * inv_freq (float32), emb = cat(f, f), outputs cos(emb), sin(emb).
