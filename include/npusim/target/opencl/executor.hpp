@@ -83,6 +83,7 @@ class Executor final : public runtime::PartitionExecutor {
     for (std::size_t i = 0; i < inputs.size(); ++i) upload(q, inputs_[i], inputs[i]);
     const std::size_t nl = launches_.size();
     if (prof_) events_.assign(nl, nullptr), enqueue_us_.assign(nl, 0);
+    const auto e0 = std::chrono::steady_clock::now();
     for (std::size_t i = 0; i < nl; ++i) {
       const Launch& l = launches_[i];
       const double t0 = prof_ ? prof_->now_us() : 0;
@@ -93,6 +94,7 @@ class Executor final : public runtime::PartitionExecutor {
                     {.file = g.source, .node = labels_.at(l.owner)});
       if (prof_) enqueue_us_[i] = prof_->now_us() - t0;
     }
+    stats_.enqueue_us += std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - e0).count();
     std::vector<Tensor> out(outputs_.size());
     for (std::size_t i = 0; i < outputs_.size(); ++i) {
       Output& o = outputs_[i];
@@ -110,11 +112,20 @@ class Executor final : public runtime::PartitionExecutor {
               dev_->info().name);
     }
     check(clFinish(q), "running partition (clFinish)", dev_->info().name);
+    stats_.total_us += std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - e0).count(), ++stats_.runs;
     if (prof_) record_profile(h0);
     return out;
   }
 
   void set_profiler(runtime::Profiler* p, int track) override { prof_ = p, track_ = track; }
+
+  ~Executor() override {
+    // NPUSIM_OPENCL_STATS=1: where a run's host time goes (enqueueing vs waiting for the device).
+    if (const char* e = std::getenv("NPUSIM_OPENCL_STATS"); e && *e == '1' && stats_.runs)
+      std::fprintf(stderr, "opencl partition (%zu launches): %lld runs, enqueue %.1f us/run, enqueue+wait %.1f us/run\n", launches_.size(),
+                   static_cast<long long>(stats_.runs), stats_.enqueue_us / static_cast<double>(stats_.runs),
+                   stats_.total_us / static_cast<double>(stats_.runs));
+  }
 
   // The output stays on the device and becomes the named input of the next run.
   bool carry(const std::string& output, const std::string& input) override {
@@ -185,73 +196,94 @@ class Executor final : public runtime::PartitionExecutor {
     }
   }
 
-  // Launch merging over the schedule, where an intermediate is read by nothing but the next kernel:
-  //   conv2d -> add_relu (residual)               one convolution with a residual + ReLU epilogue
-  //   linear -> add (residual)                    one GEMV/GEMM with a residual epilogue
-  //   linear(x, Wg), linear(x, Wu) -> silu_gate    one gated GEMV reading both weights
+  // Launch merging over the schedule, where an intermediate is read by nothing but the merged kernels:
+  //   conv2d -> add_relu (residual)                   one convolution with a residual + ReLU epilogue
+  //   linear -> add (residual)                        one GEMV/GEMM with a residual epilogue
+  //   linear(x, Wg), linear(x, Wu) -> silu_gate       one gated GEMV reading both weights
+  //   up to three linears of one x (q/k/v)            one GEMV with three output segments
+  //   rmsnorm -> any of the GEMV groups above         the GEMV normalises its input itself
+  //   rotary(q), rotary(k), index_copy(K), index_copy(V)   one launch (merge_rope_kv)
   // Returns how many kernels it bound (0: none merged).
   std::size_t merge_launches(Binder& b, std::size_t k) {
     const auto& ks = part_.kernels;
     const ir::Graph& g = part_.graph;
-    auto single = [&](std::size_t i, std::string_view kind) { return i < ks.size() && ks[i].kind == kind && ks[i].nodes.size() == 1; };
-    auto node = [&](std::size_t i) -> const ir::Node& { return g.nodes[static_cast<std::size_t>(ks[i].nodes[0])]; };
-    auto only_reader = [&](ir::TensorId t, std::size_t i) {
-      if (std::count(g.outputs.begin(), g.outputs.end(), t)) return false;
-      for (std::size_t j = 0; j < ks.size(); ++j)
-        if (j != i && std::count(ks[j].inputs.begin(), ks[j].inputs.end(), t)) return false;
-      return true;
-    };
-    auto disjoint = [&](ir::TensorId a, ir::TensorId c) {
-      const TensorRef ra = refs_[static_cast<std::size_t>(a)], rc = refs_[static_cast<std::size_t>(c)];
-      const auto ba = static_cast<cl_ulong>(part_.plan.tensors[static_cast<std::size_t>(a)].bytes),
-                 bc = static_cast<cl_ulong>(part_.plan.tensors[static_cast<std::size_t>(c)].bytes);
-      return ra.mem != rc.mem || ra.off + ba <= rc.off || rc.off + bc <= ra.off;
-    };
     if (single(k, "conv2d") && k + 1 < ks.size() && ks[k + 1].kind == "add_relu" && ks[k + 1].inputs.size() == 2) {
       const ir::Node& conv = node(k);
       const ir::TensorId c = conv.outputs[0], y = ks[k + 1].outputs.at(0);
       const ir::TensorId r = ks[k + 1].inputs[0] == c ? ks[k + 1].inputs[1] : ks[k + 1].inputs[0];
-      if (r != c && only_reader(c, k + 1) && g.tensor(r).shape == g.tensor(y).shape && g.tensor(c).shape == g.tensor(y).shape &&
-          disjoint(y, conv.inputs[0]) && (disjoint(y, r) || refs_[static_cast<std::size_t>(y)] == refs_[static_cast<std::size_t>(r)])) {
+      if (r != c && only_readers(c, k + 1, k + 1) && g.tensor(r).shape == g.tensor(y).shape && g.tensor(c).shape == g.tensor(y).shape &&
+          disjoint(y, conv.inputs[0]) && (disjoint(y, r) || ref(y) == ref(r))) {
         bind_conv(b, conv, y, true, true, r);
         return 2;
       }
     }
     if (auto n = merge_rope_kv(b, k)) return n;
+    if (ks[k].kind == "rmsnorm" && ks[k].inputs.size() == 2) {
+      std::size_t j = k + 1;
+      while (j < ks.size() && ks[j].kind == "view") ++j;
+      const ir::TensorId x = ks[k].inputs[0], h = ks[k].outputs.at(0);
+      auto grp = linear_group(b, j, h);
+      // Each work-group reduces its rows again: worth a launch only while the groups are few.
+      std::int64_t rows = grp ? grp->gemm.N : 0;
+      if (grp)
+        for (const auto& sg : grp->gemm.more) rows += sg.N;
+      if (!grp || rows > 32768 || b.storage(h) != b.storage(x) || !only_readers(h, j, grp->end - 1)) return 0;
+      for (auto o : grp->outs)
+        if (!early_write_ok(o, k)) return 0;
+      Gemm& gm = grp->gemm;
+      gm.a = ref(x);
+      gm.norm = Gemm::Norm{ref(ks[k].inputs[1]), static_cast<float>(ks[k].param("eps", 1e-6)), rmsnorm_mid(b, ks[k])};
+      if (!gemv_fits(gm)) return 0;
+      bind_gemm(b, gm);
+      return grp->end - k;
+    }
     if (!single(k, "linear")) return 0;
+    auto grp = linear_group(b, k, node(k).inputs[0]);
+    if (!grp || grp->end == k + 1) return 0;
+    bind_gemm(b, grp->gemm);
+    return grp->end - k;
+  }
+
+  struct Group {
+    Gemm gemm;
+    std::size_t end;                  // one past the last kernel it covers
+    std::vector<ir::TensorId> outs;   // what it writes
+  };
+
+  // The GEMV group starting at linear kernel k reading x: the Gemm and the end of the kernels it
+  // covers. Groups: linear -> add; linear, linear -> silu_gate; up to three linears of x; one linear.
+  std::optional<Group> linear_group(Binder& b, std::size_t k, ir::TensorId x) {
+    const auto& ks = part_.kernels;
+    const ir::Graph& g = part_.graph;
+    if (!single(k, "linear") || node(k).inputs[0] != x) return std::nullopt;
     const ir::Node& lin = node(k);
-    const ir::TensorId x = lin.inputs[0], y1 = lin.outputs[0];
+    const ir::TensorId y1 = lin.outputs[0];
     auto bias = lin.inputs.size() > 2 ? std::optional(lin.inputs[2]) : std::nullopt;
-    if (single(k + 1, "add") && node(k + 1).inputs.size() == 2 && only_reader(y1, k + 1) &&
+    if (single(k + 1, "add") && node(k + 1).inputs.size() == 2 && only_readers(y1, k + 1, k + 1) &&
         ops::read_attrs<ops::Add::Attrs>(node(k + 1).attrs, node(k + 1).op_type).alpha.value == 1.0) {
       const ir::Node& add = node(k + 1);
       const ir::TensorId r = add.inputs[0] == y1 ? add.inputs[1] : add.inputs[0], y = add.outputs[0];
       if (r != y1 && g.tensor(r).shape == g.tensor(y).shape && g.tensor(y1).shape == g.tensor(y).shape && disjoint(y, x) &&
-          (disjoint(y, r) || refs_[static_cast<std::size_t>(y)] == refs_[static_cast<std::size_t>(r)])) {
+          (disjoint(y, r) || ref(y) == ref(r))) {
         Gemm gm = linear_gemm(b, x, lin.inputs[1], bias, y);
-        gm.residual = refs_[static_cast<std::size_t>(r)];
-        bind_gemm(b, gm);
-        return 2;
+        gm.residual = ref(r);
+        return Group{gm, k + 2, {y}};
       }
     }
     if (!bias && single(k + 1, "linear") && k + 2 < ks.size() && ks[k + 2].kind == "silu_gate") {
       const ir::Node& lin2 = node(k + 1);
       const ir::TensorId y2 = lin2.outputs[0], y = ks[k + 2].outputs.at(0);
       if (lin2.inputs.size() == 2 && lin2.inputs[0] == x && ks[k + 2].inputs.size() == 2 && ks[k + 2].inputs[0] == y1 && ks[k + 2].inputs[1] == y2 &&
-          only_reader(y1, k + 2) && only_reader(y2, k + 2) && g.tensor(lin2.inputs[1]).shape == g.tensor(lin.inputs[1]).shape &&
+          only_readers(y1, k + 2, k + 2) && only_readers(y2, k + 2, k + 2) && g.tensor(lin2.inputs[1]).shape == g.tensor(lin.inputs[1]).shape &&
           b.storage(lin2.inputs[1]) == b.storage(lin.inputs[1]) && disjoint(y, x)) {
         Gemm gm = linear_gemm(b, x, lin.inputs[1], std::nullopt, y);
-        gm.up = refs_[static_cast<std::size_t>(lin2.inputs[1])];
-        if (gemv_fits(gm)) {
-          bind_gemm(b, gm);
-          return 3;
-        }
+        gm.up = ref(lin2.inputs[1]);
+        if (gemv_fits(gm)) return Group{gm, k + 3, {y}};
       }
     }
-    // Up to three linears of the same x (q/k/v; the views between them move no bytes): one GEMV.
+    // Up to three linears of the same x (q/k/v; the views between them move no bytes).
     std::vector<std::size_t> group{k};
-    std::size_t j = k + 1;
-    for (; j < ks.size() && group.size() < 3; ++j) {
+    for (std::size_t j = k + 1; j < ks.size() && group.size() < 3; ++j) {
       if (ks[j].kind == "view") continue;
       if (!single(j, "linear") || node(j).inputs[0] != x || g.tensor(node(j).inputs[1]).shape.at(1) != g.tensor(lin.inputs[1]).shape.at(1) ||
           b.storage(node(j).inputs[1]) != b.storage(lin.inputs[1]) || b.storage(node(j).outputs[0]) != b.storage(y1) ||
@@ -259,17 +291,36 @@ class Executor final : public runtime::PartitionExecutor {
         break;
       group.push_back(j);
     }
-    if (group.size() < 2) return 0;
     Gemm gm = linear_gemm(b, x, lin.inputs[1], bias, y1);
+    std::vector<ir::TensorId> outs{y1};
     for (std::size_t i = 1; i < group.size(); ++i) {
       const ir::Node& l = node(group[i]);
-      gm.more.push_back({refs_[static_cast<std::size_t>(l.inputs[1])],
-                         l.inputs.size() > 2 ? std::optional(refs_[static_cast<std::size_t>(l.inputs[2])]) : std::nullopt,
-                         refs_[static_cast<std::size_t>(l.outputs[0])], g.tensor(l.inputs[1]).shape.at(0)});
+      outs.push_back(l.outputs[0]);
+      gm.more.push_back({ref(l.inputs[1]), l.inputs.size() > 2 ? std::optional(ref(l.inputs[2])) : std::nullopt, ref(l.outputs[0]),
+                         g.tensor(l.inputs[1]).shape.at(0)});
     }
-    if (!gemv_fits(gm)) return 0;
-    bind_gemm(b, gm);
-    return group.back() + 1 - k;
+    if (group.size() > 1 && !gemv_fits(gm)) return std::nullopt;
+    return Group{gm, group.back() + 1, outs};
+  }
+
+  bool single(std::size_t i, std::string_view kind) const {
+    return i < part_.kernels.size() && part_.kernels[i].kind == kind && part_.kernels[i].nodes.size() == 1;
+  }
+  const ir::Node& node(std::size_t i) const { return part_.graph.nodes[static_cast<std::size_t>(part_.kernels[i].nodes[0])]; }
+  TensorRef ref(ir::TensorId t) const { return refs_[static_cast<std::size_t>(t)]; }
+  // Is t a graph output, or read by a kernel outside [lo, hi]?
+  bool only_readers(ir::TensorId t, std::size_t lo, std::size_t hi) const {
+    const auto& ks = part_.kernels;
+    if (std::count(part_.graph.outputs.begin(), part_.graph.outputs.end(), t)) return false;
+    for (std::size_t j = 0; j < ks.size(); ++j)
+      if ((j < lo || j > hi) && std::count(ks[j].inputs.begin(), ks[j].inputs.end(), t)) return false;
+    return true;
+  }
+  bool disjoint(ir::TensorId a, ir::TensorId c) const {
+    const TensorRef ra = ref(a), rc = ref(c);
+    const auto ba = static_cast<cl_ulong>(part_.plan.tensors[static_cast<std::size_t>(a)].bytes),
+               bc = static_cast<cl_ulong>(part_.plan.tensors[static_cast<std::size_t>(c)].bytes);
+    return ra.mem != rc.mem || ra.off + ba <= rc.off || rc.off + bc <= ra.off;
   }
 
   // rotary(q), rotary(k) -> index_copy(k_cache, k), index_copy(v_cache, v) with both caches written
@@ -283,7 +334,6 @@ class Executor final : public runtime::PartitionExecutor {
     const ir::Node& ck = g.nodes[static_cast<std::size_t>(ks[k + 2].nodes[0])];
     const ir::Node& cv = g.nodes[static_cast<std::size_t>(ks[k + 3].nodes[0])];
     const ir::TensorId kr = rk.outputs[0];
-    auto ref = [&](ir::TensorId t) { return refs_[static_cast<std::size_t>(t)]; };
     auto dim = [&](const ir::Node& n) {
       return normalize_dim(ops::read_attrs<ops::IndexCopy::Attrs>(n.attrs, n.op_type).dim, static_cast<std::int64_t>(g.tensor(n.inputs[0]).shape.size()));
     };
@@ -383,6 +433,10 @@ class Executor final : public runtime::PartitionExecutor {
   int track_ = 0;
   std::vector<cl_event> events_;
   std::vector<double> enqueue_us_;
+  struct {
+    std::int64_t runs = 0;
+    double enqueue_us = 0, total_us = 0;
+  } stats_;
 };
 
 // The executor factory for runtime::PlanRunner ("" = NPUSIM_OPENCL_DEVICE or the first GPU).

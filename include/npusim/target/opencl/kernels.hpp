@@ -162,6 +162,12 @@ struct Gemm {
     std::int64_t N = 0;
   };
   std::vector<Segment> more;
+  struct Norm {  // GEMV only: a is an RMSNorm's input; this is its weight, eps and rounding type
+    TensorRef w;
+    float eps = 0;
+    DType mid = DType::f32;
+  };
+  std::optional<Norm> norm;
   int bias_mode = 1;  // per n
   bool relu = false;
 };
@@ -170,9 +176,31 @@ inline bool gemv_fits(const Gemm& g) {
   return g.sbk == 1 && g.sak == 1 && g.sbn == g.K && g.scm == g.N && g.nb0 * g.nb1 == 1 && g.scn == 1 && g.M >= 1 && g.M <= 4;
 }
 
+// The 64x64-tile kernel over nbatch batches; when that leaves the device idle (few tiles, long K:
+// batch-1 convolutions) K is split over work-groups and gemm_reduce adds the splits up.
+inline void launch_tiled(Binder& b, const Gemm& g, const std::string& opts, cl_mem desc, bool conv, cl_mem ktab, std::int64_t nbatch) {
+  cl_program p = b.program("gemm", ocl::cl_source::gemm, opts);
+  const Typed bias = g.bias ? Typed{*g.bias} : b.none();
+  const Typed res = g.residual ? Typed{*g.residual} : b.none();
+  const std::int64_t gx = (g.N + 63) / 64, gy = (g.M + 63) / 64, ktiles = (g.K + 15) / 16;
+  const std::int64_t want = 2 * static_cast<std::int64_t>(b.device().info().compute_units), tiles = gx * gy * nbatch;
+  std::int64_t ksplit = 1;
+  if (tiles < want && ktiles >= 8) ksplit = std::clamp<std::int64_t>((want + tiles - 1) / tiles, 1, ktiles / 4);
+  const std::int64_t kchunk = std::max<std::int64_t>((ktiles + ksplit - 1) / ksplit * 16, 16);
+  ksplit = (g.K + kchunk - 1) / kchunk;
+  cl_mem part = ksplit > 1 ? b.scratch(static_cast<std::size_t>(nbatch * ksplit * g.M * g.N) * sizeof(float)) : b.none().r.mem;
+  b.launch(p, "gemm", {static_cast<std::size_t>(gx) * 16, static_cast<std::size_t>(gy) * 16, static_cast<std::size_t>(nbatch * ksplit)}, {16, 16, 1}, 3,
+           Ptr{g.a}, Ptr{g.b}, Ptr{g.c}, bias, static_cast<cl_int>(g.bias ? g.bias_mode : 0), res, static_cast<cl_int>(g.residual ? 1 : 0), g.relu,
+           static_cast<cl_long>(g.M), static_cast<cl_long>(g.N), static_cast<cl_long>(g.K), desc, static_cast<cl_int>(conv), ktab,
+           static_cast<cl_int>(std::max<std::int64_t>(ksplit, 1)), static_cast<cl_long>(kchunk), part);
+  if (ksplit > 1)
+    b.launch1d(p, "gemm_reduce", nbatch * g.M * g.N, 256, part, static_cast<cl_int>(ksplit), Ptr{g.c}, bias, static_cast<cl_int>(g.bias ? g.bias_mode : 0),
+               res, static_cast<cl_int>(g.residual ? 1 : 0), g.relu, static_cast<cl_long>(g.M), static_cast<cl_long>(g.N), static_cast<cl_long>(nbatch),
+               desc, static_cast<cl_int>(conv));
+}
+
 inline void bind_gemm(Binder& b, const Gemm& g) {
   const std::string opts = Binder::type_options({{"TA", g.a.dtype}, {"TB", g.b.dtype}, {"TC", g.c.dtype}});
-  const Typed bias = g.bias ? Typed{*g.bias} : b.none();
   const Typed res = g.residual ? Typed{*g.residual} : b.none();
   // Few rows, B read along K (a linear layer's weight): GEMV, 16-byte loads when aligned.
   if (gemv_fits(g)) {
@@ -194,18 +222,15 @@ inline void bind_gemm(Binder& b, const Gemm& g) {
              Ptr{seg[1].w}, bias(seg[1]), static_cast<cl_int>(seg[1].bias.has_value()), Ptr{seg[1].c}, static_cast<cl_long>(end[1]),  //
              Ptr{seg[2].w}, bias(seg[2]), static_cast<cl_int>(seg[2].bias.has_value()), Ptr{seg[2].c}, static_cast<cl_long>(end[2]),  //
              res, static_cast<cl_int>(g.residual ? 1 : 0), g.relu, static_cast<cl_long>(g.K), vec, g.up ? Ptr{*g.up} : Ptr{b.none().r},
-             g.up.has_value());
+             g.up.has_value(), g.norm ? Typed{g.norm->w} : b.none(), g.norm.has_value(), static_cast<cl_float>(g.norm ? g.norm->eps : 0.0f),
+             dt_code(g.norm ? g.norm->mid : DType::f32));
     return;
   }
-  if (g.up) b.unsupported("a gated matrix product outside GEMV (npusim bug)");
+  if (g.up || g.norm || !g.more.empty()) b.unsupported("a gated, normalised or segmented matrix product outside GEMV (npusim bug)");
   constexpr std::int64_t lim = std::int64_t{1} << 31;
   const bool idx32 = (g.M - 1) * g.sam + (g.K - 1) * g.sak < lim && (g.K - 1) * g.sbk + (g.N - 1) * g.sbn < lim;
-  cl_program p = b.program("gemm", ocl::cl_source::gemm, opts + (idx32 ? " -DIDX32" : ""));
   I64 d{g.sam, g.sak, g.sbk, g.sbn, g.scm, g.scn, g.nb1, g.sa0, g.sa1, g.adiv, g.sb0, g.sb1, g.bdiv, g.sc0, g.sc1};
-  const auto gx = static_cast<std::size_t>((g.N + 63) / 64), gy = static_cast<std::size_t>((g.M + 63) / 64), gz = static_cast<std::size_t>(g.nb0 * g.nb1);
-  b.launch(p, "gemm", {gx * 16, gy * 16, gz}, {16, 16, 1}, 3, Ptr{g.a}, Ptr{g.b}, Ptr{g.c}, bias, static_cast<cl_int>(g.bias ? g.bias_mode : 0), res,
-           static_cast<cl_int>(g.residual ? 1 : 0), g.relu, static_cast<cl_long>(g.M), static_cast<cl_long>(g.N), static_cast<cl_long>(g.K), b.desc(d),
-           static_cast<cl_int>(0), b.none().r.mem);
+  launch_tiled(b, g, opts + (idx32 ? " -DIDX32" : ""), b.desc(d), false, b.none().r.mem, g.nb0 * g.nb1);
 }
 
 // Batched matmul a @ B where B(k, n) of batch z = b[boff(z) + k*sbk + n*sbn]; batch dims broadcast
@@ -632,12 +657,8 @@ inline void bind_conv(Binder& b, const ir::Node& conv, ir::TensorId y, bool relu
                                static_cast<cl_int>(s * a.dilation[1]), 0});
   const std::string opts = Binder::type_options({{"TA", g.a.dtype}, {"TB", g.b.dtype}, {"TC", g.c.dtype}}) + " -DIDX32";
   I64 d{C, H, W, OH, OW, kh, kw, a.stride[0], a.stride[1], a.padding[0], a.padding[1], a.dilation[0], a.dilation[1], G, K};
-  const Typed bias = g.bias ? Typed{*g.bias} : b.none();
-  const Typed res = g.residual ? Typed{*g.residual} : b.none();
-  const auto gx = static_cast<std::size_t>((g.N + 63) / 64), gy = static_cast<std::size_t>((g.M + 63) / 64), gz = static_cast<std::size_t>(N * G);
-  b.launch(b.program("gemm", ocl::cl_source::gemm, opts), "gemm", {gx * 16, gy * 16, gz}, {16, 16, 1}, 3, Ptr{g.a}, Ptr{g.b}, Ptr{g.c}, bias,
-           static_cast<cl_int>(g.bias ? 2 : 0), res, static_cast<cl_int>(g.residual ? 1 : 0), relu, static_cast<cl_long>(g.M), static_cast<cl_long>(g.N),
-           static_cast<cl_long>(g.K), b.desc(d), static_cast<cl_int>(1), b.constant(tab.data(), tab.size() * sizeof(cl_int)));
+  g.bias_mode = 2;
+  launch_tiled(b, g, opts, b.desc(d), true, b.constant(tab.data(), tab.size() * sizeof(cl_int)), N * G);
 }
 }  // namespace ocl
 
@@ -742,6 +763,15 @@ struct kernel<fusion::MaskedSoftmax, OpenCLTarget> {
   }
 };
 
+namespace ocl {
+// The stored type of the value an RMSNorm's weight multiplies (the model rounds to it first).
+inline DType rmsnorm_mid(const Binder& b, const Kernel& k) {
+  if (k.inputs.size() < 2) return DType::f32;
+  const ir::Node& last = b.g().nodes[static_cast<std::size_t>(k.nodes.back())];
+  return b.storage(last.inputs[0] == k.inputs[1] ? last.inputs[1] : last.inputs[0]);
+}
+}  // namespace ocl
+
 template <>
 struct kernel<fusion::RmsNorm, OpenCLTarget> {
   static constexpr bool provided = true;
@@ -750,11 +780,7 @@ struct kernel<fusion::RmsNorm, OpenCLTarget> {
     const bool has_w = k.inputs.size() > 1;
     const ir::TensorId x = b.in(0);
     const std::int64_t n = b.shape(x).back(), rows = n ? b.numel(x) / n : 0;
-    DType mid = DType::f32;
-    if (has_w) {  // the value the weight multiplies, rounded as the model stores it
-      const ir::Node& last = b.g().nodes[static_cast<std::size_t>(k.nodes.back())];
-      mid = b.storage(last.inputs[0] == b.in(1) ? last.inputs[1] : last.inputs[0]);
-    }
+    const DType mid = ocl::rmsnorm_mid(b, k);
     b.launch(b.program("generic", ocl::cl_source::generic), "rmsnorm", {static_cast<std::size_t>(rows) * 256, 1, 1}, {256, 1, 1}, 1, b.typed(x),
              has_w ? b.typed(b.in(1)) : b.none(), has_w, b.typed(b.out()), static_cast<cl_long>(n), static_cast<cl_float>(k.param("eps", 1e-6)),
              ocl::dt_code(mid));

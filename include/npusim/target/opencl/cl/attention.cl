@@ -52,8 +52,9 @@ __kernel __attribute__((reqd_work_group_size(AT_WG, 1, 1))) void attention(
   int skip = 0;
   if (mask_kind == 1) {
     float any = 0.0f;
-    for (long j = lid; j < S; j += AT_WG) any += (causal && j > i) ? 0.0f : (ldf(Mk, mt, mbase + j * mss) > -65504.0f ? 1.0f : 0.0f);
-    skip = wg_reduce(any, red, 0) > 0.0f;
+#pragma unroll 4
+    for (long j = lid; j < S; j += AT_WG) any = fmax(any, (causal && j > i) ? 0.0f : (ldf(Mk, mt, mbase + j * mss) > -65504.0f ? 1.0f : 0.0f));
+    skip = wg_reduce(any, red, 1) > 0.0f;
   }
   barrier(CLK_LOCAL_MEM_FENCE);
   float o0 = 0.0f, o1 = 0.0f, mrun = -INFINITY, lrun = 0.0f;
@@ -101,13 +102,21 @@ __kernel __attribute__((reqd_work_group_size(AT_WG, 1, 1))) void attention(
     lrun = lrun * alpha + csum;
     o0 *= alpha, o1 *= alpha;
     const long vr0 = vbase + j0 * Dv;
+    // No branch on the weight, so the loads of consecutive keys overlap; a masked key (weight 0)
+    // contributes 0 even when its cache row holds garbage.
+    if (lid < Dv) {
 #pragma unroll 8
-    for (int jj = 0; jj < cnt; ++jj) {
-      const float w = p[jj];
-      if (w == 0.0f) continue;  // uniform branch: masked keys are not read
-      const long vr = vr0 + jj * Dv;
-      if (lid < Dv) o0 = fma(w, LD_T(TK, Vp, vr + lid), o0);
-      if (lid + AT_WG < Dv) o1 = fma(w, LD_T(TK, Vp, vr + lid + AT_WG), o1);
+      for (int jj = 0; jj < cnt; ++jj) {
+        const float w = p[jj], v = LD_T(TK, Vp, vr0 + jj * Dv + lid);
+        o0 = fma(w, w != 0.0f ? v : 0.0f, o0);
+      }
+    }
+    if (lid + AT_WG < Dv) {
+#pragma unroll 8
+      for (int jj = 0; jj < cnt; ++jj) {
+        const float w = p[jj], v = LD_T(TK, Vp, vr0 + jj * Dv + lid + AT_WG);
+        o1 = fma(w, w != 0.0f ? v : 0.0f, o1);
+      }
     }
     mrun = new_m;
     barrier(CLK_LOCAL_MEM_FENCE);

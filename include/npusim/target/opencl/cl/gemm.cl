@@ -36,38 +36,48 @@ typedef long idx_t;
 
 // d (gemm): [sam, sak, sbk, sbn, scm, scn, nb1, sa0, sa1, adiv, sb0, sb1, bdiv, sc0, sc1]
 // d (conv): [C, H, W, OH, OW, kh, kw, sh, sw, ph, pw, dh, dw, G, Kout]; ktab[k] = (c*H*W + r*dh*W + s*dw, r*dh, s*dw)
-// Work-item (tx, ty) computes rows m0 + 4ty + i and columns n0 + 4tx + j (i, j < 4).
+// Batch z of the output: its C offset, row stride and the bias channel of row 0.
+inline long c_base(long z, int conv, __constant const long* d, long M) {
+  if (conv) return ((z / d[13]) * d[14] + (z % d[13]) * M) * d[3] * d[4];
+  return (z / d[6]) * d[13] + (z % d[6]) * d[14];
+}
+inline long c_rows(int conv, __constant const long* d) { return conv ? d[3] * d[4] : d[4]; }
+inline long c_cols(int conv, __constant const long* d) { return conv ? 1 : d[5]; }
+inline long bias_row0(long z, int conv, __constant const long* d, long M) { return conv ? (z % d[13]) * M : 0; }
+
+// Work-item (tx, ty) computes rows m0 + ty + 16i and columns n0 + 4tx + j (i, j < 4). Group z is
+// (batch, K split): with ksplit > 1 each split writes float partial sums to `part` and gemm_reduce
+// adds them up and applies the epilogue (few output tiles, long K: batch-1 convolutions).
 __kernel __attribute__((reqd_work_group_size(16, 16, 1))) void gemm(
     __global const uchar* ab, ulong ao, __global const uchar* bb, ulong bo, __global uchar* cb, ulong co,
     __global const uchar* biasb, ulong biaso, int biast, int bias_mode, __global const uchar* rb, ulong ro, int rt, int has_res, int relu,
-    long M, long N, long K, __constant const long* d, int conv, __global const int4* ktab) {
-  __local float As[BK][BM + 4];
+    long M, long N, long K, __constant const long* d, int conv, __global const int4* ktab, int ksplit, long kchunk, __global float* part) {
+  __local float As[BK][BM + 1];
   __local float Bs[BK][BN + 4];
   const int tx = get_local_id(0), ty = get_local_id(1), tid = ty * 16 + tx;
   const long m0 = get_group_id(1) * BM, n0 = get_group_id(0) * BN;
-  const long z = get_group_id(2);
+  const long z = get_group_id(2) / ksplit, split = get_group_id(2) % ksplit;
+  const long kbeg = split * kchunk, kend = min(K, kbeg + kchunk);
   __global const uchar* A = CGPTR(ab, ao);
   __global const uchar* B = CGPTR(bb, bo);
-  long aoff, boff, cofs, scm, scn;
+  long aoff, boff;
   idx_t sam, sak, sbk = 0, sbn = 0;
   // Convolution: this work-item always loads B column n0 + tid % 64; its window origin is fixed.
   idx_t cH = 0, cW = 0, ih0 = 0, iw0 = 0;
   int ncol_ok = 0;
   if (conv) {
-    const long G = d[13], Kout = d[14], img = z / G, g = z % G, Cg = d[0] / G, OHW = d[3] * d[4];
+    const long G = d[13], img = z / G, g = z % G, Cg = d[0] / G;
     cH = (idx_t)d[1], cW = (idx_t)d[2];
     aoff = g * M * K, sam = (idx_t)K, sak = 1;
     boff = (img * d[0] + g * Cg) * d[1] * d[2];
-    cofs = (img * Kout + g * M) * OHW, scm = OHW, scn = 1;
     const long n = n0 + tid % BN;
     ncol_ok = n < N;
     ih0 = (idx_t)((n / d[4]) * d[7] - d[9]), iw0 = (idx_t)((n % d[4]) * d[8] - d[10]);
   } else {
-    sam = (idx_t)d[0], sak = (idx_t)d[1], sbk = (idx_t)d[2], sbn = (idx_t)d[3], scm = d[4], scn = d[5];
+    sam = (idx_t)d[0], sak = (idx_t)d[1], sbk = (idx_t)d[2], sbn = (idx_t)d[3];
     const long nb1 = d[6], z0 = z / nb1, z1 = z % nb1;
     aoff = z0 * d[7] + (z1 / d[9]) * d[8];
     boff = z0 * d[10] + (z1 / d[12]) * d[11];
-    cofs = z0 * d[13] + z1 * d[14];
   }
   A += aoff * (TA == DT_F32 ? 4 : 2);
   B += boff * (TB == DT_F32 ? 4 : 2);
@@ -75,12 +85,12 @@ __kernel __attribute__((reqd_work_group_size(16, 16, 1))) void gemm(
   float acc[4][4];
   for (int i = 0; i < 4; ++i)
     for (int j = 0; j < 4; ++j) acc[i][j] = 0.0f;
-  for (long k0 = 0; k0 < K; k0 += BK) {
+  for (long k0 = kbeg; k0 < kend; k0 += BK) {
     for (int q = 0; q < 4; ++q) {
       const int idx = tid + 256 * q;
       const int kk = a_kfast ? idx % BK : idx / BM, mm = a_kfast ? idx / BK : idx % BM;
       const long m = m0 + mm, k = k0 + kk;
-      As[kk][mm] = (m < M && k < K) ? LD_T(TA, A, (idx_t)m * sam + (idx_t)k * sak) : 0.0f;
+      As[kk][mm] = (m < M && k < kend) ? LD_T(TA, A, (idx_t)m * sam + (idx_t)k * sak) : 0.0f;
     }
     for (int q = 0; q < 4; ++q) {
       const int idx = tid + 256 * q;
@@ -88,41 +98,58 @@ __kernel __attribute__((reqd_work_group_size(16, 16, 1))) void gemm(
       const long k = k0 + kk;
       float v = 0.0f;
       if (conv) {
-        if (ncol_ok && k < K) {
+        if (ncol_ok && k < kend) {
           const int4 t = ktab[k];
           const idx_t ih = ih0 + t.y, iw = iw0 + t.z;
           if (ih >= 0 && ih < cH && iw >= 0 && iw < cW) v = LD_T(TB, B, t.x + ih0 * cW + iw0);
         }
       } else {
         const long n = n0 + nn;
-        if (n < N && k < K) v = LD_T(TB, B, (idx_t)k * sbk + (idx_t)n * sbn);
+        if (n < N && k < kend) v = LD_T(TB, B, (idx_t)k * sbk + (idx_t)n * sbn);
       }
       Bs[kk][nn] = v;
     }
     barrier(CLK_LOCAL_MEM_FENCE);
 #pragma unroll
     for (int kk = 0; kk < BK; ++kk) {
-      const float4 a = vload4(0, &As[kk][ty * 4]);
       const float4 b = vload4(0, &Bs[kk][tx * 4]);
-      const float av[4] = {a.x, a.y, a.z, a.w}, bv[4] = {b.x, b.y, b.z, b.w};
-      for (int i = 0; i < 4; ++i)
-        for (int j = 0; j < 4; ++j) acc[i][j] = fma(av[i], bv[j], acc[i][j]);
+      const float bv[4] = {b.x, b.y, b.z, b.w};
+      for (int i = 0; i < 4; ++i) {
+        const float a = As[kk][ty + 16 * i];
+        for (int j = 0; j < 4; ++j) acc[i][j] = fma(a, bv[j], acc[i][j]);
+      }
     }
     barrier(CLK_LOCAL_MEM_FENCE);
   }
+  const long cofs = c_base(z, conv, d, M), scm = c_rows(conv, d), scn = c_cols(conv, d), brow = bias_row0(z, conv, d, M);
   __global uchar* C = GPTR(cb, co);
-  const long gch = conv ? (z % d[13]) * M : 0;
   for (int i = 0; i < 4; ++i) {
-    const long m = m0 + ty * 4 + i;
+    const long m = m0 + ty + 16 * i;
     if (m >= M) continue;
     for (int j = 0; j < 4; ++j) {
       const long n = n0 + tx * 4 + j;
       if (n >= N) continue;
+      if (ksplit > 1) {
+        part[((z * ksplit + split) * M + m) * N + n] = acc[i][j];
+        continue;
+      }
       const long off = cofs + m * scm + n * scn;
-      const float v = epilogue(acc[i][j], gch + m, n, off, CGPTR(biasb, biaso), biast, bias_mode, CGPTR(rb, ro), rt, has_res, relu);
-      ST_T(TC, C, off, v);
+      ST_T(TC, C, off, epilogue(acc[i][j], brow + m, n, off, CGPTR(biasb, biaso), biast, bias_mode, CGPTR(rb, ro), rt, has_res, relu));
     }
   }
+}
+
+// Sums the K splits of gemm() and applies its epilogue; one work-item per (batch, m, n).
+__kernel void gemm_reduce(__global const float* part, int ksplit, __global uchar* cb, ulong co, __global const uchar* biasb, ulong biaso, int biast,
+                          int bias_mode, __global const uchar* rb, ulong ro, int rt, int has_res, int relu, long M, long N, long nbatch,
+                          __constant const long* d, int conv) {
+  const long i = get_global_id(0);
+  if (i >= nbatch * M * N) return;
+  const long n = i % N, m = (i / N) % M, z = i / (M * N);
+  float v = 0.0f;
+  for (int s = 0; s < ksplit; ++s) v += part[((z * ksplit + s) * M + m) * N + n];
+  const long off = c_base(z, conv, d, M) + m * c_rows(conv, d) + n * c_cols(conv, d);
+  ST_T(TC, GPTR(cb, co), off, epilogue(v, bias_row0(z, conv, d, M) + m, n, off, CGPTR(biasb, biaso), biast, bias_mode, CGPTR(rb, ro), rt, has_res, relu));
 }
 
 // y[m, n] = sum_k x[m, k] * W[n, k] (+ epilogue), for GV_M rows (-DGV_M=<M>, M <= 4). One team of
@@ -143,7 +170,8 @@ __kernel __attribute__((reqd_work_group_size(GV_WG, 1, 1))) void gemv(
     __global const uchar* w0b, ulong w0o, __global const uchar* b0b, ulong b0o, int b0t, int hb0, __global uchar* c0b, ulong c0o, long end0,
     __global const uchar* w1b, ulong w1o, __global const uchar* b1b, ulong b1o, int b1t, int hb1, __global uchar* c1b, ulong c1o, long end1,
     __global const uchar* w2b, ulong w2o, __global const uchar* b2b, ulong b2o, int b2t, int hb2, __global uchar* c2b, ulong c2o, long end2,
-    __global const uchar* rb, ulong ro, int rt, int has_res, int relu, long K, int vec, __global const uchar* ub, ulong uo, int gated) {
+    __global const uchar* rb, ulong ro, int rt, int has_res, int relu, long K, int vec, __global const uchar* ub, ulong uo, int gated,
+    __global const uchar* nwb, ulong nwo, int nwt, int has_norm, float eps, int mid_t) {
   __local float red[GV_WG];
   const int lid = get_local_id(0), lane = lid % GV_TEAM;
   const long row = get_group_id(0) * (GV_WG / GV_TEAM) + lid / GV_TEAM;
@@ -162,6 +190,34 @@ __kernel __attribute__((reqd_work_group_size(GV_WG, 1, 1))) void gemv(
 #pragma unroll
   for (int m = 0; m < GV_M; ++m) acc[m] = 0.0f, acc2[m] = 0.0f;
   const long wrow = nn * ldw;
+  // With has_norm, x is an RMSNorm's input: x' = round(round(x * rsqrt(mean(x^2) + eps)) * w), as the
+  // unfused model stores it; every work-group reduces its rows itself (no launch, no stored x').
+  __global const uchar* NW = CGPTR(nwb, nwo);
+  float inv[GV_M];
+#pragma unroll
+  for (int m = 0; m < GV_M; ++m) {
+    inv[m] = 1.0f;
+    if (!has_norm) continue;
+    float ss = 0.0f;
+    for (long k = lid; k < K; k += GV_WG) {
+      const float v = LD_T(TA, X, m * lda + k);
+      ss = fma(v, v, ss);
+    }
+    red[lid] = ss;
+    barrier(CLK_LOCAL_MEM_FENCE);
+    for (int s = GV_WG / 2; s > 0; s >>= 1) {
+      if (lid < s) red[lid] += red[lid + s];
+      barrier(CLK_LOCAL_MEM_FENCE);
+    }
+    inv[m] = 1.0f / sqrt(red[0] / (float)K + eps);
+    barrier(CLK_LOCAL_MEM_FENCE);
+  }
+#define GV_X8(m, k, x)                                                                         \
+  do {                                                                                         \
+    ld8(TA, X, (m) * lda + (k), x);                                                            \
+    if (has_norm)                                                                              \
+      for (int e_ = 0; e_ < 8; ++e_) x[e_] = round_to(round_to(x[e_] * inv[m], mid_t) * ldf(NW, nwt, (k) + e_), TA); \
+  } while (0)
   if (vec) {
     long k = lane * 8;
     for (; k + GV_TEAM * 8 < K; k += 2 * GV_TEAM * 8) {
@@ -174,17 +230,17 @@ __kernel __attribute__((reqd_work_group_size(GV_WG, 1, 1))) void gemv(
         ld8(TB, W2, wrow + k + GV_TEAM * 8, u1);
 #pragma unroll
         for (int m = 0; m < GV_M; ++m) {
-          ld8(TA, X, m * lda + k, x);
+          GV_X8(m, k, x);
           gv_fma8(x, w0, &acc[m]), gv_fma8(x, u0, &acc2[m]);
-          ld8(TA, X, m * lda + k + GV_TEAM * 8, x);
+          GV_X8(m, k + GV_TEAM * 8, x);
           gv_fma8(x, w1, &acc[m]), gv_fma8(x, u1, &acc2[m]);
         }
       } else {
 #pragma unroll
         for (int m = 0; m < GV_M; ++m) {
-          ld8(TA, X, m * lda + k, x);
+          GV_X8(m, k, x);
           gv_fma8(x, w0, &acc[m]);
-          ld8(TA, X, m * lda + k + GV_TEAM * 8, x);
+          GV_X8(m, k + GV_TEAM * 8, x);
           gv_fma8(x, w1, &acc[m]);
         }
       }
@@ -195,7 +251,7 @@ __kernel __attribute__((reqd_work_group_size(GV_WG, 1, 1))) void gemv(
       if (gated) ld8(TB, W2, wrow + k, u0);
 #pragma unroll
       for (int m = 0; m < GV_M; ++m) {
-        ld8(TA, X, m * lda + k, x);
+        GV_X8(m, k, x);
         gv_fma8(x, w0, &acc[m]);
         if (gated) gv_fma8(x, u0, &acc2[m]);
       }
@@ -205,7 +261,8 @@ __kernel __attribute__((reqd_work_group_size(GV_WG, 1, 1))) void gemv(
       const float w = LD_T(TB, W, wrow + k), u = gated ? LD_T(TB, W2, wrow + k) : 0.0f;
 #pragma unroll
       for (int m = 0; m < GV_M; ++m) {
-        const float x = LD_T(TA, X, m * lda + k);
+        float x = LD_T(TA, X, m * lda + k);
+        if (has_norm) x = round_to(round_to(x * inv[m], mid_t) * ldf(NW, nwt, k), TA);
         acc[m] = fma(x, w, acc[m]);
         acc2[m] = fma(x, u, acc2[m]);
       }
