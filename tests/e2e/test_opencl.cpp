@@ -181,7 +181,7 @@ TEST(OpenCLPrograms, BuiltOnceCachedOnDiskKeyedBySourceAndBuildErrorsCarryTheLog
     d.program("t", src, "-DX=1");
     EXPECT_EQ(count(), 3u);
     NPUSIM_EXPECT_ERROR(d.program("bad", "__kernel void f(__global float* x) { x[0] = undefined_name; }", ""), "failed to build",
-                        "build log", "undefined_name", d.info().name);
+                        "build log", "undefined_name", d.info().name.c_str());
   }
   ::unsetenv("NPUSIM_OPENCL_CACHE");
 }

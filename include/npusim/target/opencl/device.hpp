@@ -94,22 +94,19 @@ using QueueHandle = Handle<cl_command_queue, clReleaseCommandQueue>;
 using ContextHandle = Handle<cl_context, clReleaseContext>;
 using EventHandle = Handle<cl_event, clReleaseEvent>;
 
-inline std::string device_string(cl_device_id d, cl_device_info what) {
+// A string property of an OpenCL object (clGetDeviceInfo / clGetPlatformInfo), trailing NULs and
+// spaces removed; empty when the driver does not answer.
+template <class Obj, class Info, class Get>
+std::string info_string(Obj o, Info what, Get get) {
   std::size_t n = 0;
-  if (clGetDeviceInfo(d, what, 0, nullptr, &n) != CL_SUCCESS || n == 0) return {};
+  if (get(o, what, 0, nullptr, &n) != CL_SUCCESS || n == 0) return {};
   std::string s(n, '\0');
-  clGetDeviceInfo(d, what, n, s.data(), nullptr);
+  get(o, what, n, s.data(), nullptr);
   while (!s.empty() && (s.back() == '\0' || s.back() == ' ')) s.pop_back();
   return s;
 }
-inline std::string platform_string(cl_platform_id p, cl_platform_info what) {
-  std::size_t n = 0;
-  if (clGetPlatformInfo(p, what, 0, nullptr, &n) != CL_SUCCESS || n == 0) return {};
-  std::string s(n, '\0');
-  clGetPlatformInfo(p, what, n, s.data(), nullptr);
-  while (!s.empty() && (s.back() == '\0' || s.back() == ' ')) s.pop_back();
-  return s;
-}
+inline std::string device_string(cl_device_id d, cl_device_info what) { return info_string(d, what, clGetDeviceInfo); }
+inline std::string platform_string(cl_platform_id p, cl_platform_info what) { return info_string(p, what, clGetPlatformInfo); }
 template <class T>
 T device_value(cl_device_id d, cl_device_info what) {
   T v{};

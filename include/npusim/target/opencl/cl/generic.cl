@@ -308,16 +308,23 @@ __kernel void pool2d(__global const uchar* xb, ulong xo, int xt, __global uchar*
 }
 
 // ---- indexing --------------------------------------------------------------------------------------
+// Row i of a gather/scatter over [outer, n, inner] (n index entries): the flat position of element
+// i in the indexed tensor [outer, S, inner], or -1 when its index is out of range.
+inline long indexed_row(long i, __global const uchar* ib, int it, long S, long n, long inner) {
+  const long e = i % inner, k = (i / inner) % n, o = i / (inner * n);
+  long p = ldi(ib, it, k);
+  if (p < 0) p += S;
+  return p < 0 || p >= S ? -1 : (o * S + p) * inner + e;
+}
+
 // y[(o*n + k)*inner + e] = x[(o*S + idx[k])*inner + e]  (embedding: outer = 1, inner = D, S = V)
 __kernel void gather_rows(__global const uchar* xb, ulong xo, int xt, __global const uchar* ib, ulong io, int it, __global uchar* yb,
                           ulong yo, int yt, long outer, long S, long n, long inner) {
   long i = get_global_id(0);
   if (i >= outer * n * inner) return;
-  long e = i % inner, k = (i / inner) % n, o = i / (inner * n);
-  long p = ldi(CGPTR(ib, io), it, k);
-  if (p < 0) p += S;
-  if (p < 0 || p >= S) { stf(GPTR(yb, yo), yt, i, NAN); return; }
-  copy_elem(CGPTR(xb, xo), xt, (o * S + p) * inner + e, GPTR(yb, yo), yt, i);
+  const long at = indexed_row(i, CGPTR(ib, io), it, S, n, inner);
+  if (at < 0) stf(GPTR(yb, yo), yt, i, NAN);
+  else copy_elem(CGPTR(xb, xo), xt, at, GPTR(yb, yo), yt, i);
 }
 
 // y[(o*S + idx[k])*inner + e] = src[(o*n + k)*inner + e]  (y already holds self)
@@ -325,11 +332,8 @@ __kernel void scatter_rows(__global const uchar* sb, ulong so, int st, __global 
                            ulong yo, int yt, long outer, long S, long n, long inner) {
   long i = get_global_id(0);
   if (i >= outer * n * inner) return;
-  long e = i % inner, k = (i / inner) % n, o = i / (inner * n);
-  long p = ldi(CGPTR(ib, io), it, k);
-  if (p < 0) p += S;
-  if (p < 0 || p >= S) return;
-  copy_elem(CGPTR(sb, so), st, i, GPTR(yb, yo), yt, (o * S + p) * inner + e);
+  const long at = indexed_row(i, CGPTR(ib, io), it, S, n, inner);
+  if (at >= 0) copy_elem(CGPTR(sb, so), st, i, GPTR(yb, yo), yt, at);
 }
 
 // ---- rotary ------------------------------------------------------------------------------------------
