@@ -1,7 +1,7 @@
 // Runs one partition of a compiled program on an OpenCL device.
 //   construction: weights uploaded once (shared per device), one arena buffer from the plan, one
 //     persistent buffer per graph input, every kernel bound to launches with their arguments set;
-//     an index_copy whose `self` is a graph input read by nothing else writes in place (KV cache).
+//     an index_copy the planner made a view of its `self` (a KV cache) writes only the new rows.
 //   run(): inputs converted to their storage type and written without blocking, every launch
 //     enqueued on one in-order queue, outputs read back, one clFinish. Outputs carried to the next
 //     run (carry()) stay on the device. With a profiler, each launch gets an event whose device
@@ -44,7 +44,6 @@ class Executor final : public runtime::PartitionExecutor {
     }
     for (std::size_t t = 0; t < T; ++t)
       if (plan.tensors[t].place == plan::Place::arena) refs_[t] = {arena_.get(), static_cast<cl_ulong>(plan.tensors[t].offset), plan.tensors[t].storage};
-    alias_kv_caches();
     for (std::size_t t = 0; t < T; ++t)
       if (plan.tensors[t].place == plan::Place::view) {
         TensorRef r = refs_[static_cast<std::size_t>(plan.tensors[t].root)];
@@ -177,23 +176,6 @@ class Executor final : public runtime::PartitionExecutor {
     // Non-blocking: the host bytes stay valid until the clFinish at the end of run().
     if (bytes) check(clEnqueueWriteBuffer(q, in.buf.get(), CL_FALSE, 0, bytes, src, 0, nullptr, nullptr), "writing input " + info.name, dev_->info().name);
     in.has_value = true;
-  }
-
-  // index_copy(self = graph input, ...) whose self nothing else reads: write into self's buffer.
-  void alias_kv_caches() {
-    const ir::Graph& g = part_.graph;
-    for (const Kernel& k : part_.kernels) {
-      if (k.kind != "index_copy") continue;
-      const ir::Node& n = g.nodes[static_cast<std::size_t>(k.nodes[0])];
-      const ir::TensorId self = n.inputs.at(0), y = n.outputs.at(0);
-      const auto& sp = part_.plan.tensors[static_cast<std::size_t>(self)];
-      const auto& yp = part_.plan.tensors[static_cast<std::size_t>(y)];
-      if (sp.place != plan::Place::input || yp.place != plan::Place::arena || sp.storage != yp.storage) continue;
-      int readers = 0;
-      for (const Kernel& o : part_.kernels) readers += std::count(o.inputs.begin(), o.inputs.end(), self) > 0;
-      if (readers != 1 || std::count(g.outputs.begin(), g.outputs.end(), self)) continue;
-      refs_[static_cast<std::size_t>(y)] = refs_[static_cast<std::size_t>(self)];
-    }
   }
 
   // Launch merging over the schedule, where an intermediate is read by nothing but the merged kernels:
