@@ -28,13 +28,16 @@ inline ir::json stats_json(const bench::Stats& s) {
 }
 
 inline ir::json machine_json(const bench::Machine& m) {
-  return {{"cpu", m.cpu}, {"logical_cpus", m.cores}, {"threads", m.threads}, {"memory_gib", m.memory_gib}, {"kernel", m.kernel}};
+  return {{"cpu", m.cpu}, {"logical_cpus", m.cores}, {"threads", m.threads}, {"memory_gib", m.memory_gib}, {"kernel", m.kernel}, {"device", m.device}};
 }
 
 // The machine, with the thread count the chosen target runs with.
 inline bench::Machine machine_for(const TargetChoice& tc) {
   bench::Machine m = bench::machine();
   if (tc.target == "cpu") m.threads = cpu::max_threads();
+#ifdef NPUSIM_WITH_OPENCL
+  if (tc.target == "opencl") m.device = ocl::select_device().describe();
+#endif
   return m;
 }
 

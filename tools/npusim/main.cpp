@@ -2,6 +2,7 @@
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
@@ -50,6 +51,14 @@ void print_compile_summary(const program::CompiledProgram& p, double secs) {
               static_cast<long long>(p.stats.view_kernels), p.partitions.size(), program::human_bytes(arena).c_str());
 }
 
+void print_device(const cli::TargetChoice& tc) {
+#ifdef NPUSIM_WITH_OPENCL
+  if (tc.target == "opencl") std::printf("device: %s\n", ocl::select_device().describe().c_str());
+#else
+  (void)tc;
+#endif
+}
+
 // A runner for a case graph: compiled for the target (default) or interpreted on the reference.
 struct Prepared {
   std::unique_ptr<Runner> runner;
@@ -80,7 +89,20 @@ struct ProfileArgs {
   bool enabled = false;
   int runs = 10;
   std::string trace;  // Chrome/Perfetto trace JSON path
+  int time_runs = 0;  // --time N: latency of N more runs (after the checked one, which warms up)
 };
+
+// Median and minimum wall time of `runs` runs (inputs prepared once, outside the timing).
+void time_runs(Runner& r, std::span<const Tensor> inputs, int runs) {
+  std::vector<double> ms;
+  for (int i = 0; i < runs; ++i) {
+    auto t0 = clock_type::now();
+    r.run(inputs);
+    ms.push_back(seconds_since(t0) * 1000.0);
+  }
+  std::sort(ms.begin(), ms.end());
+  std::printf("latency: median %.3f ms, min %.3f ms, max %.3f ms over %d runs\n", ms[ms.size() / 2], ms.front(), ms.back(), runs);
+}
 
 // Runs `runs` more times with per-kernel profiling; prints the table by kernel kind, writes a trace.
 void profile_runs(Prepared& p, std::span<const Tensor> inputs, const ProfileArgs& a) {
@@ -108,12 +130,14 @@ int cmd_run(const std::string& dir, const cli::TargetChoice& tc, const std::stri
               c.graph.outputs.size(), c.weights ? c.weights->path().c_str() : "(none)");
   Prepared p = prepare(tc, c.graph, c.weights.get(), nullptr);
   std::printf("target: %s\n", p.runner->describe().c_str());
+  print_device(tc);
   runtime::CheckOptions co;
   co.tolerance = tol;
   co.half_compute = cli::half_dtype(tc.dtype);
   co.top5_in_order = !co.half_compute;
   runtime::CaseResult r = runtime::check_case(c, *p.runner, co);
   runtime::print_case_result(stdout, c, r);
+  if (prof.time_runs > 0) time_runs(*p.runner, c.inputs(), prof.time_runs);
   if (prof.enabled) profile_runs(p, c.inputs(), prof);
   return r.pass ? 0 : 1;
 }
@@ -169,6 +193,7 @@ int cmd_generate(const GenerateArgs& a, const cli::TargetChoice& tc) {
   std::printf("weights from %s ready in %.1f s\n", pc.weights->path().c_str(), seconds_since(t0));
   cache.clear();
   std::printf("target: %s\n", prefill.runner->describe().c_str());
+  print_device(tc);
 
   if (!pc.io) throw Error(ErrorCode::io, "prefill case has no io.safetensors (prompt ids)", {.file = a.prefill_dir});
   llm::LlmPrograms model(*prefill.runner, *decode.runner, map, pc.graph, dc.graph);
@@ -308,6 +333,24 @@ int cmd_explain(const std::string& ir_path, const cli::TargetChoice& tc) {
   return 0;
 }
 
+int cmd_devices() {
+#ifdef NPUSIM_WITH_OPENCL
+  auto devs = ocl::list_devices();
+  if (devs.empty()) std::printf("no OpenCL devices (no OpenCL driver installed?)\n");
+  std::string chosen;
+  if (!devs.empty()) chosen = ocl::select_device().name;
+  for (const auto& d : devs)
+    std::printf("%zu  %-40s %-34s %-9s %3u CUs  %6.1f GiB  driver %s  %s%s\n", d.index, d.name.c_str(), d.platform_name.c_str(), d.gpu ? "GPU" : "CPU/other",
+                d.compute_units, static_cast<double>(d.global_mem) / (1u << 30), d.driver.c_str(), d.c_version.c_str(),
+                d.name == chosen ? "  (default)" : "");
+  std::printf("choose with NPUSIM_OPENCL_DEVICE=<index or name substring> or --device\n");
+  return 0;
+#else
+  std::printf("this npusim was built without OpenCL\n");
+  return 0;
+#endif
+}
+
 int cmd_ops() {
   for (std::size_t i = 0; i < ops::op_count; ++i) {
     const ops::OpInfo& info = ops::op_info(i);
@@ -335,6 +378,9 @@ int main(int argc, char** argv) {
     sub->add_option("--force-fallback", tc.force_fallback,
                     "debug: run these on the fallback (op types, op ids or node:NAME, comma-separated; also NPUSIM_FORCE_FALLBACK)");
     if (interpret) sub->add_flag("--interpret", tc.interpret, "reference only: interpret the IR node by node (no passes, no fusion)");
+    sub->add_option_function<std::string>(
+        "--device", [](const std::string& d) { ::setenv("NPUSIM_OPENCL_DEVICE", d.c_str(), 1); },
+        "opencl target: device index or name substring (sets NPUSIM_OPENCL_DEVICE; see `npusim devices`)");
   };
 
   std::string run_dir, run_weights = "auto";
@@ -347,6 +393,7 @@ int main(int argc, char** argv) {
   run->add_flag("--profile", prof.enabled, "time every kernel over --runs runs; print a table by kernel kind");
   run->add_option("--runs", prof.runs, "runs to profile (default 10)");
   run->add_option("--trace", prof.trace, "with --profile: write a Chrome/Perfetto trace JSON here");
+  run->add_option("--time", prof.time_runs, "time N more runs: median/min/max wall latency");
   add_target(run, true);
 
   GenerateArgs ga;
@@ -393,6 +440,7 @@ int main(int argc, char** argv) {
   add_target(expl, false);
 
   auto* opsc = app.add_subcommand("ops", "list registered ops, their ATen names and attribute defaults");
+  auto* devs = app.add_subcommand("devices", "list the OpenCL devices the opencl target can use");
 
   std::string b_dir;
   cli::BenchArgs ba;
@@ -432,6 +480,7 @@ int main(int argc, char** argv) {
     if (*opsc) return cmd_ops();
     if (*bench) return cli::cmd_bench(b_dir, tc, ba);
     if (*bench_llm) return cli::cmd_bench_llm(bl_prefill, bl_decode, tc, bla);
+    if (*devs) return cmd_devices();
     if (*tlist) {
       for (const auto& t : cli::targets()) std::printf("%-12s %s\n", t.name.c_str(), t.summary.c_str());
       return 0;

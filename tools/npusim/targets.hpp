@@ -11,6 +11,9 @@
 #include "npusim/target/reference/program_runner.hpp"
 #include "npusim/target/reference/runner.hpp"
 #include "npusim/target/cpu/cpu_target.hpp"
+#ifdef NPUSIM_WITH_OPENCL
+#include "npusim/target/opencl/runner.hpp"
+#endif
 
 namespace npusim::cli {
 
@@ -26,8 +29,12 @@ inline const std::vector<TargetEntry>& targets() {
     std::vector<TargetEntry> t;
     t.push_back({"reference", "float32 interpreter (the oracle and every target's fallback)", [] { return describe_target<ReferenceTarget>(); },
                  ref::executor_factory()});
-    t.push_back({"cpu", "SIMD CPU target (xsimd, OpenMP; weights packed in their storage type)", [] { return describe_target<CpuTarget>(); },
+    t.push_back({"cpu", "SIMD CPU target (xsimd, own thread pool; weights packed in their storage type)", [] { return describe_target<CpuTarget>(); },
                  cpu::executor_factory()});
+#ifdef NPUSIM_WITH_OPENCL
+    t.push_back({"opencl", "OpenCL C kernels on an OpenCL device (NPUSIM_OPENCL_DEVICE; see `npusim devices`)",
+                 [] { return describe_target<OpenCLTarget>(); }, ocl::executor_factory()});
+#endif
     // Further targets register here (one block each).
     return t;
   }();

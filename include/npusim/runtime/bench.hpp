@@ -57,6 +57,7 @@ inline Stats time_it(const std::function<void()>& f, int warmup, int repeats) {
 
 struct Machine {
   std::string cpu, kernel, host;
+  std::string device;  // the accelerator a target runs on (OpenCL device), empty for the CPU
   int cores = 0, threads = 0;
   double memory_gib = 0;
 };
@@ -85,6 +86,7 @@ inline Machine machine() {
 inline std::string describe(const Machine& m) {
   std::ostringstream s;
   s << m.cpu << ", " << m.cores << " logical CPUs, " << m.threads << " threads used, " << static_cast<int>(m.memory_gib + 0.5) << " GiB, " << m.kernel;
+  if (!m.device.empty()) s << "; device: " << m.device;
   return s.str();
 }
 

@@ -39,7 +39,7 @@ struct LlmPrograms {
 // The decode program's KV inputs for each layer, from the prefill outputs, then from each step.
 class KvState {
  public:
-  KvState(const ir::Graph& prefill, const ir::Graph& decode, const KvMapping& map) {
+  KvState(const ir::Graph& prefill, const ir::Graph& decode, const KvMapping& map) : map_(map) {
     for (const KvLayer& l : map.layers) {
       pk_.push_back(output_index(prefill, l.prefill_key_output));
       pv_.push_back(output_index(prefill, l.prefill_value_output));
@@ -58,7 +58,19 @@ class KvState {
       cache_[dv_in_[l]] = place_in_cache(outs.at(pv_[l]), decode.tensor(dv_in_[l]).shape);
     }
   }
+  // Asks the decode runner to keep the cache where it is (device memory) between steps: the first
+  // step passes the cache built from the prefill, later steps pass nothing for it (an empty
+  // tensor), and a defined tensor (set()) replaces what the runner carries.
+  void carry_on(Runner& decode) {
+    std::vector<std::pair<std::string, std::string>> pairs;
+    for (const KvLayer& l : map_.layers) pairs.push_back({l.decode_key_output, l.decode_key_input}), pairs.push_back({l.decode_value_output, l.decode_value_input});
+    carried_ = decode.carry(pairs);
+  }
   void from_decode(const std::vector<Tensor>& outs) {
+    if (carried_) {
+      for (auto& [_, t] : cache_) t = Tensor();
+      return;
+    }
     for (std::size_t l = 0; l < dk_in_.size(); ++l) {
       cache_[dk_in_[l]] = outs.at(dk_out_[l]);
       cache_[dv_in_[l]] = outs.at(dv_out_[l]);
@@ -79,6 +91,8 @@ class KvState {
   std::vector<ir::TensorId> dk_in_, dv_in_;
   std::set<ir::TensorId> ids_;
   std::map<ir::TensorId, Tensor> cache_;
+  KvMapping map_;
+  bool carried_ = false;
 };
 
 class Session {
@@ -86,6 +100,7 @@ class Session {
   using clock = std::chrono::steady_clock;
 
   explicit Session(LlmPrograms& m) : m_(m), kv_(m.prefill.graph(), m.decode.graph(), m.map) {
+    kv_.carry_on(m.decode);
     const ir::Graph& dg = m.decode.graph();
     max_len_ = dg.tensor(*kv_.input_ids().begin()).shape.at(2);
     prefill_len_ = m.map.prefill_seq_len;
@@ -250,6 +265,7 @@ inline GenerateCheck check_generation(LlmPrograms& m, std::span<const std::int64
   if (cb.on_prefill) cb.on_prefill(res);
 
   KvState kv(pg, m.decode.graph(), m.map);
+  kv.carry_on(m.decode);
   kv.from_prefill(m.decode.graph(), pout);
   pout.clear();
   const auto steps = static_cast<std::size_t>(decode_logits_ref.shape().at(0));

@@ -23,6 +23,9 @@ class PartitionExecutor {
   virtual std::vector<Tensor> run(std::span<const Tensor> inputs) = 0;
   // Turns per-kernel profiling on (events go to `p`, track `track`), or off with nullptr.
   virtual void set_profiler(Profiler* p, int track) = 0;
+  // Keeps graph output `output` for the next run's input `input` (Runner::carry); false if this
+  // executor cannot (the plan runner then carries it on the host).
+  virtual bool carry(const std::string& /*output*/, const std::string& /*input*/) { return false; }
 };
 
 struct PartitionContext {
@@ -78,6 +81,26 @@ class PlanRunner : public Runner {
     for (std::size_t k = 0; k < execs_.size(); ++k) execs_[k]->set_profiler(p, static_cast<int>(k));
   }
 
+  // Pairs a partition can keep on its device stay there; the rest are carried here, on the host.
+  bool carry(std::span<const std::pair<std::string, std::string>> pairs) override {
+    for (const auto& [out, in] : pairs) {
+      int producer = -1, readers = 0, reader = -1, out_readers = 0;
+      for (std::size_t k = 0; k < prog_.partitions.size(); ++k) {
+        const ir::Graph& g = prog_.partitions[k].graph;
+        for (auto t : g.outputs)
+          if (g.tensor(t).name == out) producer = static_cast<int>(k);
+        for (auto t : g.inputs) {
+          if (g.tensor(t).name == in) ++readers, reader = static_cast<int>(k);
+          if (g.tensor(t).name == out) ++out_readers;
+        }
+      }
+      const bool on_device = producer >= 0 && readers == 1 && reader == producer && out_readers == 0 &&
+                             execs_[static_cast<std::size_t>(producer)]->carry(out, in);
+      carried_[in] = {out, on_device};
+    }
+    return true;
+  }
+
   std::vector<Tensor> run(std::span<const Tensor> inputs) override {
     if (inputs.size() != prog_.inputs.size())
       throw Error(ErrorCode::graph, "wrong number of inputs", {.file = prog_.source, .expected = std::to_string(prog_.inputs.size()),
@@ -85,9 +108,20 @@ class PlanRunner : public Runner {
     std::map<std::string, Tensor, std::less<>> vals;
     for (std::size_t i = 0; i < inputs.size(); ++i) {
       const auto& io = prog_.inputs[i];
-      if (inputs[i].shape() != io.shape)
+      if (inputs[i].defined() && inputs[i].shape() != io.shape)
         throw Error(ErrorCode::shape, "input has the wrong shape", {.file = prog_.source, .tensor = io.name, .expected = to_string(io.shape),
                                                                     .found = to_string(inputs[i].shape())});
+      if (!inputs[i].defined()) {
+        auto c = carried_.find(io.name);
+        if (c == carried_.end())
+          throw Error(ErrorCode::graph, "input has no value (it is not carried)", {.file = prog_.source, .tensor = io.name});
+        if (!c->second.on_device) {
+          auto h = held_.find(io.name);
+          if (h == held_.end()) throw Error(ErrorCode::runtime, "carried input has no value yet", {.file = prog_.source, .tensor = io.name});
+          vals[io.name] = h->second;
+          continue;
+        }
+      }
       vals[io.name] = inputs[i];
     }
     for (std::size_t k = 0; k < prog_.partitions.size(); ++k) {
@@ -106,6 +140,10 @@ class PlanRunner : public Runner {
     std::vector<Tensor> result;
     result.reserve(prog_.outputs.size());
     for (const auto& io : prog_.outputs) result.push_back(vals.at(io.name));
+    for (const auto& [in, c] : carried_)
+      if (!c.on_device)
+        for (std::size_t i = 0; i < prog_.outputs.size(); ++i)
+          if (prog_.outputs[i].name == c.output) held_[in] = std::exchange(result[i], Tensor());
     return result;
   }
 
@@ -116,6 +154,12 @@ class PlanRunner : public Runner {
   std::vector<std::unique_ptr<PartitionExecutor>> execs_;
   Profiler* profiler_ = nullptr;
   ir::Graph iface_;
+  struct Carried {
+    std::string output;
+    bool on_device = false;
+  };
+  std::map<std::string, Carried, std::less<>> carried_;  // by input name
+  std::map<std::string, Tensor, std::less<>> held_;      // host-carried values, by input name
 };
 
 }  // namespace npusim::inline NPUSIM_ABI::runtime

@@ -1,0 +1,182 @@
+// What an OpenCL kernel sees when it is bound: the program kernel, its graph and buffer plan, the
+// device storage (buffer + byte offset + dtype) of every stored tensor, and a place to append its
+// launches. Binding resolves shapes, strides and programs once; each Launch holds a cl_kernel whose
+// arguments are already set, so a run only enqueues.
+#pragma once
+
+#include <array>
+#include <functional>
+
+#include "npusim/fusion/kernel.hpp"
+#include "npusim/ops/registry.hpp"
+#include "npusim/plan/buffer_plan.hpp"
+#include "npusim/target/opencl/device.hpp"
+#include "npusim/target/opencl/kernels_cl.hpp"
+
+namespace npusim::inline NPUSIM_ABI::ocl {
+
+// Storage type codes shared with cl/common.cl.
+inline cl_int dt_code(DType t) {
+  switch (t) {
+    case DType::f32: return 0;
+    case DType::f16: return 1;
+    case DType::bf16: return 2;
+    case DType::i64: return 3;
+    case DType::i32: return 4;
+    case DType::u8:
+    case DType::boolean: return 5;
+    case DType::i8: return 6;
+    case DType::i16: return 7;
+    case DType::f64: break;
+  }
+  throw Error(ErrorCode::dtype, "the OpenCL target does not store this dtype", {.found = std::string(dtype_name(t))});
+}
+
+// A tensor's device storage.
+struct TensorRef {
+  cl_mem mem = nullptr;
+  cl_ulong off = 0;  // bytes
+  DType dtype = DType::f32;
+  friend bool operator==(const TensorRef& a, const TensorRef& b) { return a.mem == b.mem && a.off == b.off; }
+};
+// Kernel-argument wrappers: Ptr passes (buffer, offset), Typed passes (buffer, offset, dtype code).
+struct Ptr {
+  TensorRef r;
+};
+struct Typed {
+  TensorRef r;
+};
+
+struct Launch {
+  KernelHandle kernel;
+  cl_uint dims = 1;
+  std::array<std::size_t, 3> global{1, 1, 1}, local{1, 1, 1};
+  bool has_local = false;
+  std::size_t owner = 0;  // index of the program kernel it belongs to
+  std::string name;       // OpenCL kernel function
+};
+
+class Binder {
+ public:
+  Binder(Device& dev, const ir::Graph& g, const plan::BufferPlan& plan, std::function<TensorRef(ir::TensorId)> ref, cl_mem dummy,
+         std::vector<Launch>& launches, std::vector<Mem>& keep)
+      : dev_(dev), g_(g), plan_(plan), ref_(std::move(ref)), dummy_(dummy), launches_(launches), keep_(keep) {}
+
+  // The program kernel being bound.
+  void begin(const Kernel& k, std::size_t index) { k_ = &k, index_ = index; }
+  const Kernel& k() const { return *k_; }
+  const ir::Graph& g() const { return g_; }
+  const ir::Node& node(std::size_t member = 0) const { return g_.nodes.at(static_cast<std::size_t>(k_->nodes.at(member))); }
+  template <class Op>
+  typename Op::Attrs attrs(std::size_t member = 0) const {
+    return ops::read_attrs<typename Op::Attrs>(node(member).attrs, node(member).op_type);
+  }
+  // The member node of op type Op (the first), or nullptr.
+  template <class Op>
+  const ir::Node* member() const {
+    for (auto n : k_->nodes)
+      if (ops::find_op(g_.nodes[static_cast<std::size_t>(n)].op_type) == ops::op_index_v<Op>) return &g_.nodes[static_cast<std::size_t>(n)];
+    return nullptr;
+  }
+  const Shape& shape(ir::TensorId t) const { return g_.tensor(t).shape; }
+  std::int64_t numel(ir::TensorId t) const { return npusim::numel(shape(t)); }
+  DType storage(ir::TensorId t) const { return plan_.tensors.at(static_cast<std::size_t>(t)).storage; }
+  ir::TensorId in(std::size_t i) const { return k_->inputs.at(i); }
+  ir::TensorId out(std::size_t i = 0) const { return k_->outputs.at(i); }
+  TensorRef ref(ir::TensorId t) const {
+    TensorRef r = ref_(t);
+    if (!r.mem) unsupported("reads a tensor that has no device storage (npusim bug): " + g_.tensor(t).name);
+    return r;
+  }
+  Typed typed(ir::TensorId t) const { return {ref(t)}; }
+  Ptr ptr(ir::TensorId t) const { return {ref(t)}; }
+  // A placeholder for an unused buffer argument.
+  Typed none() const { return {TensorRef{dummy_, 0, DType::f32}}; }
+
+  [[noreturn]] void unsupported(const std::string& why) const {
+    throw Error(ErrorCode::unsupported, "OpenCL target: " + why, {.node = k_ ? node().name : std::string()});
+  }
+
+  cl_program program(const std::string& name, std::string_view body, const std::string& options = {}) {
+    std::string src;
+    src.reserve(cl_source::common.size() + body.size() + 1);
+    src.append(cl_source::common).append("\n").append(body);
+    auto key = name + "|" + options;
+    auto it = sources_.find(key);
+    if (it == sources_.end()) it = sources_.emplace(key, dev_.program(name, src, options)).first;
+    return it->second;
+  }
+  static std::string type_options(std::initializer_list<std::pair<const char*, DType>> ts) {
+    std::string o;
+    for (auto [n, t] : ts) o += std::string(" -D") + n + "=" + std::to_string(dt_code(t));
+    return o;
+  }
+
+  // A __constant descriptor buffer of int64 values (shapes, strides, parameters).
+  cl_mem desc(const std::vector<std::int64_t>& v) { return constant(v.data(), v.size() * sizeof(std::int64_t)); }
+  cl_mem constant(const void* p, std::size_t bytes) {
+    Mem m = dev_.alloc(std::max<std::size_t>(bytes, 8), "a kernel descriptor");
+    dev_.write(m.get(), 0, bytes, p, true);
+    keep_.push_back(std::move(m));
+    return keep_.back().get();
+  }
+
+  // A device buffer for a kernel's own intermediate values (lives as long as the executor).
+  cl_mem scratch(std::size_t bytes) {
+    keep_.push_back(dev_.alloc(std::max<std::size_t>(bytes, 64), "kernel scratch"));
+    return keep_.back().get();
+  }
+
+  // Appends a 1-D launch over n work-items (rounded up to the work-group size).
+  template <class... A>
+  Launch& launch1d(cl_program p, const char* fn, std::int64_t n, std::size_t wg, A&&... args) {
+    std::size_t groups = static_cast<std::size_t>((std::max<std::int64_t>(n, 1) + static_cast<std::int64_t>(wg) - 1) / static_cast<std::int64_t>(wg));
+    return launch(p, fn, {groups * wg, 1, 1}, {wg, 1, 1}, 1, std::forward<A>(args)...);
+  }
+  template <class... A>
+  Launch& launch(cl_program p, const char* fn, std::array<std::size_t, 3> global, std::array<std::size_t, 3> local, cl_uint dims, A&&... args) {
+    Launch l;
+    l.kernel = dev_.kernel(p, fn);
+    l.dims = dims, l.global = global, l.local = local, l.has_local = true, l.owner = index_, l.name = fn;
+    cl_uint i = 0;
+    (set(l.kernel.get(), i, fn, std::forward<A>(args)), ...);
+    launches_.push_back(std::move(l));
+    return launches_.back();
+  }
+
+  Device& device() { return dev_; }
+
+ private:
+  void set_raw(cl_kernel k, cl_uint& i, const char* fn, std::size_t size, const void* v) {
+    check(clSetKernelArg(k, i, size, v), std::string("setting argument ") + std::to_string(i) + " of kernel " + fn, dev_.info().name);
+    ++i;
+  }
+  void set(cl_kernel k, cl_uint& i, const char* fn, Typed t) {
+    set(k, i, fn, Ptr{t.r});
+    cl_int c = dt_code(t.r.dtype);
+    set_raw(k, i, fn, sizeof c, &c);
+  }
+  void set(cl_kernel k, cl_uint& i, const char* fn, Ptr p) {
+    set_raw(k, i, fn, sizeof(cl_mem), &p.r.mem);
+    set_raw(k, i, fn, sizeof(cl_ulong), &p.r.off);
+  }
+  void set(cl_kernel k, cl_uint& i, const char* fn, cl_mem m) { set_raw(k, i, fn, sizeof m, &m); }
+  void set(cl_kernel k, cl_uint& i, const char* fn, cl_int v) { set_raw(k, i, fn, sizeof v, &v); }
+  void set(cl_kernel k, cl_uint& i, const char* fn, cl_long v) { set_raw(k, i, fn, sizeof v, &v); }
+  void set(cl_kernel k, cl_uint& i, const char* fn, cl_ulong v) { set_raw(k, i, fn, sizeof v, &v); }
+  void set(cl_kernel k, cl_uint& i, const char* fn, cl_float v) { set_raw(k, i, fn, sizeof v, &v); }
+  void set(cl_kernel k, cl_uint& i, const char* fn, bool v) { set(k, i, fn, static_cast<cl_int>(v)); }
+
+  Device& dev_;
+  const ir::Graph& g_;
+  const plan::BufferPlan& plan_;
+  std::function<TensorRef(ir::TensorId)> ref_;
+  cl_mem dummy_;
+  std::vector<Launch>& launches_;
+  std::vector<Mem>& keep_;
+  std::map<std::string, cl_program> sources_;
+  const Kernel* k_ = nullptr;
+  std::size_t index_ = 0;
+};
+
+}  // namespace npusim::inline NPUSIM_ABI::ocl

@@ -1,0 +1,98 @@
+// Shared prelude of every npusim OpenCL program (OpenCL C 1.2, no cl_khr_fp16): dtype codes,
+// loads and stores with conversion. f16 goes through vload_half/vstore_half_rte, bf16 is kept as
+// ushort bits (round to nearest even on store); all arithmetic is float.
+#define DT_F32 0
+#define DT_F16 1
+#define DT_BF16 2
+#define DT_I64 3
+#define DT_I32 4
+#define DT_U8 5
+#define DT_I8 6
+#define DT_I16 7
+
+#define GPTR(b, off) ((__global uchar*)(b) + (off))
+#define CGPTR(b, off) ((__global const uchar*)(b) + (off))
+
+inline float bf2f(ushort b) { return as_float(((uint)b) << 16); }
+inline ushort f2bf(float f) {
+  uint u = as_uint(f);
+  if ((u & 0x7fffffffu) > 0x7f800000u) return (ushort)((u >> 16) | 0x40u);
+  u += 0x7fffu + ((u >> 16) & 1u);
+  return (ushort)(u >> 16);
+}
+inline float round_to(float v, int dt) {
+  if (dt == DT_BF16) return bf2f(f2bf(v));
+  if (dt == DT_F16) {
+    ushort h;
+    vstore_half_rte(v, 0, (__private half*)&h);
+    return vload_half(0, (__private const half*)&h);
+  }
+  return v;
+}
+
+inline float ldf(__global const uchar* p, int dt, long i) {
+  switch (dt) {
+    case DT_F32: return ((__global const float*)p)[i];
+    case DT_F16: return vload_half(i, (__global const half*)p);
+    case DT_BF16: return bf2f(((__global const ushort*)p)[i]);
+    case DT_I64: return (float)((__global const long*)p)[i];
+    case DT_I32: return (float)((__global const int*)p)[i];
+    case DT_I16: return (float)((__global const short*)p)[i];
+    case DT_I8: return (float)((__global const char*)p)[i];
+    default: return (float)p[i];
+  }
+}
+inline long ldi(__global const uchar* p, int dt, long i) {
+  switch (dt) {
+    case DT_I64: return ((__global const long*)p)[i];
+    case DT_I32: return ((__global const int*)p)[i];
+    case DT_I16: return ((__global const short*)p)[i];
+    case DT_I8: return ((__global const char*)p)[i];
+    case DT_U8: return p[i];
+    default: return (long)ldf(p, dt, i);
+  }
+}
+inline void stf(__global uchar* p, int dt, long i, float v) {
+  switch (dt) {
+    case DT_F32: ((__global float*)p)[i] = v; break;
+    case DT_F16: vstore_half_rte(v, i, (__global half*)p); break;
+    case DT_BF16: ((__global ushort*)p)[i] = f2bf(v); break;
+    case DT_I64: ((__global long*)p)[i] = (long)v; break;
+    case DT_I32: ((__global int*)p)[i] = (int)v; break;
+    case DT_I16: ((__global short*)p)[i] = (short)v; break;
+    case DT_I8: ((__global char*)p)[i] = (char)v; break;
+    default: p[i] = v != 0.0f ? 1 : 0; break;  // bool / u8 from a float is only used for bool
+  }
+}
+inline void sti(__global uchar* p, int dt, long i, long v) {
+  switch (dt) {
+    case DT_I64: ((__global long*)p)[i] = v; break;
+    case DT_I32: ((__global int*)p)[i] = (int)v; break;
+    case DT_I16: ((__global short*)p)[i] = (short)v; break;
+    case DT_I8: ((__global char*)p)[i] = (char)v; break;
+    case DT_U8: p[i] = (uchar)v; break;
+    default: stf(p, dt, i, (float)v); break;
+  }
+}
+inline int is_int_dt(int dt) { return dt >= DT_I64; }
+
+// Compile-time typed access for the hot kernels: -DTA=<code> etc. pick the storage type.
+#define LD_T(T, p, i) ((T) == DT_F32 ? ((__global const float*)(p))[i] : (T) == DT_BF16 ? bf2f(((__global const ushort*)(p))[i]) : vload_half((i), (__global const half*)(p)))
+#define ST_T(T, p, i, v) do { if ((T) == DT_F32) ((__global float*)(p))[i] = (v); else if ((T) == DT_BF16) ((__global ushort*)(p))[i] = f2bf(v); else vstore_half_rte((v), (i), (__global half*)(p)); } while (0)
+
+// 8 consecutive values starting at element i (16-byte aligned for half types, 32 for float).
+inline void ld8(int t, __global const uchar* p, long i, float* o) {
+  if (t == DT_BF16) {
+    uint4 u = *(__global const uint4*)(p + i * 2);
+    o[0] = as_float(u.x << 16); o[1] = as_float(u.x & 0xffff0000u);
+    o[2] = as_float(u.y << 16); o[3] = as_float(u.y & 0xffff0000u);
+    o[4] = as_float(u.z << 16); o[5] = as_float(u.z & 0xffff0000u);
+    o[6] = as_float(u.w << 16); o[7] = as_float(u.w & 0xffff0000u);
+  } else if (t == DT_F16) {
+    float8 v = vloada_half8(0, (__global const half*)(p + i * 2));
+    o[0] = v.s0; o[1] = v.s1; o[2] = v.s2; o[3] = v.s3; o[4] = v.s4; o[5] = v.s5; o[6] = v.s6; o[7] = v.s7;
+  } else {
+    float4 a = *(__global const float4*)(p + i * 4), b = *(__global const float4*)(p + i * 4 + 16);
+    o[0] = a.x; o[1] = a.y; o[2] = a.z; o[3] = a.w; o[4] = b.x; o[5] = b.y; o[6] = b.z; o[7] = b.w;
+  }
+}

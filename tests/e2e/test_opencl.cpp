@@ -1,0 +1,237 @@
+// The OpenCL target on whatever OpenCL device the machine has (PoCL in CI): every fixture against
+// PyTorch's outputs at f32 and at a half type, LLM prefill + decode with the KV cache carried on the
+// device, mixed plans with the reference, device selection, the program cache, build errors, and
+// the profiler's trace.
+#include <filesystem>
+
+#include "../common/compile_util.hpp"
+#include "../common/test_util.hpp"
+#include "npusim/runtime/generate.hpp"
+#include "npusim/target/opencl/runner.hpp"
+
+using namespace npusim;
+using npusim::test::data;
+
+namespace {
+
+program::CompiledProgram compile_opencl(const ir::Graph& g, DType compute, const std::string& force = {}) {
+  program::CompileOptions o;
+  o.compute = compute;
+  o.evaluator = OpenCLTarget::evaluator();
+  o.force = partition::ForceFallback::parse(force);
+  return program::compile(g, describe_target<OpenCLTarget>(), o);
+}
+
+runtime::CaseResult run_case(const std::string& dir, DType compute, std::optional<double> tol = {}, const std::string& force = {},
+                             std::size_t* parts = nullptr) {
+  runtime::Case c = runtime::Case::open(data(dir));
+  auto p = compile_opencl(c.graph, compute, force);
+  if (parts) *parts = p.partitions.size();
+  auto r = runner_for<OpenCLTarget>::make(p, c.weights.get());
+  runtime::CheckOptions co;
+  co.half_compute = is_half(compute);
+  co.top5_in_order = !co.half_compute;
+  co.tolerance = tol;
+  return runtime::check_case(c, *r, co);
+}
+
+std::string describe(const runtime::CaseResult& r) {
+  std::string s;
+  for (const auto& o : r.outputs) s += o.name + ": rel_l2 " + std::to_string(o.metrics.rel_l2) + (o.pass ? " ok; " : " FAIL; ");
+  return s;
+}
+
+std::vector<std::string> op_cases() {
+  std::vector<std::string> r;
+  for (auto& e : std::filesystem::directory_iterator(data("ops"))) r.push_back("ops/" + e.path().filename().string());
+  std::sort(r.begin(), r.end());
+  return r;
+}
+
+class OpenCLOpCase : public ::testing::TestWithParam<std::string> {};
+
+}  // namespace
+
+TEST_P(OpenCLOpCase, MatchesPyTorchInFloat32) {
+  auto r = run_case(GetParam(), DType::f32);
+  EXPECT_TRUE(r.pass) << describe(r);
+}
+
+TEST_P(OpenCLOpCase, MatchesPyTorchInFloat16) {
+  auto r = run_case(GetParam(), DType::f16);
+  EXPECT_TRUE(r.pass) << describe(r);
+}
+
+INSTANTIATE_TEST_SUITE_P(Fixtures, OpenCLOpCase, ::testing::ValuesIn(op_cases()), [](const auto& info) {
+  std::string n = info.param.substr(4);
+  for (char& ch : n)
+    if (!std::isalnum(static_cast<unsigned char>(ch))) ch = '_';
+  return n;
+});
+
+TEST(OpenCLModels, ResNetsAtFloat32AndFloat16) {
+  for (const char* m : {"models/resnet18", "models/resnet50"}) {
+    SCOPED_TRACE(m);
+    auto r32 = run_case(m, DType::f32);
+    EXPECT_TRUE(r32.pass) << describe(r32);
+    EXPECT_TRUE(r32.outputs.at(0).top5_ok);
+    auto r16 = run_case(m, DType::f16, std::string(m) == "models/resnet18" ? 0.01 : 0.05);
+    EXPECT_TRUE(r16.pass) << describe(r16);
+    EXPECT_TRUE(r16.outputs.at(0).top5_ok);
+  }
+}
+
+namespace {
+// Hides a runner's ability to carry state, so the KV cache travels through the host.
+struct NoCarry final : Runner {
+  Runner& r;
+  explicit NoCarry(Runner& x) : r(x) {}
+  const ir::Graph& graph() const override { return r.graph(); }
+  std::vector<Tensor> run(std::span<const Tensor> in) override { return r.run(in); }
+  std::string describe() const override { return r.describe(); }
+};
+
+llm::GenerateCheck check_tiny(DType compute, bool carry, const std::string& force = {}) {
+  runtime::Case pc = runtime::Case::open(data("models/qwen2_tiny_prefill")), dc = runtime::Case::open(data("models/qwen2_tiny_decode"));
+  auto map = llm::KvMapping::read(data("models/qwen2_tiny_decode") + "/kv_mapping.json");
+  auto pp = compile_opencl(pc.graph, compute, force), dp = compile_opencl(dc.graph, compute, force);
+  auto pr = runner_for<OpenCLTarget>::make(pp, pc.weights.get());
+  auto dr = runner_for<OpenCLTarget>::make(dp, pc.weights.get());
+  NoCarry plain(*dr);
+  llm::LlmPrograms m(*pr, carry ? *dr : static_cast<Runner&>(plain), map, pc.graph, dc.graph);
+  Tensor ids = pc.io->tensor(m.prefill_roles.input_ids);
+  std::vector<std::int64_t> prompt(ids.span<std::int64_t>().begin(), ids.span<std::int64_t>().end());
+  Tensor tok = dc.io->tensor("decode_tokens");
+  std::vector<std::int64_t> toks(tok.span<std::int64_t>().begin(), tok.span<std::int64_t>().end());
+  return llm::check_generation(m, prompt, pc.io->tensor(pc.graph.tensor(pc.graph.outputs.at(0)).name), toks, dc.io->tensor("decode_logits"));
+}
+}  // namespace
+
+TEST(OpenCLModels, QwenTinyPrefillAndDecodeAtFloat32AndBfloat16) {
+  for (DType d : {DType::f32, DType::bf16}) {
+    SCOPED_TRACE(dtype_name(d));
+    auto r = check_tiny(d, true);
+    const bool half = is_half(d);
+    EXPECT_EQ(r.prefill_top1, r.prefill_top1_ref);
+    EXPECT_LE(r.prefill.rel_l2, half ? 0.035 : 1e-3);
+    EXPECT_GE(r.prefill.cosine, half ? 0.9995 : 0.99999);
+    EXPECT_EQ(r.token_matches, 8);
+    for (const auto& s : r.steps) {
+      EXPECT_LE(s.metrics.rel_l2, half ? 0.04 : 1e-3) << "step at " << s.position;
+      EXPECT_GE(s.metrics.cosine, 0.9995) << "step at " << s.position;
+    }
+  }
+}
+
+// The KV cache written in place and carried on the device gives the logits of the host round trip.
+TEST(OpenCLModels, CarriedKvCacheMatchesHostRoundTrip) {
+  auto dev = check_tiny(DType::bf16, true), host = check_tiny(DType::bf16, false);
+  ASSERT_EQ(dev.steps.size(), host.steps.size());
+  for (std::size_t i = 0; i < dev.steps.size(); ++i) {
+    EXPECT_EQ(dev.steps[i].metrics.rel_l2, host.steps[i].metrics.rel_l2) << "step " << i;
+    EXPECT_EQ(dev.steps[i].token, host.steps[i].token);
+  }
+}
+
+TEST(OpenCLMixedPlans, FallbackPartitionsRunOnTheReference) {
+  std::size_t parts = 0;
+  auto r = run_case("models/resnet18", DType::f32, {}, "max_pool2d", &parts);
+  EXPECT_GE(parts, 3u);
+  EXPECT_TRUE(r.pass) << describe(r);
+  r = run_case("ops/silu_gate_mlp", DType::f32, {}, "silu", &parts);
+  EXPECT_GE(parts, 3u);
+  EXPECT_TRUE(r.pass) << describe(r);
+  // KV writes on the reference: the cache is carried on the host by the plan runner.
+  auto g = check_tiny(DType::f32, true, "aten.index_copy.default");
+  EXPECT_EQ(g.token_matches, 8);
+  for (const auto& s : g.steps) EXPECT_LE(s.metrics.rel_l2, 1e-3);
+}
+
+TEST(OpenCLDevices, SelectionByIndexNameAndErrors) {
+  auto all = ocl::list_devices();
+  ASSERT_FALSE(all.empty()) << "no OpenCL device (install pocl-opencl-icd)";
+  EXPECT_EQ(ocl::select_device("0").id, all[0].id);
+  EXPECT_EQ(ocl::select_device(all.back().name.substr(0, 6)).platform_name.empty(), false);
+  NPUSIM_EXPECT_ERROR(ocl::select_device("no such device anywhere"), "no OpenCL device matches", "no such device anywhere");
+  NPUSIM_EXPECT_ERROR(ocl::select_device("99"), "no OpenCL device with this index", "99");
+}
+
+TEST(OpenCLPrograms, BuiltOnceCachedOnDiskKeyedBySourceAndBuildErrorsCarryTheLog) {
+  test::TempDir dir;
+  ::setenv("NPUSIM_OPENCL_CACHE", dir.file("cache").c_str(), 1);
+  auto count = [&] {
+    std::size_t n = 0;
+    if (std::filesystem::exists(dir.file("cache")))
+      for (auto& e : std::filesystem::directory_iterator(dir.file("cache"))) n += e.path().extension() == ".bin";
+    return n;
+  };
+  const std::string src = "__kernel void twice(__global float* x) { x[get_global_id(0)] *= 2.0f; }";
+  {
+    ocl::Device d(ocl::select_device());
+    cl_program a = d.program("t", src, "");
+    EXPECT_EQ(d.program("t", src, ""), a);  // built once per process
+    EXPECT_EQ(count(), 1u);
+  }
+  {
+    ocl::Device d(ocl::select_device());  // a new context: the binary comes from disk
+    d.program("t", src, "");
+    EXPECT_EQ(count(), 1u);
+    d.program("t", src + "\n// changed", "");
+    EXPECT_EQ(count(), 2u);
+    d.program("t", src, "-DX=1");
+    EXPECT_EQ(count(), 3u);
+    NPUSIM_EXPECT_ERROR(d.program("bad", "__kernel void f(__global float* x) { x[0] = undefined_name; }", ""), "failed to build",
+                        "build log", "undefined_name", d.info().name.c_str());
+  }
+  ::unsetenv("NPUSIM_OPENCL_CACHE");
+}
+
+// A decode step's trace: Chrome/Perfetto JSON (schema below), one complete event per kernel with
+// its device time; kernel times add up to no more than the step's wall time.
+TEST(OpenCLProfiler, DecodeStepTraceIsValidPerfettoJsonWithinWallTime) {
+  runtime::Case dc = runtime::Case::open(data("models/qwen2_tiny_decode"));
+  runtime::Case pc = runtime::Case::open(data("models/qwen2_tiny_prefill"));
+  auto p = compile_opencl(dc.graph, DType::bf16);
+  runtime::PlanRunner r(p, pc.weights.get(), ocl::factories());
+  auto in = test::any_inputs(dc);
+  r.run(in);
+  runtime::Profiler prof;
+  r.set_profiler(&prof);
+  prof.clear();
+  const double t0 = prof.now_us();
+  r.run(in);
+  const double wall = prof.now_us() - t0;
+  r.set_profiler(nullptr);
+  ir::json j = ir::json::parse(prof.trace_json());
+  ASSERT_TRUE(j.is_object());
+  ASSERT_TRUE(j.contains("traceEvents") && j["traceEvents"].is_array());
+  double device = 0, host = 0;
+  int complete = 0;
+  for (const auto& e : j["traceEvents"]) {
+    ASSERT_TRUE(e.is_object());
+    ASSERT_TRUE(e.contains("name") && e["name"].is_string());
+    ASSERT_TRUE(e.contains("ph") && e["ph"].is_string());
+    ASSERT_TRUE(e.contains("pid") && e["pid"].is_number_integer());
+    const std::string ph = e["ph"];
+    ASSERT_TRUE(ph == "X" || ph == "M") << ph;
+    if (ph == "M") {
+      ASSERT_TRUE(e["args"].contains("name"));
+      continue;
+    }
+    ++complete;
+    ASSERT_TRUE(e.contains("tid") && e["tid"].is_number_integer());
+    ASSERT_TRUE(e.contains("cat") && e["cat"].is_string());
+    ASSERT_TRUE(e.contains("ts") && e["ts"].is_number() && e["ts"].get<double>() >= 0);
+    ASSERT_TRUE(e.contains("dur") && e["dur"].is_number() && e["dur"].get<double>() >= 0);
+    ASSERT_TRUE(e["args"].contains("device_us") && e["args"]["device_us"].is_number());
+    ASSERT_TRUE(e["args"].contains("host_us") && e["args"]["host_us"].is_number());
+    device += e["args"]["device_us"].get<double>();
+    host += e["args"]["host_us"].get<double>();
+    // Events lie inside the run.
+    EXPECT_LE(e["ts"].get<double>() + e["dur"].get<double>(), t0 + wall + 1.0);
+  }
+  EXPECT_GT(complete, 10);
+  EXPECT_LE(device, wall);
+  EXPECT_LE(host, wall);
+  EXPECT_GT(device, 0);
+}
