@@ -43,6 +43,22 @@ class KvState {
   const std::map<ir::TensorId, Tensor>& inputs() const { return cache_; }
   const std::set<ir::TensorId>& input_ids() const { return ids_; }
 
+  // Positions the decode program can hold: the KV inputs' sequence length (the mapping's
+  // max_cache_len when it maps no layer).
+  std::int64_t capacity(const ir::Graph& decode) const {
+    std::int64_t c = map_.max_cache_len;
+    for (auto t : dk_in_) c = std::min(c, decode.tensor(t).shape.size() == 4 ? decode.tensor(t).shape[2] : 0);
+    return c;
+  }
+  // Refuses, before anything runs, a decode step at a position the cache does not have: the
+  // index_copy that writes the new K/V row would otherwise be the first to notice, mid-run.
+  void check_position(const ir::Graph& decode, std::int64_t last_position) const {
+    const std::int64_t c = capacity(decode);
+    if (last_position >= c)
+      throw Error(ErrorCode::resource, "decode position beyond the KV cache", {.file = decode.source,
+                  .expected = "position < " + std::to_string(c) + " (the cache length)", .found = std::to_string(last_position)});
+  }
+
  private:
   KvMapping map_;
   std::vector<std::size_t> pk_, pv_, dk_out_, dv_out_;
@@ -99,13 +115,24 @@ inline GenerateCheck check_generation(LlmPrograms& m, std::span<const std::int64
   KvState kv(pg, dg, m.map);
   const Roles &pr = m.prefill_roles, &dr = m.decode_roles;
   GenerateCheck res;
+  // The references come from a file: check their sizes before indexing with them.
+  const auto steps = static_cast<std::size_t>(decode_logits_ref.shape().empty() ? 0 : decode_logits_ref.shape()[0]);
+  if (decode_tokens.size() < steps + 1)
+    throw Error(ErrorCode::shape, "fewer reference decode tokens than decode steps + 1",
+                {.tensor = "decode_tokens", .expected = ">= " + std::to_string(steps + 1), .found = std::to_string(decode_tokens.size())});
+  if (steps > 0) kv.check_position(dg, static_cast<std::int64_t>(prompt.size() + steps - 1));
 
   auto t0 = clock::now();
   std::vector<Tensor> pout = prefill.run(build_inputs(pg, pr, prompt, 0, {}));
   res.prefill_ms = std::chrono::duration<double, std::milli>(clock::now() - t0).count();
   Tensor logits = pout.at(0).to(DType::f32);
   // Compare the positions the reference stores (all of them, or only the last).
-  const std::int64_t V = logits.shape().back(), S = logits.numel() / V, keep = prefill_logits_ref.numel() / V;
+  const std::int64_t V = logits.shape().empty() ? 0 : logits.shape().back(), S = V ? logits.numel() / V : 0;
+  const std::int64_t keep = V ? prefill_logits_ref.numel() / V : 0;
+  if (V == 0 || keep < 1 || keep > S || prefill_logits_ref.numel() != keep * V || decode_logits_ref.numel() != static_cast<std::int64_t>(steps) * V)
+    throw Error(ErrorCode::shape, "reference logits do not match the programs' logits",
+                {.expected = "rows of " + std::to_string(V) + " (prefill up to " + std::to_string(S) + " rows, decode " + std::to_string(steps) + ")",
+                 .found = "prefill " + to_string(prefill_logits_ref.shape()) + ", decode " + to_string(decode_logits_ref.shape())});
   Tensor tail = Tensor::wrap(DType::f32, {keep, V}, logits.data<float>() + (S - keep) * V, logits.owner());
   res.prefill = compare(tail, prefill_logits_ref);
   auto last = std::span<const float>(logits.data<float>() + (S - 1) * V, static_cast<std::size_t>(V));
@@ -116,7 +143,6 @@ inline GenerateCheck check_generation(LlmPrograms& m, std::span<const std::int64
 
   kv.from_prefill(dg, pout);
   pout.clear();
-  const auto steps = static_cast<std::size_t>(decode_logits_ref.shape().at(0));
   Tensor dref = decode_logits_ref.to(DType::f32);
   for (std::size_t s = 0; s < steps; ++s) {
     StepCheck sc;
@@ -152,6 +178,7 @@ inline Generation generate_greedy(LlmPrograms& m, std::span<const std::int64_t> 
   const ir::Graph &pg = prefill.graph(), &dg = decode.graph();
   KvState kv(pg, dg, m.map);
   const Roles &pr = m.prefill_roles, &dr = m.decode_roles;
+  if (new_tokens > 1) kv.check_position(dg, static_cast<std::int64_t>(prompt.size() + new_tokens - 2));
   Generation g;
   auto t0 = clock::now();
   std::vector<Tensor> pout = prefill.run(build_inputs(pg, pr, prompt, 0, {}));
@@ -160,11 +187,8 @@ inline Generation generate_greedy(LlmPrograms& m, std::span<const std::int64_t> 
   if (on_token) on_token(g.tokens.back(), 0);
   kv.from_prefill(dg, pout);
   pout.clear();
-  const auto max_pos = dg.tensor(*kv.input_ids().begin()).shape.at(2);
   for (std::size_t s = 1; s < new_tokens; ++s) {
     auto pos = static_cast<std::int64_t>(prompt.size() + s - 1);
-    if (pos >= max_pos)
-      throw Error(ErrorCode::resource, "KV cache is full", {.expected = "position < " + std::to_string(max_pos), .found = std::to_string(pos)});
     std::int64_t tok = g.tokens.back();
     auto t1 = clock::now();
     std::vector<Tensor> dout = decode.run(build_inputs(dg, dr, std::span<const std::int64_t>(&tok, 1), pos, kv.inputs()));

@@ -56,6 +56,21 @@ class SafetensorsFile {
     return f;
   }
 
+  // The same checks on bytes already in memory (a download, a fuzzer's input); `name` stands for
+  // the file in messages. The bytes are copied once into 64-byte aligned storage.
+  static SafetensorsFile from_bytes(std::string_view bytes, const std::string& name = "<memory>") {
+    SafetensorsFile f;
+    f.path_ = name;
+    f.size_ = bytes.size();
+    if (!bytes.empty()) {
+      void* p = ::operator new(bytes.size(), std::align_val_t(Tensor::alignment));
+      std::memcpy(p, bytes.data(), bytes.size());
+      f.map_ = std::shared_ptr<void>(p, [](void* q) { ::operator delete(q, std::align_val_t(Tensor::alignment)); });
+    }
+    f.parse();
+    return f;
+  }
+
   const std::string& path() const { return path_; }
   const std::vector<SafetensorsEntry>& entries() const { return entries_; }
   const std::map<std::string, std::string>& metadata() const { return metadata_; }
