@@ -305,6 +305,52 @@ TEST(HostileInputs, SavingAProgramIsAtomic) {
 
 // ---- found by the fuzzers (docs/robustness.md, "Bugs found") --------------------------------------
 
+namespace {
+// A fixture's IR with the first node's attrs and output shape replaced.
+ir::Graph edited_ir(const char* dir, const nlohmann::json& attrs, const Shape& out_shape) {
+  auto j = nlohmann::json::parse(test::read_text(data(std::string(dir) + "/ir.json")));
+  auto& n = j["nodes"][0];
+  n["attrs"] = attrs;
+  n["outputs"][0]["shape"] = out_shape;
+  j["graph_outputs"][0]["shape"] = out_shape;
+  return ir::read_ir_string(j.dump(), std::string(dir) + "/edited.json");
+}
+}  // namespace
+
+TEST(FuzzIrJson, PoolingStrideZeroIsAnAttributeErrorNotADivisionByZero) {
+  // fuzz_ir_json: avg_pool2d with stride [2, 0] divided by zero in shape inference.
+  NPUSIM_EXPECT_ERROR(ops::check_graph(edited_ir("ops/avg_pool2d", {{"kernel_size", {3, 2}}, {"stride", {2, 0}}}, {1, 16, 4, 4})),
+                      "npusim attr error", "node 'avg_pool2d'", "attribute 'stride' has a value npusim does not implement",
+                      "expected values in [1, 2147483648], found [2, 0]");
+  NPUSIM_EXPECT_ERROR(ops::check_graph(edited_ir("ops/max_pool2d_3x3_s2_p1", {{"kernel_size", 3}, {"padding", -1}}, {1, 8, 8, 8})),
+                      "attribute 'padding'", "found [-1, -1]");
+  NPUSIM_EXPECT_ERROR(ops::check_graph(edited_ir("ops/conv2d_3x3_bias", {{"padding", 4611686018427387904}}, {1, 8, 8, 8})),
+                      "attribute 'padding'", "found [4611686018427387904, 4611686018427387904]");
+  NPUSIM_EXPECT_ERROR(ops::check_graph(edited_ir("ops/adaptive_avg_pool2d_1", {{"output_size", {0, 1}}}, {1, 128, 0, 1})),
+                      "attribute 'output_size'", "found [0, 1]");
+  // An empty input plane divided by zero in the adaptive pooling kernel.
+  ops::AdaptiveAvgPool2d::Attrs a;
+  a.output_size = {1, 1};
+  const std::vector<ops::TensorSpec> in{{{1, 4, 0, 7}, DType::f32}};
+  NPUSIM_EXPECT_ERROR(ops::AdaptiveAvgPool2d::infer(a, in), "npusim shape error", "adaptive_avg_pool2d input has an empty spatial dimension",
+                      "found [1, 4, 0, 7]");
+}
+
+TEST(FuzzIrJson, HugePoolingWindowVisitsOnlyTheInput) {
+  // A 2^31 window padded by 2^30 on a 16x16 input is one output per plane; the reference kernel
+  // used to walk all 2^62 taps of it.
+  const std::int64_t k = std::int64_t{1} << 31, p = std::int64_t{1} << 30;
+  ir::Graph g = edited_ir("ops/max_pool2d_3x3_s2_p1", {{"kernel_size", k}, {"padding", p}}, {1, 64, 1, 1});
+  ops::check_graph(g);
+  ASSERT_EQ(g.tensor(g.inputs.at(0)).shape, (Shape{1, 64, 16, 16}));
+  ref::ReferenceRunner r(g, {});
+  std::vector<float> x(64 * 256);
+  for (std::size_t i = 0; i < x.size(); ++i) x[i] = static_cast<float>((i * 37) % 1001);
+  auto y = r.run(std::vector<Tensor>{Tensor::from_values<float>({1, 64, 16, 16}, std::span<const float>(x))});
+  for (std::ptrdiff_t c = 0; c < 64; ++c)
+    EXPECT_EQ(y.at(0).data<float>()[c], *std::max_element(x.begin() + c * 256, x.begin() + (c + 1) * 256)) << "plane " << c;
+}
+
 TEST(FuzzNpubin, NamesThatAreNotUtf8AreRejectedWhenRead) {
   // fuzz_npubin: a node name with byte 0x85 read fine, then `inspect --json` threw
   // nlohmann::json::type_error (invalid UTF-8) instead of an npusim::Error.
@@ -315,4 +361,14 @@ TEST(FuzzNpubin, NamesThatAreNotUtf8AreRejectedWhenRead) {
   for (const char* bad : {"\xc0\xaf", "\xed\xa0\x80", "\xf4\x90\x80\x80", "\xe2\x82"})  // overlong, surrogate, > U+10FFFF, cut
     EXPECT_FALSE(program::npubin_detail::valid_utf8(bad)) << bad;
   for (const char* good : {"relu", "caf\xc3\xa9", "\xe2\x82\xac", "\xf0\x9f\x98\x80"}) EXPECT_TRUE(program::npubin_detail::valid_utf8(good)) << good;
+}
+
+TEST(FuzzSynthManifest, NumberTooLargeForADoubleIsAParseError) {
+  // fuzz_synth_manifest: "scale": 0.2165e991 made nlohmann throw json::out_of_range (406), which
+  // the JSON reader did not convert; every JSON reader (IR, synth, safetensors header) shares it.
+  NPUSIM_EXPECT_ERROR(weights::SynthManifest::parse(R"({"rule": "npusim-synth-v1", "tensors": {"w": {"offset": 0, "scale": 0.2165e991, "shape": [2], "dtype": "float32"}}})",
+                                                    "s.json"),
+                      "npusim parse error", "s.json", "invalid JSON: number overflow parsing '0.2165e991'");
+  NPUSIM_EXPECT_ERROR(ir::read_ir_string(R"({"graph_inputs": [], "graph_outputs": [], "weights": [], "nodes": [], "x": -1e400})", "big.json"),
+                      "big.json", "number overflow");
 }
