@@ -2,8 +2,25 @@
 # Builds everything and runs the whole test suite (ctest). Extra arguments go to ctest, e.g.
 #   scripts/test.sh -L e2e        # one label
 #   scripts/test.sh -LE llm       # everything but the 1.5B-parameter LLM check
+# With --sanitize first (CI passes it), a second stage follows: the tests built with
+# AddressSanitizer + UndefinedBehaviorSanitizer in build-asan/ and run there without the `package`
+# test (it builds a consumer against an install, nothing there to sanitize); docs/robustness.md.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+sanitize=0
+if [ "${1:-}" = "--sanitize" ]; then
+  sanitize=1
+  shift
+fi
 ./scripts/build.sh
-cd build
-ctest -j"$(nproc)" --output-on-failure --timeout 1500 "$@"
+(cd build && ctest -j"$(nproc)" --output-on-failure --timeout 1500 "$@")
+if [ "$sanitize" = 1 ]; then
+  echo "== sanitizer stage: ASan + UBSan (build-asan/) =="
+  if [ ! -f build-asan/CMakeCache.txt ]; then
+    cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Release -DNPUSIM_SANITIZE=address,undefined \
+          -DNPUSIM_BUILD_BENCH=OFF -DNPUSIM_BUILD_EXAMPLES=OFF
+  fi
+  cmake --build build-asan -j"$(nproc)"
+  export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
+  (cd build-asan && ctest -j"$(nproc)" --output-on-failure --timeout 1500 -LE package "$@")
+fi

@@ -236,8 +236,6 @@ int cmd_generate(const GenerateArgs& a, const cli::TargetChoice& tc) {
   Tensor plogits = pc.io->tensor(pc.graph.tensor(pc.graph.outputs.at(0)).name);
   const bool half = cli::half_dtype(tc.dtype);
   const double ptol = a.tol.value_or(half ? 0.035 : 1e-3), stol = a.tol.value_or(half ? 0.04 : 1e-3), min_cos = half ? 0.9995 : 0.99999;
-  const auto steps = static_cast<int>(dlogits.shape().at(0));
-  const int need = a.min_matches >= 0 ? a.min_matches : (half ? steps - 1 : steps);
   bool ok = true;
   llm::GenerateCallbacks cb;
   cb.on_prefill = [&](const llm::GenerateCheck& r) {
@@ -262,7 +260,7 @@ int cmd_generate(const GenerateArgs& a, const cli::TargetChoice& tc) {
     decode.plan->set_profiler(&prof);
   }
   auto t_check = clock_type::now();
-  llm::GenerateCheck r = llm::check_generation(model, prompt, plogits, tok, dlogits, cb);
+  llm::GenerateCheck r = llm::check_generation(model, prompt, plogits, tok, dlogits, cb);  // checks the references' sizes
   if (a.profile) {
     decode.plan->set_profiler(nullptr);
     double decode_us = 0;
@@ -272,6 +270,8 @@ int cmd_generate(const GenerateArgs& a, const cli::TargetChoice& tc) {
     if (!a.trace.empty()) prof.write_trace(a.trace), std::printf("trace: %s\n", a.trace.c_str());
   }
   (void)t_check;
+  const auto steps = static_cast<int>(r.steps.size());
+  const int need = a.min_matches >= 0 ? a.min_matches : (half ? steps - 1 : steps);
   ok = ok && r.token_matches >= need;
   double step_total = 0;
   for (const auto& s : r.steps) step_total += s.ms;

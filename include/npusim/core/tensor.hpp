@@ -2,7 +2,10 @@
 // Copying a Tensor shares the storage; clone() copies the bytes. Always contiguous, row-major.
 #pragma once
 
+#include <unistd.h>
+
 #include <algorithm>
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -84,6 +87,27 @@ inline void convert_elements(DType from, const void* src, DType to, void* dst, s
   });
 }
 
+// The most bytes one allocation may take: by default this machine's physical memory (a larger
+// request could only end in std::bad_alloc or the OOM killer). Checked before allocating, so a
+// file claiming a 1 TB tensor is an npusim::Error, not a crash. Tools and fuzzers may lower it.
+inline std::atomic<std::uint64_t>& allocation_limit() {
+  static std::atomic<std::uint64_t> limit = [] {
+    const long pages = ::sysconf(_SC_PHYS_PAGES), page = ::sysconf(_SC_PAGESIZE);
+    return pages > 0 && page > 0 ? static_cast<std::uint64_t>(pages) * static_cast<std::uint64_t>(page) : std::uint64_t{1} << 46;
+  }();
+  return limit;
+}
+
+// Throws a resource error when `bytes` exceed allocation_limit(); `what()` names the allocation
+// (only called on failure, so hot paths pay one comparison).
+template <class What>
+void check_allocation(std::uint64_t bytes, What&& what) {
+  const std::uint64_t limit = allocation_limit().load(std::memory_order_relaxed);
+  if (bytes > limit)
+    throw Error(ErrorCode::resource, std::string(what()) + " needs more memory than the allocation limit (this machine's memory unless lowered); nothing was allocated",
+                {.expected = "<= " + std::to_string(limit) + " bytes", .found = std::to_string(bytes) + " bytes"});
+}
+
 class Tensor {
  public:
   static constexpr std::size_t alignment = 64;
@@ -94,6 +118,7 @@ class Tensor {
   static Tensor empty(DType dtype, Shape shape) {
     std::int64_t n = checked_numel(shape);
     std::size_t bytes = checked_bytes(n, dtype, shape);
+    check_allocation(bytes, [&] { return std::string(dtype_name(dtype)) + " tensor of shape " + to_string(shape); });
     void* p = ::operator new(std::max<std::size_t>(bytes, 1), std::align_val_t(alignment));
     std::shared_ptr<void> owner(p, [](void* q) { ::operator delete(q, std::align_val_t(alignment)); });
     Tensor t;

@@ -48,6 +48,10 @@ inline json parse_json(std::string_view text, const std::string& source,
     std::string msg = e.what();
     if (auto p = msg.find("parse error"); p != std::string::npos) msg = msg.substr(p);
     throw Error(ErrorCode::parse, "invalid JSON: " + msg, {.file = source, .offset = e.byte});
+  } catch (const json::exception& e) {  // e.g. out_of_range 406: a number too large for a double
+    std::string msg = e.what();
+    if (auto p = msg.find("] "); p != std::string::npos) msg = msg.substr(p + 2);
+    throw Error(ErrorCode::parse, "invalid JSON: " + msg, {.file = source});
   }
 }
 

@@ -119,6 +119,32 @@ inline DType promote_with_scalar(DType t, const Scalar& s) {
   return t;
 }
 
+// Output length of a sliding window (convolution, pooling) as PyTorch computes it, in 128-bit
+// arithmetic so that no attribute value can overflow it; an empty or oversized result is an error.
+// Callers have checked kernel >= 1, stride >= 1, dilation >= 1 and padding >= 0.
+inline std::int64_t window_output_size(std::int64_t in, std::int64_t kernel, std::int64_t stride, std::int64_t pad,
+                                       std::int64_t dilation, bool ceil_mode, std::string_view op) {
+  __extension__ using wide = __int128;
+  const wide num = wide{in} + 2 * wide{pad} - wide{dilation} * (kernel - 1) - 1 + (ceil_mode ? stride - 1 : 0);
+  wide out = num < 0 ? 0 : num / stride + 1;
+  if (ceil_mode && out > 0 && (out - 1) * stride >= wide{in} + pad) --out;  // the last window must start inside
+  if (out < 1 || out > INT64_MAX)
+    throw Error(ErrorCode::shape, std::string(op) + " output size would be " + (out < 1 ? "empty" : "too large"),
+                {.found = "input " + std::to_string(in) + ", kernel " + std::to_string(kernel) + ", stride " + std::to_string(stride) +
+                          ", padding " + std::to_string(pad) + ", dilation " + std::to_string(dilation)});
+  return static_cast<std::int64_t>(out);
+}
+
+// For Attrs::check() of window ops (kernel, stride, padding, dilation, sizes): every value in
+// [min, 2^31], which keeps the kernels' index arithmetic far from int64 overflow.
+inline void expect_window_attr(const Ints& v, std::int64_t min, const char* name) {
+  constexpr std::int64_t max = std::int64_t{1} << 31;
+  for (auto x : v)
+    if (x < min || x > max)
+      throw Error(ErrorCode::attr, "attribute '" + std::string(name) + "' has a value npusim does not implement",
+                  {.expected = "values in [" + std::to_string(min) + ", " + std::to_string(max) + "]", .found = to_string(v)});
+}
+
 inline Ints normalize_dims(const Ints& dims, std::size_t rank) {
   Ints r;
   for (auto d : dims) r.push_back(normalize_dim(d, static_cast<std::int64_t>(rank)));

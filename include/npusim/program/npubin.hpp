@@ -15,6 +15,7 @@
 #include "npusim/core/file.hpp"
 #include "npusim/ops/registry.hpp"
 #include "npusim/program/program.hpp"
+#include "npusim/program/validate.hpp"
 #include "npusim/weights/synth.hpp"
 
 namespace npusim::inline NPUSIM_ABI::program {
@@ -104,6 +105,36 @@ inline void put_io(Packer& pk, const std::vector<IoSpec>& v) {
 }
 
 // ---- reading -------------------------------------------------------------------------------------
+
+// UTF-8 as JSON requires it (RFC 3629: no overlong forms, surrogates or code points past
+// U+10FFFF). Every name npusim holds came from JSON, so a string that is not is damage, and would
+// make `inspect --json` or a profile trace fail later.
+inline bool valid_utf8(std::string_view s) {
+  for (std::size_t i = 0; i < s.size();) {
+    const auto c = static_cast<unsigned char>(s[i]);
+    std::size_t n = 0;
+    std::uint32_t cp = 0;
+    if (c < 0x80) {
+      ++i;
+      continue;
+    }
+    if ((c & 0xe0) == 0xc0) n = 1, cp = c & 0x1fu;
+    else if ((c & 0xf0) == 0xe0) n = 2, cp = c & 0x0fu;
+    else if ((c & 0xf8) == 0xf0) n = 3, cp = c & 0x07u;
+    else return false;
+    if (s.size() - i <= n) return false;
+    for (std::size_t k = 1; k <= n; ++k) {
+      const auto d = static_cast<unsigned char>(s[i + k]);
+      if ((d & 0xc0) != 0x80) return false;
+      cp = (cp << 6) | (d & 0x3fu);
+    }
+    static constexpr std::uint32_t min_cp[] = {0, 0x80, 0x800, 0x10000};
+    if (cp < min_cp[n] || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff)) return false;
+    i += n + 1;
+  }
+  return true;
+}
+
 struct Reader {
   std::string file;
   [[noreturn]] void fail(const std::string& what) const { throw Error(ErrorCode::parse, "malformed .npubin: " + what, {.file = file}); }
@@ -117,7 +148,9 @@ struct Reader {
   }
   std::string str(const msgpack::object& o) const {
     if (o.type != msgpack::type::STR) fail("expected a string");
-    return std::string(o.via.str.ptr, o.via.str.size);
+    std::string_view v(o.via.str.ptr, o.via.str.size);
+    if (!valid_utf8(v)) fail("string is not valid UTF-8");
+    return std::string(v);
   }
   std::int64_t i64(const msgpack::object& o) const {
     if (o.type == msgpack::type::POSITIVE_INTEGER) {
@@ -149,8 +182,8 @@ struct Reader {
     }
     try {
       checked_numel(s);
-    } catch (const Error&) {
-      fail("shape too large");
+    } catch (const Error& e) {
+      fail("shape: " + e.message());
     }
     return s;
   }
@@ -222,8 +255,10 @@ struct Reader {
       DType d = dtype(f[0]);
       Shape s = shape(f[1]);
       if (f[2].type != msgpack::type::BIN) fail("constant data must be binary");
+      // Compare sizes before allocating: the bytes are there, the shape is only a claim.
+      const std::uint64_t bin = f[2].via.bin.size, es = dtype_size(d);
+      if (bin % es != 0 || bin / es != static_cast<std::uint64_t>(numel(s))) fail("constant data size does not match its shape");
       Tensor t = Tensor::empty(d, s);
-      if (f[2].via.bin.size != t.nbytes()) fail("constant data size does not match its shape");
       std::memcpy(t.raw(), f[2].via.bin.ptr, t.nbytes());
       g.constants[str(cs.via.map.ptr[i].key)] = t;
     }
@@ -252,9 +287,7 @@ struct Reader {
     }
     if (static_cast<std::int64_t>(b.tensors.size()) != tensors) fail("buffer plan does not cover every tensor");
     b.arena_bytes = i64(f[1]), b.naive_bytes = i64(f[2]), b.lower_bound_bytes = i64(f[3]), b.in_place = static_cast<int>(i64(f[4]));
-    for (const auto& p : b.tensors)
-      if (p.place == plan::Place::arena && p.offset + p.bytes > b.arena_bytes) fail("tensor placed outside the arena");
-    return b;
+    return b;  // sizes and placements: validate()
   }
   std::vector<IoSpec> io(const msgpack::object& o) const {
     std::vector<IoSpec> v;
@@ -361,7 +394,10 @@ inline CompiledProgram deserialize(std::string_view bytes, const std::string& fi
 
   msgpack::object_handle oh;
   try {
-    oh = msgpack::unpack(payload.data(), payload.size());
+    // No container or string can hold more elements than the payload has bytes: without these
+    // limits a 5-byte array header claiming 4G elements makes msgpack allocate ~100 GB up front.
+    const std::size_t n = payload.size();
+    oh = msgpack::unpack(payload.data(), n, nullptr, nullptr, msgpack::unpack_limit(n, n, n, n, n, 64));
   } catch (const std::exception& e) {
     throw fail(ErrorCode::parse, std::string("malformed .npubin payload: ") + e.what());
   }
@@ -416,6 +452,11 @@ inline CompiledProgram deserialize(std::string_view bytes, const std::string& fi
   p.stats.view_kernels = r.i64(r.field(st, "view_kernels"));
   p.stats.fused_kernels = r.i64(r.field(st, "fused_kernels"));
   p.stats.pass_counts = r.attrs(r.field(st, "pass_counts"));
+  try {
+    validate(p);
+  } catch (Error& e) {
+    throw e.with_file(file);
+  }
   return p;
 }
 

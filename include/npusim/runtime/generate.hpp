@@ -5,8 +5,8 @@
 //
 // Prompts: shorter than the prefill length are right-padded (the padded positions are never
 // attended to and are overwritten as decoding reaches them); longer ones are prefilled in full
-// and the rest fed through decode steps. Nothing is truncated. Decoding stops at an EOS id, at
-// the token budget, or with an error when the cache is full.
+// and the rest fed through decode steps. Nothing is truncated. Decoding stops at an EOS id or at
+// the token budget; a budget the cache cannot hold is an error before anything runs.
 #pragma once
 
 #include <chrono>
@@ -85,6 +85,22 @@ class KvState {
   }
   const std::map<ir::TensorId, Tensor>& inputs() const { return cache_; }
   const std::set<ir::TensorId>& input_ids() const { return ids_; }
+
+  // Positions the decode program can hold: the KV inputs' sequence length (the mapping's
+  // max_cache_len when it maps no layer).
+  std::int64_t capacity(const ir::Graph& decode) const {
+    std::int64_t c = map_.max_cache_len;
+    for (auto t : dk_in_) c = std::min(c, decode.tensor(t).shape.size() == 4 ? decode.tensor(t).shape[2] : 0);
+    return c;
+  }
+  // Refuses, before anything runs, a decode step at a position the cache does not have: the
+  // index_copy that writes the new K/V row would otherwise be the first to notice, mid-run.
+  void check_position(const ir::Graph& decode, std::int64_t last_position) const {
+    const std::int64_t c = capacity(decode);
+    if (last_position >= c)
+      throw Error(ErrorCode::resource, "decode position beyond the KV cache", {.file = decode.source,
+                  .expected = "position < " + std::to_string(c) + " (the cache length)", .found = std::to_string(last_position)});
+  }
 
  private:
   std::vector<std::size_t> pk_, pv_, dk_out_, dv_out_;
@@ -182,12 +198,18 @@ struct Generation {
   std::vector<std::int64_t> tokens;  // generated, the first from the prompt's last logits
   double prefill_ms = 0;             // time to first token
   std::vector<double> step_ms;
-  std::string stop;                  // "eos", "max_new_tokens" or "cache_full"
+  std::string stop;                  // "eos" or "max_new_tokens"
 };
 
 inline Generation generate(LlmPrograms& m, std::span<const std::int64_t> prompt, const GenerateOptions& o,
                            const std::function<void(std::int64_t token, std::size_t index)>& on_token = {}) {
   Session s(m);
+  // The budget must fit the cache: refused before anything runs, never cut short silently.
+  const std::int64_t n = static_cast<std::int64_t>(prompt.size());
+  if (o.max_new_tokens > 1 && n + static_cast<std::int64_t>(o.max_new_tokens) - 2 >= s.max_positions())
+    throw Error(ErrorCode::resource, "decode position beyond the KV cache",
+                {.file = m.decode.graph().source, .expected = "position < " + std::to_string(s.max_positions()) + " (the cache length)",
+                 .found = std::to_string(n + static_cast<std::int64_t>(o.max_new_tokens) - 2)});
   Sampler sampler(o.sampling);
   Generation g;
   std::vector<float> logits = s.prefill(prompt);
@@ -202,10 +224,6 @@ inline Generation generate(LlmPrograms& m, std::span<const std::int64_t> prompt,
     }
     if (g.tokens.size() >= o.max_new_tokens) {
       g.stop = "max_new_tokens";
-      break;
-    }
-    if (s.position() >= s.max_positions()) {
-      g.stop = "cache_full";
       break;
     }
     logits = s.step(t);
@@ -251,12 +269,27 @@ inline GenerateCheck check_generation(LlmPrograms& m, std::span<const std::int64
   using clock = std::chrono::steady_clock;
   const ir::Graph& pg = m.prefill.graph();
   GenerateCheck res;
+  const ir::Graph& dg = m.decode.graph();
+  KvState kv(pg, dg, m.map);
+  // The references come from a file: check their sizes before indexing with them.
+  const auto steps = static_cast<std::size_t>(decode_logits_ref.shape().empty() ? 0 : decode_logits_ref.shape()[0]);
+  if (decode_tokens.size() < steps + 1)
+    throw Error(ErrorCode::shape, "fewer reference decode tokens than decode steps + 1",
+                {.tensor = "decode_tokens", .expected = ">= " + std::to_string(steps + 1), .found = std::to_string(decode_tokens.size())});
+  if (steps > 0) kv.check_position(dg, static_cast<std::int64_t>(prompt.size() + steps - 1));
+
   // The prefill run is made here directly: all its logits rows are compared, not just the last.
   auto t0 = clock::now();
   std::vector<Tensor> pout = m.prefill.run(build_inputs(pg, m.prefill_roles, prompt, 0, {}));
   res.prefill_ms = std::chrono::duration<double, std::milli>(clock::now() - t0).count();
   Tensor logits = pout.at(0).to(DType::f32);
-  const std::int64_t V = logits.shape().back(), S = logits.numel() / V, keep = prefill_logits_ref.numel() / V;
+  // Compare the positions the reference stores (all of them, or only the last).
+  const std::int64_t V = logits.shape().empty() ? 0 : logits.shape().back(), S = V ? logits.numel() / V : 0;
+  const std::int64_t keep = V ? prefill_logits_ref.numel() / V : 0;
+  if (V == 0 || keep < 1 || keep > S || prefill_logits_ref.numel() != keep * V || decode_logits_ref.numel() != static_cast<std::int64_t>(steps) * V)
+    throw Error(ErrorCode::shape, "reference logits do not match the programs' logits",
+                {.expected = "rows of " + std::to_string(V) + " (prefill up to " + std::to_string(S) + " rows, decode " + std::to_string(steps) + ")",
+                 .found = "prefill " + to_string(prefill_logits_ref.shape()) + ", decode " + to_string(decode_logits_ref.shape())});
   Tensor tail = Tensor::wrap(DType::f32, {keep, V}, logits.data<float>() + (S - keep) * V, logits.owner());
   res.prefill = compare(tail, prefill_logits_ref);
   Tensor ref_f = prefill_logits_ref.to(DType::f32);
@@ -264,11 +297,9 @@ inline GenerateCheck check_generation(LlmPrograms& m, std::span<const std::int64
   res.prefill_top1_ref = argmax_index(std::span<const float>(ref_f.data<float>() + (keep - 1) * V, static_cast<std::size_t>(V)));
   if (cb.on_prefill) cb.on_prefill(res);
 
-  KvState kv(pg, m.decode.graph(), m.map);
   kv.carry_on(m.decode);
-  kv.from_prefill(m.decode.graph(), pout);
+  kv.from_prefill(dg, pout);
   pout.clear();
-  const auto steps = static_cast<std::size_t>(decode_logits_ref.shape().at(0));
   Tensor dref = decode_logits_ref.to(DType::f32);
   for (std::size_t s = 0; s < steps; ++s) {
     StepCheck sc;

@@ -44,6 +44,16 @@ class PlanRunner : public Runner {
   PlanRunner(program::CompiledProgram program, const weights::WeightSource* source, const ExecutorFactories& factories,
              weights::BindOptions bind = {})
       : prog_(std::move(program)), recipes_(source, prog_.recipes) {
+    // The arenas are the program's working memory on whatever target runs it: refuse a program
+    // that cannot fit before any executor allocates (the .npubin reader caps each at 64 TiB).
+    std::uint64_t arena = 0;
+    for (const auto& part : prog_.partitions)
+      arena += std::min(static_cast<std::uint64_t>(std::max<std::int64_t>(part.plan.arena_bytes, 0)), UINT64_MAX / 2 - arena);
+    try {
+      check_allocation(arena, [&] { return "the program's arena of " + std::to_string(arena) + " bytes"; });
+    } catch (Error& e) {
+      throw e.with_file(prog_.source);
+    }
     for (std::size_t k = 0; k < prog_.partitions.size(); ++k) {
       const auto& part = prog_.partitions[k];
       auto f = factories.find(part.target);

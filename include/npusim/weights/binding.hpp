@@ -33,6 +33,7 @@ class WeightSource {
 class SafetensorsSource final : public WeightSource {
  public:
   explicit SafetensorsSource(const std::string& path) : file_(SafetensorsFile::open(path)) {}
+  explicit SafetensorsSource(SafetensorsFile file) : file_(std::move(file)) {}
   const std::string& path() const override { return file_.path(); }
   bool contains(const std::string& key) const override { return file_.find(key) != nullptr; }
   std::pair<Shape, DType> meta(const std::string& key) const override {
@@ -169,6 +170,28 @@ inline BoundWeights bind_weights(const ir::Graph& g, const WeightSource* src, co
       total += static_cast<std::uint64_t>(numel(w.shape)) * dtype_size(w.dtype);
     }
     plan.push_back(std::move(it));
+  }
+
+  // Refuse before loading anything when the distinct tensors cannot fit (a file claiming a 1 TB
+  // tensor, or many large ones), naming the largest.
+  {
+    std::unordered_set<std::string> seen;
+    std::uint64_t sum = 0, largest = 0;
+    const Item* big = nullptr;
+    for (const Item& it : plan) {
+      if (it.constant || !seen.insert(it.from.empty() ? it.key : src->canonical(it.from)).second) continue;
+      const ir::TensorInfo& w = g.tensor(it.id);
+      const DType d = opt.load_as && is_floating(w.dtype) ? *opt.load_as : w.dtype;
+      const auto n = static_cast<std::uint64_t>(numel(w.shape)), es = std::max(dtype_size(d), dtype_size(w.dtype));
+      const std::uint64_t b = n > UINT64_MAX / es ? UINT64_MAX : n * es;
+      sum = b > UINT64_MAX - sum ? UINT64_MAX : sum + b;
+      if (b >= largest) largest = b, big = &it;
+    }
+    try {
+      check_allocation(sum, [&] { return "binding " + std::to_string(seen.size()) + " weight tensor(s) (the largest of shape " + to_string(g.tensor(big->id).shape) + ")"; });
+    } catch (Error& e) {
+      throw e.with_file(src ? src->path() : g.source).with_tensor(big->key);
+    }
   }
 
   // Load, sharing buffers between keys that resolve to the same source tensor.

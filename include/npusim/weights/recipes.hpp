@@ -41,16 +41,53 @@ inline Recipe pad_recipe(std::string input, std::string output, const Shape& sha
 // Applies one recipe. `get` returns a source tensor by key (float tensors in any dtype). Results
 // are computed in float64 and returned in float32 (pad keeps its input's dtype); the loader rounds
 // them to the dtype the target stores.
+// What each kind needs: input and output counts, and its params (a recipe read from a .npubin is
+// checked against this before anything is loaded).
+inline void check_recipe(const Recipe& r) {
+  auto fail = [&](const std::string& what) {
+    return Error(ErrorCode::parse, r.kind + " recipe: " + what, {.tensor = r.outputs.empty() ? std::string() : r.outputs[0]});
+  };
+  auto counts = [&](std::size_t in, std::size_t out) {
+    if (r.inputs.size() != in || r.outputs.size() != out)
+      throw fail("expected " + std::to_string(in) + " input(s) and " + std::to_string(out) + " output(s), found " +
+                 std::to_string(r.inputs.size()) + " and " + std::to_string(r.outputs.size()));
+    for (const auto& o : r.outputs)
+      if (o.empty()) throw fail("an output has no name");
+  };
+  if (r.kind == "bn_fold") {
+    counts(6, 2);
+    if (r.inputs[0].empty() || r.inputs[4].empty() || r.inputs[5].empty()) throw fail("conv weight and running statistics are required");
+    const ir::AttrValue* eps = r.params.find("eps");
+    if (!eps || !eps->is_number()) throw fail("param 'eps' must be a number");
+  } else if (r.kind == "pad") {
+    counts(1, 1);
+    const ir::AttrValue* shape = r.params.find("shape");
+    if (!shape || !shape->is_list()) throw fail("param 'shape' must be a list of sizes");
+    for (const auto& d : shape->as_list())
+      if (!d.is_int() || d.as_int() < 0) throw fail("param 'shape' must be a list of sizes");
+  } else if (r.kind == "cast") {
+    counts(1, 1);
+  } else {
+    throw Error(ErrorCode::unsupported, "unknown weight recipe '" + r.kind + "'", {.expected = "bn_fold, pad or cast", .found = r.kind});
+  }
+  if (r.inputs.size() && r.inputs[0].empty()) throw fail("its first input has no name");
+}
+
 inline std::vector<Tensor> apply_recipe(const Recipe& r, const std::function<Tensor(const std::string&)>& get) {
+  check_recipe(r);
   auto f64 = [&](const std::string& k) { return k.empty() ? Tensor() : get(k).to(DType::f64); };
   if (r.kind == "bn_fold") {
-    Tensor w = f64(r.inputs.at(0)), b = f64(r.inputs.at(1)), gamma = f64(r.inputs.at(2)), beta = f64(r.inputs.at(3));
-    Tensor mean = f64(r.inputs.at(4)), var = f64(r.inputs.at(5));
+    Tensor w = f64(r.inputs[0]), b = f64(r.inputs[1]), gamma = f64(r.inputs[2]), beta = f64(r.inputs[3]);
+    Tensor mean = f64(r.inputs[4]), var = f64(r.inputs[5]);
     const double eps = r.params.find("eps")->as_double();
-    const std::int64_t cout = w.shape().at(0), per = w.numel() / cout;
-    if (mean.numel() != cout || var.numel() != cout)
-      throw Error(ErrorCode::shape, "bn_fold: BatchNorm statistics do not match the conv's output channels",
-                  {.tensor = r.inputs[4], .expected = std::to_string(cout), .found = std::to_string(mean.numel())});
+    const std::int64_t cout = w.rank() ? w.shape()[0] : 0, per = cout ? w.numel() / cout : 0;
+    if (cout < 1) throw Error(ErrorCode::shape, "bn_fold: the conv weight has no output channels", {.tensor = r.inputs[0], .found = to_string(w.shape())});
+    for (std::size_t i : {1, 2, 3, 4, 5}) {
+      const Tensor& t = i == 1 ? b : i == 2 ? gamma : i == 3 ? beta : i == 4 ? mean : var;
+      if (t.defined() && t.numel() != cout)
+        throw Error(ErrorCode::shape, "bn_fold: bias or BatchNorm parameters do not match the conv's output channels",
+                    {.tensor = r.inputs[i], .expected = std::to_string(cout), .found = std::to_string(t.numel())});
+    }
     Tensor nw = Tensor::empty(DType::f64, w.shape()), nb = Tensor::empty(DType::f64, {cout});
     for (std::int64_t c = 0; c < cout; ++c) {
       const double g = gamma.defined() ? gamma.data<double>()[c] : 1.0, be = beta.defined() ? beta.data<double>()[c] : 0.0;
@@ -61,12 +98,16 @@ inline std::vector<Tensor> apply_recipe(const Recipe& r, const std::function<Ten
     return {nw.to(DType::f32), nb.to(DType::f32)};
   }
   if (r.kind == "pad") {
-    Tensor src = get(r.inputs.at(0));
+    Tensor src = get(r.inputs[0]);
     Shape to;
     for (const auto& v : r.params.find("shape")->as_list()) to.push_back(v.as_int());
-    if (to.size() != src.rank())
-      throw Error(ErrorCode::shape, "pad recipe rank mismatch", {.tensor = r.inputs[0], .expected = to_string(to), .found = to_string(src.shape())});
+    bool grows = to.size() == src.rank();
+    for (std::size_t d = 0; grows && d < to.size(); ++d) grows = to[d] >= src.shape()[d];
+    if (!grows)
+      throw Error(ErrorCode::shape, "pad recipe must keep the rank and only grow dims", {.tensor = r.inputs[0], .expected = to_string(to),
+                                                                                       .found = to_string(src.shape())});
     Tensor out = Tensor::zeros(src.dtype(), to);
+    if (src.numel() == 0) return {out};
     const std::size_t es = dtype_size(src.dtype());
     // Copy the source into the leading corner, row by row over the last dim.
     Strides ss = contiguous_strides(src.shape()), ds = contiguous_strides(to);
@@ -83,8 +124,7 @@ inline std::vector<Tensor> apply_recipe(const Recipe& r, const std::function<Ten
     }
     return {out};
   }
-  if (r.kind == "cast") return {get(r.inputs.at(0)).to(DType::f32)};
-  throw Error(ErrorCode::unsupported, "unknown weight recipe '" + r.kind + "'", {.expected = "bn_fold, pad or cast", .found = r.kind});
+  return {get(r.inputs[0]).to(DType::f32)};  // cast
 }
 
 }  // namespace npusim::inline NPUSIM_ABI::weights

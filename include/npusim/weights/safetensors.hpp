@@ -56,6 +56,21 @@ class SafetensorsFile {
     return f;
   }
 
+  // The same checks on bytes already in memory (a download, a fuzzer's input); `name` stands for
+  // the file in messages. The bytes are copied once into 64-byte aligned storage.
+  static SafetensorsFile from_bytes(std::string_view bytes, const std::string& name = "<memory>") {
+    SafetensorsFile f;
+    f.path_ = name;
+    f.size_ = bytes.size();
+    if (!bytes.empty()) {
+      void* p = ::operator new(bytes.size(), std::align_val_t(Tensor::alignment));
+      std::memcpy(p, bytes.data(), bytes.size());
+      f.map_ = std::shared_ptr<void>(p, [](void* q) { ::operator delete(q, std::align_val_t(Tensor::alignment)); });
+    }
+    f.parse();
+    return f;
+  }
+
   const std::string& path() const { return path_; }
   const std::vector<SafetensorsEntry>& entries() const { return entries_; }
   const std::map<std::string, std::string>& metadata() const { return metadata_; }
@@ -71,8 +86,17 @@ class SafetensorsFile {
     if (!e) throw Error(ErrorCode::weights, "tensor not found", {.file = path_, .tensor = std::string(name)});
     return tensor(*e);
   }
+  // A BOOL tensor's bytes must each be 0 or 1 (any other byte is not a bool value: reading it
+  // would be undefined behaviour); checked here, where the bytes enter.
   Tensor tensor(const SafetensorsEntry& e) const {
     auto* p = static_cast<std::byte*>(map_.get()) + data_offset_ + e.begin;
+    if (e.dtype == DType::boolean) {
+      const auto* b = reinterpret_cast<const std::uint8_t*>(p);
+      for (std::uint64_t i = 0; i < e.end - e.begin; ++i)
+        if (b[i] > 1)
+          throw Error(ErrorCode::parse, "BOOL tensor holds a byte that is not 0 or 1",
+                      {.file = path_, .tensor = e.name, .offset = data_offset_ + e.begin + i, .expected = "0 or 1", .found = std::to_string(b[i])});
+    }
     if (reinterpret_cast<std::uintptr_t>(p) % dtype_size(e.dtype) == 0) return Tensor::wrap(e.dtype, e.shape, p, map_);
     Tensor t = Tensor::empty(e.dtype, e.shape);
     std::memcpy(t.raw(), p, e.end - e.begin);

@@ -13,6 +13,12 @@ namespace npusim::inline NPUSIM_ABI {
 template <>
 struct kernel<ops::MaxPool2d, ReferenceTarget> {
   static constexpr bool provided = true;
+  // Tap indices i in [0, k) with 0 <= base + i * d < size.
+  static std::pair<std::int64_t, std::int64_t> taps(std::int64_t base, std::int64_t d, std::int64_t k, std::int64_t size) {
+    if (base >= size) return {0, 0};
+    const std::int64_t lo = base >= 0 ? 0 : (-base + d - 1) / d;
+    return {lo, std::max(lo, std::min(k, (size - 1 - base) / d + 1))};
+  }
   static void run(const ops::MaxPool2d::Attrs& a, ref::Args& args) {
     const Tensor& x = args.x();
     Tensor& y = args.alloc(0);
@@ -23,12 +29,15 @@ struct kernel<ops::MaxPool2d, ReferenceTarget> {
       for (std::int64_t oh = 0; oh < OH; ++oh)
         for (std::int64_t ow = 0; ow < OW; ++ow) {
           float m = -std::numeric_limits<float>::infinity();
-          for (std::int64_t i = 0; i < a.kernel_size[0]; ++i) {
-            std::int64_t ih = oh * a.stride[0] - a.padding[0] + i * a.dilation[0];
-            if (ih < 0 || ih >= H) continue;
-            for (std::int64_t j = 0; j < a.kernel_size[1]; ++j) {
-              std::int64_t iw = ow * a.stride[1] - a.padding[1] + j * a.dilation[1];
-              if (iw < 0 || iw >= W) continue;
+          // Only the window taps that fall inside the input: the window itself comes from a file and
+          // may be huge (padding up to half of it), the input is in memory.
+          const std::int64_t bh = oh * a.stride[0] - a.padding[0], bw = ow * a.stride[1] - a.padding[1];
+          const auto [i0, i1] = taps(bh, a.dilation[0], a.kernel_size[0], H);
+          const auto [j0, j1] = taps(bw, a.dilation[1], a.kernel_size[1], W);
+          for (std::int64_t i = i0; i < i1; ++i) {
+            std::int64_t ih = bh + i * a.dilation[0];
+            for (std::int64_t j = j0; j < j1; ++j) {
+              std::int64_t iw = bw + j * a.dilation[1];
               float v = px[(c * H + ih) * W + iw];
               if (v > m || std::isnan(v)) m = v;
             }

@@ -1,0 +1,77 @@
+// libFuzzer target: .npubin programs as `npusim inspect` and Pipeline::load read them. Each input
+// is read twice: as is (magic, version, length, checksum) and with its frame repaired (length and
+// checksum recomputed over bytes 20..size-8), so that mutations reach the msgpack payload and the
+// program checks behind the checksum. A program that reads back must inspect, re-serialise to
+// bytes that read back identically, and, when small, run on the reference target.
+#include "fuzz_util.hpp"
+#include "npusim/program/inspect.hpp"
+#include "npusim/program/npubin.hpp"
+#include "npusim/target/reference/program_runner.hpp"
+
+using namespace npusim;
+
+namespace {
+
+void use(const program::CompiledProgram& p) {
+  program::inspect_text(p);
+  program::inspect_json(p);
+  const std::string again = program::serialize(p);
+  std::string twice;
+  try {
+    twice = program::serialize(program::deserialize(again, "reserialised.npubin"));
+  } catch (const Error& e) {
+    std::fprintf(stderr, "fuzz: a program that was read does not read back after serialize: %s\n", e.what());
+    std::abort();
+  }
+  if (twice != again) {
+    std::fprintf(stderr, "fuzz: serialize(deserialize(serialize(p))) differs from serialize(p)\n");
+    std::abort();
+  }
+  std::int64_t io_elements = 0;
+  for (const auto& io : p.inputs) io_elements += numel(io.shape);  // shapes are checked: no overflow below the cap
+  if (io_elements > (std::int64_t{1} << 16)) return;
+  for (const auto& part : p.partitions)
+    if (!fuzz::small_graph(part.graph)) return;
+  // Weights: a synthetic manifest over every partition's weight keys.
+  weights::SynthManifest m;
+  m.source = "fuzz-synth.json", m.rule = "npusim-synth-v1";
+  for (const auto& part : p.partitions) {
+    auto pm = fuzz::synth_for(part.graph);
+    m.tensors.insert(pm.tensors.begin(), pm.tensors.end());
+  }
+  // Recipe inputs are checkpoint keys no partition names: give them the shapes the derived weights
+  // suggest (bn_fold: the conv weight's, then [Cout]; pad: its output's), so recipes run too.
+  for (const auto& r : p.recipes) {
+    auto out = m.tensors.find(r.outputs.empty() ? std::string() : r.outputs[0]);
+    if (out == m.tensors.end()) continue;
+    const weights::SynthTensor w = out->second;
+    for (std::size_t i = 0; i < r.inputs.size(); ++i)
+      if (!r.inputs[i].empty() && !m.tensors.count(r.inputs[i]))
+        m.tensors[r.inputs[i]] = i == 0 || w.shape.empty() ? w : weights::SynthTensor{1.0, 0.5, {w.shape[0]}, w.dtype};
+  }
+  weights::SynthSource src(std::move(m));
+  ref::ProgramRunner runner(p, &src);
+  std::vector<Tensor> in;
+  for (const auto& io : p.inputs) {
+    ir::Graph one;
+    one.inputs.push_back(one.add_tensor({io.name, io.shape, io.dtype, ir::TensorKind::input, -1, 0, {}}));
+    in.push_back(fuzz::inputs_for(one).at(0));
+  }
+  runner.run(in);
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+  const std::string_view raw = fuzz::text(data, size);
+  fuzz::only_npusim_errors([&] { use(program::deserialize(raw, "fuzz.npubin")); });
+  constexpr std::size_t header = 20, trailer = 8;
+  if (size < header + trailer) return 0;
+  std::string framed(raw);
+  const std::string_view payload = raw.substr(header, size - header - trailer);
+  const std::uint64_t len = payload.size(), sum = program::npubin_detail::fnv1a(payload);
+  for (int i = 0; i < 8; ++i) framed[12 + static_cast<std::size_t>(i)] = static_cast<char>((len >> (8 * i)) & 0xff);
+  for (int i = 0; i < 8; ++i) framed[size - trailer + static_cast<std::size_t>(i)] = static_cast<char>((sum >> (8 * i)) & 0xff);
+  if (framed != raw) fuzz::only_npusim_errors([&] { use(program::deserialize(framed, "fuzz.npubin")); });
+  return 0;
+}
