@@ -11,6 +11,7 @@
 #include "npusim/program/inspect.hpp"
 #include "npusim/runtime/case.hpp"
 #include "npusim/runtime/generate.hpp"
+#include "ops_doc.hpp"
 #include "targets.hpp"
 
 #ifdef _OPENMP
@@ -306,7 +307,13 @@ int cmd_explain(const std::string& ir_path, const cli::TargetChoice& tc) {
   return 0;
 }
 
-int cmd_ops() {
+int cmd_ops(bool markdown, const std::string& out) {
+  if (markdown) {
+    const std::string md = cli::ops_markdown();
+    if (out.empty()) std::fwrite(md.data(), 1, md.size(), stdout);
+    else write_file_atomic(out, md), std::printf("wrote %s\n", out.c_str());
+    return 0;
+  }
   for (std::size_t i = 0; i < ops::op_count; ++i) {
     const ops::OpInfo& info = ops::op_info(i);
     std::printf("%-22s %-14s", std::string(info.id).c_str(), ops::op_class_name(info.op_class));
@@ -390,7 +397,11 @@ int main(int argc, char** argv) {
   expl->add_option("ir_json", e_ir, "torch_ir JSON file")->required();
   add_target(expl, false);
 
+  bool o_markdown = false;
+  std::string o_out;
   auto* opsc = app.add_subcommand("ops", "list registered ops, their ATen names and attribute defaults");
+  auto* o_md = opsc->add_flag("--markdown", o_markdown, "print docs/operators.md: ops, attributes, targets, fusion patterns");
+  opsc->add_option("-o,--output", o_out, "with --markdown: write to this file instead of stdout")->needs(o_md);
 
   try {
     app.parse(argc, argv);
@@ -405,7 +416,7 @@ int main(int argc, char** argv) {
     if (*comp) return cmd_compile(c_ir, c_out, tc, c_verify);
     if (*insp) return cmd_inspect(i_path, i_json, i_buffers, i_no_kernels);
     if (*expl) return cmd_explain(e_ir, tc);
-    if (*opsc) return cmd_ops();
+    if (*opsc) return cmd_ops(o_markdown, o_out);
     if (*tlist) {
       for (const auto& t : cli::targets()) std::printf("%-12s %s\n", t.name.c_str(), t.summary.c_str());
       return 0;
