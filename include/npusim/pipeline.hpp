@@ -50,6 +50,15 @@ class Pipeline {
 
   // Binds (and uploads) the weights; recipes (folded BatchNorms, ...) are applied here.
   void load_weights(const weights::WeightSource& source) { runner_ = runner_for<Target>::make(*program_, &source); }
+  // The same with binding options, e.g. a cache shared with another pipeline of the same model
+  // (an LLM's prefill and decode programs then load and convert each weight once).
+  void load_weights(const weights::WeightSource& source, weights::BindOptions bind)
+    requires requires(const program::CompiledProgram& p, const weights::WeightSource* w, weights::BindOptions b) {
+      runner_for<Target>::make(p, w, std::move(b));
+    }
+  {
+    runner_ = runner_for<Target>::make(*program_, &source, std::move(bind));
+  }
   void load_weights_none() { runner_ = runner_for<Target>::make(*program_, nullptr); }
 
   std::vector<Tensor> run(std::span<const Tensor> inputs) {

@@ -13,6 +13,7 @@
 #include "npusim/runtime/case.hpp"
 #include "npusim/runtime/generate.hpp"
 #include "bench_cmd.hpp"
+#include "ops_doc.hpp"
 #include "targets.hpp"
 
 #ifdef _OPENMP
@@ -351,7 +352,13 @@ int cmd_devices() {
 #endif
 }
 
-int cmd_ops() {
+int cmd_ops(bool markdown, const std::string& out) {
+  if (markdown) {
+    const std::string md = cli::ops_markdown();
+    if (out.empty()) std::fwrite(md.data(), 1, md.size(), stdout);
+    else write_file_atomic(out, md), std::printf("wrote %s\n", out.c_str());
+    return 0;
+  }
   for (std::size_t i = 0; i < ops::op_count; ++i) {
     const ops::OpInfo& info = ops::op_info(i);
     std::printf("%-22s %-14s", std::string(info.id).c_str(), ops::op_class_name(info.op_class));
@@ -439,6 +446,8 @@ int main(int argc, char** argv) {
   expl->add_option("ir_json", e_ir, "torch_ir JSON file")->required();
   add_target(expl, false);
 
+  bool o_markdown = false;
+  std::string o_out;
   auto* opsc = app.add_subcommand("ops", "list registered ops, their ATen names and attribute defaults");
   auto* devs = app.add_subcommand("devices", "list the OpenCL devices the opencl target can use");
 
@@ -463,6 +472,8 @@ int main(int argc, char** argv) {
   bench_llm->add_option("--json", bla.json, "write the results as JSON here");
   bench_llm->add_option("--svg", bla.svg, "write a chart of step time vs position here");
   add_target(bench_llm, false);
+  auto* o_md = opsc->add_flag("--markdown", o_markdown, "print docs/operators.md: ops, attributes, targets, fusion patterns");
+  opsc->add_option("-o,--output", o_out, "with --markdown: write to this file instead of stdout")->needs(o_md);
 
   try {
     app.parse(argc, argv);
@@ -477,7 +488,7 @@ int main(int argc, char** argv) {
     if (*comp) return cmd_compile(c_ir, c_out, tc, c_verify);
     if (*insp) return cmd_inspect(i_path, i_json, i_buffers, i_no_kernels);
     if (*expl) return cmd_explain(e_ir, tc);
-    if (*opsc) return cmd_ops();
+    if (*opsc) return cmd_ops(o_markdown, o_out);
     if (*bench) return cli::cmd_bench(b_dir, tc, ba);
     if (*bench_llm) return cli::cmd_bench_llm(bl_prefill, bl_decode, tc, bla);
     if (*devs) return cmd_devices();

@@ -1,6 +1,7 @@
 // The fusion patterns. Each is a policy (name + match); targets list the ones they implement, in
 // priority order, and provide kernel<Pattern, Target>. Matching is structural and reads every
-// parameter from attrs (eps, scale, dims); nothing is keyed on tensor names.
+// parameter from attrs (eps, scale, dims); nothing is keyed on tensor names. `summary` is one line
+// for generated docs (npusim ops --markdown -> docs/operators.md).
 #pragma once
 
 #include <cmath>
@@ -58,6 +59,7 @@ inline bool is_last_dim(const GraphView& v, std::int64_t dim, TensorId t) {
 // conv2d [-> batch_norm (not folded)] [-> relu]: one kernel with has_bn / has_relu.
 struct ConvBnRelu {
   static constexpr std::string_view name = "conv_bn_relu";
+  static constexpr std::string_view summary = "conv2d [-> batch_norm (not folded)] [-> relu]";
   static std::optional<Match> match(const GraphView& v, std::int32_t n) {
     if (!v.is<ops::Conv2d>(n)) return std::nullopt;
     Match m;
@@ -78,6 +80,7 @@ struct ConvBnRelu {
 // add(a, b) -> relu
 struct AddRelu {
   static constexpr std::string_view name = "add_relu";
+  static constexpr std::string_view summary = "add(a, b) -> relu";
   static std::optional<Match> match(const GraphView& v, std::int32_t n) {
     if (!v.is<ops::Add>(n) || v.node(n).inputs.size() != 2 || v.attrs<ops::Add>(n).alpha.value != 1.0) return std::nullopt;
     std::int32_t c = v.only_consumer(v.out(n));
@@ -90,6 +93,7 @@ struct AddRelu {
 // Inputs: (x, weight?). Params: eps, has_weight.
 struct RmsNorm {
   static constexpr std::string_view name = "rmsnorm";
+  static constexpr std::string_view summary = "HF RMSNorm: [to f32] -> pow(2) -> mean(-1) -> add(eps) -> rsqrt -> mul(x, .) [-> to] [-> mul(weight, .)]";
   static std::optional<Match> match(const GraphView& v, std::int32_t n) {
     if (!v.is<ops::PowScalar>(n) || v.attrs<ops::PowScalar>(n).exponent.value != 2.0) return std::nullopt;
     Match m;
@@ -136,6 +140,7 @@ struct RmsNorm {
 // silu(a) * b
 struct SiluGate {
   static constexpr std::string_view name = "silu_gate";
+  static constexpr std::string_view summary = "silu(a) * b (the SwiGLU gate)";
   static std::optional<Match> match(const GraphView& v, std::int32_t n) {
     if (!v.is<ops::Silu>(n)) return std::nullopt;
     std::int32_t mul = v.only_consumer(v.out(n));
@@ -149,6 +154,7 @@ struct SiluGate {
 // [mul(x, scale)] -> add(., mask) -> softmax(-1) [-> to]: inputs (x, mask). Params scale.
 struct MaskedSoftmax {
   static constexpr std::string_view name = "masked_softmax";
+  static constexpr std::string_view summary = "[mul(x, scale)] -> add(., mask) -> softmax(-1) [-> to]";
   static std::optional<Match> match(const GraphView& v, std::int32_t n) {
     if (!v.is<ops::Softmax>(n) || !detail::is_last_dim(v, v.attrs<ops::Softmax>(n).dim, v.in(n, 0))) return std::nullopt;
     std::int32_t add = v.producer(v.in(n, 0));
@@ -178,6 +184,7 @@ struct MaskedSoftmax {
 // Inputs (q, k, v[, mask]) with k, v in [B, Hkv, S, D]. Params scale, group, has_mask.
 struct Attention {
   static constexpr std::string_view name = "attention";
+  static constexpr std::string_view summary = "matmul(q, kT) [* scale] [+ mask] -> softmax [-> to] -> matmul(., v), GQA expansion of K/V absorbed";
   static std::optional<Match> match(const GraphView& v, std::int32_t n) {
     if (!v.is<ops::Softmax>(n) || !detail::is_last_dim(v, v.attrs<ops::Softmax>(n).dim, v.in(n, 0))) return std::nullopt;
     Match m;
@@ -231,6 +238,7 @@ struct Attention {
 // per KV head instead of a materialised repeat. Inputs (a, k). Params group, trans_b.
 struct GqaMatmul {
   static constexpr std::string_view name = "gqa_matmul";
+  static constexpr std::string_view summary = "matmul(a, K') where K' is [a transpose of] a GQA expansion of K: K read once per KV head";
   static std::optional<Match> match(const GraphView& v, std::int32_t n) {
     if (!v.is<ops::Matmul>(n)) return std::nullopt;
     Match m;
@@ -252,6 +260,7 @@ struct GqaMatmul {
 // matmul(a, transpose(b, -2, -1)) reads b directly (transpose folding). Inputs (a, b).
 struct MatmulTransB {
   static constexpr std::string_view name = "matmul_transb";
+  static constexpr std::string_view summary = "matmul(a, transpose(b, -2, -1)) reading b directly (transpose folding)";
   static std::optional<Match> match(const GraphView& v, std::int32_t n) {
     if (!v.is<ops::Matmul>(n)) return std::nullopt;
     std::int32_t t = v.producer(v.in(n, 1));
@@ -264,6 +273,7 @@ struct MatmulTransB {
 // x * cos + cat(-x[..., D/2:], x[..., :D/2]) * sin  (HF rotate_half RoPE). Inputs (x, cos, sin).
 struct Rotary {
   static constexpr std::string_view name = "rotary";
+  static constexpr std::string_view summary = "x * cos + cat(-x[..., D/2:], x[..., :D/2]) * sin (HF rotate_half RoPE)";
   static std::optional<Match> match(const GraphView& v, std::int32_t n) {
     if (!v.is<ops::Add>(n) || v.node(n).inputs.size() != 2) return std::nullopt;
     for (int order = 0; order < 2; ++order) {
@@ -305,6 +315,7 @@ struct Rotary {
 // outside operands are read with broadcast strides. Inputs: outside tensors in first-use order.
 struct EltwiseChain {
   static constexpr std::string_view name = "eltwise_chain";
+  static constexpr std::string_view summary = "a chain of pointwise ops with one output shape (values stay in registers)";
   static bool pointwise(const GraphView& v, std::int32_t n) {
     return n >= 0 && ops::op_info(v.op(n)).op_class == ops::OpClass::elementwise && v.node(n).outputs.size() == 1;
   }
