@@ -4,6 +4,8 @@
 // run, JSON and an SVG chart).
 #pragma once
 
+#include <charconv>
+
 #include <cstdio>
 
 #include "npusim/runtime/bench.hpp"
@@ -101,7 +103,10 @@ inline std::vector<std::int64_t> parse_positions(const std::string& spec, std::i
   std::stringstream ss(spec);
   std::string item;
   while (std::getline(ss, item, ',')) {
-    const std::int64_t v = std::stoll(item);
+    std::int64_t v = -1;
+    const auto [end, ec] = std::from_chars(item.data(), item.data() + item.size(), v);
+    if (ec != std::errc() || end != item.data() + item.size())
+      throw Error(ErrorCode::attr, "--positions: not a position", {.expected = "log2 or comma-separated integers", .found = item});
     if (v < 0 || v >= max_pos)
       throw Error(ErrorCode::attr, "position outside the cache", {.expected = "[0, " + std::to_string(max_pos) + ")", .found = item});
     r.push_back(v);
@@ -113,7 +118,12 @@ inline int cmd_bench_llm(const std::string& pdir, const std::string& ddir, const
   validate(tc);
   runtime::Case pc = runtime::Case::open(pdir), dc = runtime::Case::open(ddir, "none");
   llm::KvMapping map = llm::KvMapping::read(ddir + "/kv_mapping.json");
+  map.complete(pc.graph);
   if (!pc.weights) throw Error(ErrorCode::weights, "prefill case has no weights", {.file = pdir});
+  if (map.layers.empty()) throw Error(ErrorCode::attr, "kv_mapping.json maps no layer", {.file = ddir + "/kv_mapping.json"});
+  // Positions first: a bad list is refused before anything is loaded.
+  const std::vector<std::int64_t> positions =
+      parse_positions(a.positions, dc.graph.tensor(llm::input_id(dc.graph, map.layers[0].decode_key_input)).shape.at(2));
   const bench::Machine mach = machine_for(tc);
   std::printf("machine: %s\n", bench::describe(mach).c_str());
   auto t0 = std::chrono::steady_clock::now();
@@ -139,11 +149,17 @@ inline int cmd_bench_llm(const std::string& pdir, const std::string& ddir, const
   }
   const double bw = bench::read_bandwidth_gbs();
   const std::int64_t wbytes = decode_weight_bytes(dp);
-  const double floor_ms = static_cast<double>(wbytes) / (bw * 1e9) * 1e3;
+  // The floor is host memory bandwidth: it bounds targets that read weights from host memory
+  // (cpu, reference); a device target's weights live in device memory, so it gets none.
+  const bool host_target = tc.target == "cpu" || tc.target == "reference";
+  const double floor_ms = host_target ? static_cast<double>(wbytes) / (bw * 1e9) * 1e3 : 0.0;
   std::printf("%s + %s on %s (%s): compile %.0f ms, weights %.1f s\n", pc.name.c_str(), dc.name.c_str(), tc.target.c_str(), tc.dtype.c_str(), compile_ms,
               load_ms / 1000);
-  std::printf("memory read bandwidth %.1f GB/s (this run); weights read per decode step %.1f MB -> floor %.1f ms/token (%.2f tok/s)\n", bw,
-              static_cast<double>(wbytes) / 1e6, floor_ms, 1000.0 / floor_ms);
+  if (host_target)
+    std::printf("memory read bandwidth %.1f GB/s (this run); weights read per decode step %.1f MB -> floor %.1f ms/token (%.2f tok/s)\n", bw,
+                static_cast<double>(wbytes) / 1e6, floor_ms, 1000.0 / floor_ms);
+  else
+    std::printf("weights read per decode step %.1f MB (from device memory: no host-bandwidth floor)\n", static_cast<double>(wbytes) / 1e6);
 
   // Time to first token: the prefill of a full-length prompt.
   std::vector<std::int64_t> prompt(static_cast<std::size_t>(s.prefill_length()));
@@ -163,7 +179,6 @@ inline int cmd_bench_llm(const std::string& pdir, const std::string& ddir, const
     for (std::int64_t i = 0; i < t.numel(); ++i) t.data<float>()[i] = round_to(cd, weights::synth_unit(h, static_cast<std::uint64_t>(i)));
     return t;
   };
-  const std::vector<std::int64_t> positions = parse_positions(a.positions, s.max_positions());
   std::printf("%8s %10s %8s %8s %8s %9s %s\n", "position", "median ms", "p10", "p90", "tok/s", "floor %", a.check ? "check vs reference (cos, top-1)" : "");
   ir::json jpos = ir::json::array();
   bench::Series series{"decode step (" + tc.target + ", " + tc.dtype + ")", "#1f77b4", {}}, floor_series{"memory-bandwidth floor", "#999999", {}};
@@ -185,7 +200,11 @@ inline int cmd_bench_llm(const std::string& pdir, const std::string& ddir, const
       Metrics mt = compare(Tensor::from_values<float>({static_cast<std::int64_t>(logits.size())}, logits),
                            Tensor::from_values<float>({static_cast<std::int64_t>(want.size())}, want));
       const bool top1 = llm::argmax_index(logits) == llm::argmax_index(want);
-      const bool ok = top1 && mt.cosine >= (half_dtype(tc.dtype) ? 0.999 : 0.99999);
+      // The caches hold noise, so the logits are nearly flat: near-ties make top-1 fragile in
+      // half precision. Pass on cosine (a broken kernel at some position falls far below), and
+      // report top-1; f32 must also agree on it.
+      const bool half = half_dtype(tc.dtype);
+      const bool ok = mt.cosine >= (half ? 0.999 : 0.99999) && (half || top1);
       all_ok = all_ok && ok;
       char b[96];
       std::snprintf(b, sizeof b, "cos %.6f, top-1 %s %s", mt.cosine, top1 ? "same" : "DIFFERENT", ok ? "ok" : "FAIL");
@@ -198,12 +217,15 @@ inline int cmd_bench_llm(const std::string& pdir, const std::string& ddir, const
           s.step(tok);
         },
         0, a.repeats);
-    std::printf("%8lld %10.2f %8.2f %8.2f %8.2f %8.1f%% %s\n", static_cast<long long>(p), st.median_ms, st.p10_ms, st.p90_ms, 1000.0 / st.median_ms,
-                100.0 * floor_ms / st.median_ms, check.c_str());
+    char fl[16] = "        -";
+    if (host_target) std::snprintf(fl, sizeof fl, "%8.1f%%", 100.0 * floor_ms / st.median_ms);
+    std::printf("%8lld %10.2f %8.2f %8.2f %8.2f %s %s\n", static_cast<long long>(p), st.median_ms, st.p10_ms, st.p90_ms, 1000.0 / st.median_ms, fl,
+                check.c_str());
     std::fflush(stdout);
     series.points.emplace_back(static_cast<double>(p), st.median_ms);
-    floor_series.points.emplace_back(static_cast<double>(p), floor_ms);
-    ir::json jp = {{"position", p}, {"step", stats_json(st)}, {"tokens_per_s", 1000.0 / st.median_ms}, {"floor_fraction", floor_ms / st.median_ms}};
+    if (host_target) floor_series.points.emplace_back(static_cast<double>(p), floor_ms);
+    ir::json jp = {{"position", p}, {"step", stats_json(st)}, {"tokens_per_s", 1000.0 / st.median_ms}};
+    if (host_target) jp["floor_fraction"] = floor_ms / st.median_ms;
     if (ref) jp["check"] = jc;
     jpos.push_back(jp);
   }
@@ -216,7 +238,8 @@ inline int cmd_bench_llm(const std::string& pdir, const std::string& ddir, const
   }
   if (!a.svg.empty()) {
     write_file_atomic(a.svg, bench::svg_chart(dc.name + " decode step time vs cache position (" + tc.target + ", " + tc.dtype + ")",
-                                              "cache position (log2 scale)", "ms per step", {series, floor_series}, true));
+                                              "cache position (log2 scale)", "ms per step",
+                                              host_target ? std::vector<bench::Series>{series, floor_series} : std::vector<bench::Series>{series}, true));
     std::printf("svg: %s\n", a.svg.c_str());
   }
   return all_ok ? 0 : 1;

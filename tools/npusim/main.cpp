@@ -182,6 +182,7 @@ int cmd_generate(const GenerateArgs& a, const cli::TargetChoice& tc) {
   Case pc = Case::open(a.prefill_dir, a.weights);
   Case dc = Case::open(a.decode_dir, "auto");
   llm::KvMapping map = llm::KvMapping::read((fs::path(a.decode_dir) / "kv_mapping.json").string());
+  map.complete(pc.graph);
   if (!pc.weights) throw Error(ErrorCode::weights, "prefill case has no weights (weights.safetensors or synth.json)", {.file = a.prefill_dir});
   std::printf("prefill %s: %zu nodes; decode %s: %zu nodes; %zu layers, prefill %lld tokens, cache %lld\n", pc.name.c_str(),
               pc.graph.nodes.size(), dc.name.c_str(), dc.graph.nodes.size(), map.layers.size(), static_cast<long long>(map.prefill_seq_len),

@@ -3,6 +3,8 @@
 // tensor names), and the standard inputs (causal masks, positions).
 #pragma once
 
+#include <algorithm>
+
 #include <cstring>
 #include <limits>
 #include <map>
@@ -33,25 +35,55 @@ struct KvMapping {
     ir::json j = ir::parse_json(read_file(path, 64u << 20), path);
     KvMapping m;
     auto field = [&](const ir::json& o, const char* k, const std::string& what) { return ir::get_string(ir::require_field(o, k, what, path), what, path); };
-    m.prefill_seq_len = ir::get_int64(ir::require_field(j, "prefill_seq_len", "kv mapping", path), "prefill_seq_len", path);
+    // A decode-only mapping (e.g. models/qwen2.5_1.5b_decode_c32k) names no prefill outputs and
+    // no prefill length: complete() takes them from the prefill graph.
+    if (j.is_object() && j.contains("prefill_seq_len"))
+      m.prefill_seq_len = ir::get_int64(j["prefill_seq_len"], "prefill_seq_len", path);
     m.max_cache_len = ir::get_int64(ir::require_field(j, "max_cache_len", "kv mapping", path), "max_cache_len", path);
     const ir::json& layers = ir::require_field(j, "layers", "kv mapping", path);
     if (!layers.is_array()) throw Error(ErrorCode::parse, "\"layers\" must be a list", {.file = path});
     for (const ir::json& l : layers) {
       KvLayer k;
-      k.prefill_key_output = field(l, "prefill_key_output", "layer");
-      k.prefill_value_output = field(l, "prefill_value_output", "layer");
+      if (l.is_object() && (l.contains("prefill_key_output") || l.contains("prefill_value_output"))) {
+        k.prefill_key_output = field(l, "prefill_key_output", "layer");
+        k.prefill_value_output = field(l, "prefill_value_output", "layer");
+      }
       k.decode_key_input = field(l, "decode_key_input", "layer");
       k.decode_value_input = field(l, "decode_value_input", "layer");
       k.decode_key_output = field(l, "decode_key_output", "layer");
       k.decode_value_output = field(l, "decode_value_output", "layer");
       m.layers.push_back(std::move(k));
     }
-    if (m.prefill_seq_len <= 0 || m.max_cache_len < m.prefill_seq_len)
+    if (m.max_cache_len <= 0 || m.prefill_seq_len < 0 || m.max_cache_len < m.prefill_seq_len)
       throw Error(ErrorCode::parse, "kv mapping lengths are inconsistent", {.file = path,
-                  .expected = "0 < prefill_seq_len <= max_cache_len",
+                  .expected = "0 <= prefill_seq_len <= max_cache_len, max_cache_len > 0",
                   .found = std::to_string(m.prefill_seq_len) + ", " + std::to_string(m.max_cache_len)});
     return m;
+  }
+
+  // Fills what a decode-only mapping leaves out from the prefill graph, whose outputs are the
+  // logits, then K and V per layer ([1, kv_heads, S, head_dim]; the fixtures' convention). A
+  // mapping that names them is left as it is.
+  void complete(const ir::Graph& prefill) {
+    const bool named = std::all_of(layers.begin(), layers.end(), [](const KvLayer& l) { return !l.prefill_key_output.empty(); });
+    if (!named) {
+      if (prefill.outputs.size() != 1 + 2 * layers.size())
+        throw Error(ErrorCode::graph, "the KV mapping names no prefill outputs, and the prefill graph's outputs are not logits then K, V per layer",
+                    {.file = prefill.source, .expected = std::to_string(1 + 2 * layers.size()) + " outputs", .found = std::to_string(prefill.outputs.size())});
+      for (std::size_t l = 0; l < layers.size(); ++l) {
+        layers[l].prefill_key_output = prefill.tensor(prefill.outputs[1 + 2 * l]).name;
+        layers[l].prefill_value_output = prefill.tensor(prefill.outputs[2 + 2 * l]).name;
+      }
+    }
+    if (prefill_seq_len == 0 && !layers.empty()) {
+      const ir::TensorInfo& k = prefill.tensor(prefill.outputs.at(1));
+      if (k.shape.size() != 4)
+        throw Error(ErrorCode::shape, "prefill K output is not [1, kv_heads, S, head_dim]", {.file = prefill.source, .tensor = k.name, .found = to_string(k.shape)});
+      prefill_seq_len = k.shape[2];
+      if (prefill_seq_len <= 0 || prefill_seq_len > max_cache_len)
+        throw Error(ErrorCode::shape, "prefill length does not fit the KV cache", {.file = prefill.source, .tensor = k.name,
+                    .expected = "1.." + std::to_string(max_cache_len), .found = std::to_string(prefill_seq_len)});
+    }
   }
 };
 

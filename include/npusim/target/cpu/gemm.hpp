@@ -479,9 +479,32 @@ inline std::size_t conv_tiles_bytes(std::int64_t K, std::int64_t P) {
 }
 inline std::size_t conv_gemm_scratch_bytes() { return static_cast<std::size_t>(max_threads()) * (MR * CONV_CB * 4 + 128); }
 
+// One block of 32 output pixels (columns n0 .. n0+cols-1, tile = its B) for strips s0..s1 of
+// the weights: C rows written with bias and relu. `tailc` (MR x 32 floats) takes a partial block.
+template <class SC>
+inline void conv_block(const PackedStrips& a, const float* tile, std::int64_t n0, std::int64_t cols, std::int64_t s0, std::int64_t s1,
+                       typename SC::T* C, std::int64_t ldc, const float* bias, bool relu, float* tailc) {
+  constexpr int NV = static_cast<int>(CONV_CB / static_cast<std::int64_t>(W));
+  for (std::int64_t s = s0; s < s1; ++s) {
+    const std::int64_t r0 = s * MR, rows = std::min(MR, a.rows - r0);
+    fbatch acc[MR][NV];
+    gemm_detail::conv_micro<2, SF32>(a.strip(s), tile, CONV_CB, a.K, acc);
+    for (std::int64_t r = 0; r < rows; ++r) {
+      const fbatch bb(bias ? bias[r0 + r] : 0.0f);
+      for (int v = 0; v < NV; ++v) {
+        fbatch x = acc[r][v] + bb;
+        if (relu) x = xsimd::max(x, fbatch(0.0f));
+        if (cols == CONV_CB) store(SC{}, C + (r0 + r) * ldc + n0 + v * static_cast<std::int64_t>(W), x);
+        else x.store_unaligned(tailc + r * CONV_CB + v * static_cast<std::int64_t>(W));
+      }
+      if (cols != CONV_CB)
+        for (std::int64_t j = 0; j < cols; ++j) C[(r0 + r) * ldc + n0 + j] = from_f32(SC{}, tailc[r * CONV_CB + j]);
+    }
+  }
+}
+
 inline void conv_gemm(const PackedStrips& a, const float* tiles, std::int64_t P, void* c, DType cdt, std::int64_t ldc, const float* bias, bool relu,
                       std::byte* scratch) {
-  constexpr int NV = static_cast<int>(CONV_CB / static_cast<std::int64_t>(W));
   const std::int64_t K = a.K, blocks = (P + CONV_CB - 1) / CONV_CB;
   const std::size_t per_thread = MR * CONV_CB * 4 + 128;
   // Work items: (column block, strip group); small images split the strips instead of the columns.
@@ -495,24 +518,7 @@ inline void conv_gemm(const PackedStrips& a, const float* tiles, std::int64_t P,
       auto* C = static_cast<typename SC::T*>(c);
       for (std::int64_t it = i0; it < i1; ++it) {
         const std::int64_t blk = it / groups, grp = it % groups, n0 = blk * CONV_CB, cols = std::min(CONV_CB, P - n0);
-        const float* tile = tiles + blk * K * CONV_CB;
-        const std::int64_t s0 = a.strips * grp / groups, s1 = a.strips * (grp + 1) / groups;
-        for (std::int64_t s = s0; s < s1; ++s) {
-          const std::int64_t r0 = s * MR, rows = std::min(MR, a.rows - r0);
-          fbatch acc[MR][NV];
-          gemm_detail::conv_micro<2, SF32>(a.strip(s), tile, CONV_CB, K, acc);
-          for (std::int64_t r = 0; r < rows; ++r) {
-            const fbatch bb(bias ? bias[r0 + r] : 0.0f);
-            for (int v = 0; v < NV; ++v) {
-              fbatch x = acc[r][v] + bb;
-              if (relu) x = xsimd::max(x, fbatch(0.0f));
-              if (cols == CONV_CB) store(SC{}, C + (r0 + r) * ldc + n0 + v * static_cast<std::int64_t>(W), x);
-              else x.store_unaligned(tailc + r * CONV_CB + v * static_cast<std::int64_t>(W));
-            }
-            if (cols != CONV_CB)
-              for (std::int64_t j = 0; j < cols; ++j) C[(r0 + r) * ldc + n0 + j] = from_f32(SC{}, tailc[r * CONV_CB + j]);
-          }
-        }
+        conv_block<SC>(a, tiles + blk * K * CONV_CB, n0, cols, a.strips * grp / groups, a.strips * (grp + 1) / groups, C, ldc, bias, relu, tailc);
       }
     });
   });

@@ -140,58 +140,66 @@ inline Fn bind_conv(Ctx& c, ir::TensorId x, const Tensor& wt, std::shared_ptr<st
   const std::size_t ew = dtype_size(wt.dtype());
   for (std::int64_t gi = 0; gi < g.G; ++gi)
     packs.push_back(c.own(pack_strips(static_cast<const std::byte*>(wt.raw()) + static_cast<std::size_t>(gi * Kg * KK) * ew, wt.dtype(), Kg, KK)));
+  const std::int64_t blocks = (M + CONV_CB - 1) / CONV_CB;
   const std::size_t tiles_bytes = (conv_tiles_bytes(KK, M) + 63) / 64 * 64;
   auto pool = c.need_scratch(tiles_bytes + conv_gemm_scratch_bytes());
+  // im2col of one block into its tile: row (c, i, j), column = pixel 32 blk + q. A block covers
+  // pieces of one or more output rows; for each piece and (c, i, j) the input pixels form one run
+  // (stride sw), zeros where the window leaves the plane: no per-element bounds checks.
+  auto fill_tile = [=](auto tag, const typename decltype(tag)::T* src0, std::int64_t blk, float* tile) {
+    struct Piece { std::int64_t oh, ow, q, len; };
+    Piece pieces[CONV_CB + 1];
+    const std::int64_t p0 = blk * CONV_CB, cols = std::min(CONV_CB, M - p0);
+    int np = 0;
+    for (std::int64_t q = 0; q < cols;) {
+      const std::int64_t oh = (p0 + q) / g.OW, ow = (p0 + q) % g.OW, len = std::min(cols - q, g.OW - ow);
+      pieces[np++] = {oh, ow, q, len};
+      q += len;
+    }
+    for (std::int64_t r = 0; r < KK; ++r) {
+      const std::int64_t ch = r / (g.kh * g.kw), i = (r / g.kw) % g.kh, j = r % g.kw;
+      const auto* src = src0 + ch * g.H * g.W;
+      float* dst = tile + r * CONV_CB;
+      const std::int64_t off = j * g.dw - g.pw;  // iw = ow * sw + off
+      const std::int64_t first = off >= 0 ? 0 : (-off + g.sw - 1) / g.sw;                 // first ow inside the plane
+      const std::int64_t last = g.W - off <= 0 ? 0 : (g.W - off - 1) / g.sw + 1;         // one past the last
+      for (int k = 0; k < np; ++k) {
+        const Piece& pc = pieces[k];
+        float* d = dst + pc.q;
+        const std::int64_t ih = pc.oh * g.sh - g.ph + i * g.dh;
+        if (ih < 0 || ih >= g.H) {
+          std::fill(d, d + pc.len, 0.0f);
+          continue;
+        }
+        const std::int64_t lo = std::clamp<std::int64_t>(first - pc.ow, 0, pc.len), hi = std::clamp<std::int64_t>(last - pc.ow, lo, pc.len);
+        std::fill(d, d + lo, 0.0f);
+        const auto* sp = src + ih * g.W + (pc.ow + lo) * g.sw + off;
+        if (g.sw == 1) {
+          if (hi > lo) convert<decltype(tag), SF32>(sp, d + lo, hi - lo);
+        } else {
+          for (std::int64_t q = lo; q < hi; ++q) d[q] = to_f32(tag, sp[(q - lo) * g.sw]);
+        }
+        std::fill(d + hi, d + pc.len, 0.0f);
+      }
+      std::fill(dst + cols, dst + CONV_CB, 0.0f);
+    }
+  };
   return [=] {
     std::byte* base = pool->get();
     float* tiles = reinterpret_cast<float*>(base);
-    const std::int64_t blocks = (M + CONV_CB - 1) / CONV_CB;
     for (std::int64_t n = 0; n < g.N; ++n)
       for (std::int64_t gi = 0; gi < g.G; ++gi) {
         const std::byte* xin = px + static_cast<std::size_t>((n * g.C + gi * Cg) * g.H * g.W) * ex;
-        // im2col straight into GEMM tiles: tile t, row (c, i, j), column = pixel 32t + q. Each tile is
-        // written once, contiguously; a 1x1 convolution makes this a plain layout transform.
-        parallel_for(blocks, 4, [&](std::int64_t b0, std::int64_t b1) {
+        std::byte* yout = py + static_cast<std::size_t>((n * g.K + gi * Kg) * M) * ey;
+        const PackedStrips& w = *packs[static_cast<std::size_t>(gi)];
+        const float* bias = b ? b->data() + gi * Kg : nullptr;
+        parallel_for(blocks, 1, [&](std::int64_t b0, std::int64_t b1) {
           visit_float_storage(dx, [&](auto tag) {
-            const auto* src0 = reinterpret_cast<const typename decltype(tag)::T*>(xin);
-            std::int64_t oh0[CONV_CB], ow0[CONV_CB];
-            for (std::int64_t blk = b0; blk < b1; ++blk) {
-              float* tile = tiles + blk * KK * CONV_CB;
-              const std::int64_t p0 = blk * CONV_CB, cols = std::min(CONV_CB, M - p0);
-              for (std::int64_t q = 0; q < cols; ++q) oh0[q] = (p0 + q) / g.OW, ow0[q] = (p0 + q) % g.OW;
-              // One output row holds the whole block: contiguous input runs per (c, i, j) when stride 1.
-              const bool one_row = oh0[0] == oh0[cols - 1] && g.sw == 1;
-              for (std::int64_t r = 0; r < KK; ++r) {
-                const std::int64_t ch = r / (g.kh * g.kw), i = (r / g.kw) % g.kh, j = r % g.kw;
-                const auto* src = src0 + ch * g.H * g.W;
-                float* dst = tile + r * CONV_CB;
-                if (one_row) {
-                  const std::int64_t ih = oh0[0] * g.sh - g.ph + i * g.dh;
-                  const std::int64_t iw0 = ow0[0] - g.pw + j * g.dw;
-                  if (ih < 0 || ih >= g.H) {
-                    std::fill(dst, dst + CONV_CB, 0.0f);
-                    continue;
-                  }
-                  const std::int64_t lo = std::clamp<std::int64_t>(-iw0, 0, cols), hi = std::clamp<std::int64_t>(g.W - iw0, lo, cols);
-                  std::fill(dst, dst + lo, 0.0f);
-                  if (hi > lo) convert<decltype(tag), SF32>(src + ih * g.W + iw0 + lo, dst + lo, hi - lo);
-                  std::fill(dst + hi, dst + CONV_CB, 0.0f);
-                  continue;
-                }
-                for (std::int64_t q = 0; q < CONV_CB; ++q) {
-                  float v = 0.0f;
-                  if (q < cols) {
-                    const std::int64_t ih = oh0[q] * g.sh - g.ph + i * g.dh, iw = ow0[q] * g.sw - g.pw + j * g.dw;
-                    if (ih >= 0 && ih < g.H && iw >= 0 && iw < g.W) v = to_f32(tag, src[ih * g.W + iw]);
-                  }
-                  dst[q] = v;
-                }
-              }
-            }
+            for (std::int64_t blk = b0; blk < b1; ++blk)
+              fill_tile(tag, reinterpret_cast<const typename decltype(tag)::T*>(xin), blk, tiles + blk * KK * CONV_CB);
           });
         });
-        conv_gemm(*packs[static_cast<std::size_t>(gi)], tiles, M, py + static_cast<std::size_t>((n * g.K + gi * Kg) * M) * ey, dy, M,
-                  b ? b->data() + gi * Kg : nullptr, relu, base + tiles_bytes);
+        conv_gemm(w, tiles, M, yout, dy, M, bias, relu, base + tiles_bytes);
       }
   };
 }

@@ -1,0 +1,232 @@
+// Per-op micro-benchmarks of the CPU target's own kernels, at Qwen2.5-1.5B and ResNet shapes.
+// Every kernel runs on the shared thread pool with all its threads (cpu::max_threads()); packing,
+// binding and allocation happen before the timed loop, which calls only the kernel.
+//
+//   GEMV decode    cpu::gemm, M = 1, K = 1536, N = 8960 (the MLP up/gate projection): B/s of
+//                  weights read. "hot": one weight copy, re-read every iteration (it fits in a
+//                  large L3); "cold": iterations rotate over enough copies (>= 384 MiB in all) that
+//                  the weights come from DRAM, as they do in a 28-layer decode step.
+//   GEMM prefill   cpu::gemm, M = 128, same weights: FLOP/s (2 M N K). bf16 weights with bf16
+//                  activations take the AMX path where the CPU and OS allow it (label says which).
+//   Conv           the conv2d kernel as the target binds it (cpu::bind_conv: im2col into tiles +
+//                  cpu::conv_gemm, bias + relu as a fused conv-bn-relu), f32, batch 1: FLOP/s
+//                  (2 Cout Cin kh kw OH OW). ConvGemmOnly: cpu::conv_gemm alone on prebuilt tiles.
+//   Attention      the decode attention kernel (cpu::bind_attention, as the fused attention
+//                  pattern binds it): GQA 12 query / 2 KV heads, head_dim 128, bf16 KV cache of
+//                  2048 slots with the mask marking `filled` of them: B/s of K/V rows read.
+//
+// Conv and attention are bound through a hand-built cpu::Ctx (a two- or five-tensor graph, its
+// buffer plan and caller-owned storage), exactly as the CPU executor binds a kernel.
+#include <benchmark/benchmark.h>
+
+#include <cstring>
+#include <random>
+
+#include "npusim/npusim.hpp"
+#include "npusim/target/cpu/cpu_target.hpp"
+
+using namespace npusim;
+
+namespace {
+
+constexpr std::int64_t kHidden = 1536, kInter = 8960;  // Qwen2.5-1.5B
+
+void fill_random(float* p, std::size_t n, float scale, unsigned seed) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> d(-scale, scale);
+  for (std::size_t i = 0; i < n; ++i) p[i] = d(rng);
+}
+
+// f32 values stored as `dt` (f32 or bf16). Plain loops: GCC 12 warns (false positive) when
+// cpu::store_row is inlined here with constant sizes.
+void store_as(DType dt, const float* src, void* dst, std::int64_t n) {
+  if (dt == DType::bf16) {
+    auto* d = static_cast<std::uint16_t*>(dst);
+    for (std::int64_t i = 0; i < n; ++i) d[i] = f32_to_bf16_bits(src[i]);
+  } else {
+    std::memcpy(dst, src, static_cast<std::size_t>(n) * sizeof(float));
+  }
+}
+
+// n random values stored as `dt` (f32 or bf16).
+cpu::AlignedBuf random_buf(DType dt, std::int64_t n, float scale, unsigned seed) {
+  std::vector<float> f(static_cast<std::size_t>(n));
+  fill_random(f.data(), f.size(), scale, seed);
+  cpu::AlignedBuf b = cpu::AlignedBuf::make(static_cast<std::size_t>(n) * dtype_size(dt));
+  store_as(dt, f.data(), b.p.get(), n);
+  return b;
+}
+
+const char* gemm_path(std::int64_t M, DType w, DType a) {
+  if (M <= 4) return w == DType::bf16 ? "gemv bf16 pairs" : "gemv panels";
+  if (w == DType::bf16 && a == DType::bf16 && cpu::amx_enabled()) return "amx";
+  return "avx512/fma micro-kernel";
+}
+
+// y[M, N] = x[M, K] W[N, K]^T, as bind_linear sets it up. `copies` > 1: rotate over that many
+// packed copies of the weights (cold weights).
+void run_gemm(benchmark::State& st, std::int64_t M, std::int64_t K, std::int64_t N, DType dt, int copies) {
+  const int threads = cpu::max_threads();
+  cpu::AlignedBuf w = random_buf(dt, N * K, 0.05f, 1);
+  std::vector<cpu::PackedB> packed;
+  packed.push_back(cpu::pack_b(w.p.get(), dt, K, N, true));
+  w = {};
+  for (int i = 1; i < copies; ++i) {
+    cpu::PackedB c = packed[0];
+    c.data = cpu::AlignedBuf::make(packed[0].data.bytes);
+    std::memcpy(c.data.p.get(), packed[0].data.p.get(), c.data.bytes);
+    packed.push_back(std::move(c));
+  }
+  cpu::AlignedBuf x = random_buf(dt, M * K, 1.0f, 2), y = cpu::AlignedBuf::make(static_cast<std::size_t>(M * N) * dtype_size(dt));
+  const cpu::GemmScratch lay = cpu::GemmScratch::layout(M, K, N);
+  cpu::AlignedBuf scratch = cpu::AlignedBuf::make(lay.bytes());
+  const cpu::AView a{x.p.get(), dt, K, false};
+  const cpu::CView cv{y.p.get(), dt, N, false};
+  const cpu::Epilogue ep{};
+  cpu::gemm(a, M, packed[0], cv, ep, lay, scratch.p.get());  // warm-up (pool threads, AMX permission)
+  std::size_t i = 0;
+  for (auto _ : st) {
+    cpu::gemm(a, M, packed[i], cv, ep, lay, scratch.p.get());
+    benchmark::ClobberMemory();
+    if (++i == packed.size()) i = 0;
+  }
+  const double wbytes = static_cast<double>(packed[0].data.bytes);
+  if (M <= 4) st.counters["B/s"] = benchmark::Counter(wbytes, benchmark::Counter::kIsIterationInvariantRate);  // weights read
+  else st.counters["FLOP/s"] = benchmark::Counter(2.0 * static_cast<double>(M * N * K), benchmark::Counter::kIsIterationInvariantRate);
+  st.counters["threads"] = threads;
+  st.counters["weight_MiB"] = wbytes / (1 << 20);
+  st.SetLabel(std::string(gemm_path(M, dt, dt)) + (copies > 1 ? ", " + std::to_string(copies) + " weight copies (cold)" : ", hot"));
+}
+
+void BM_GemvDecode(benchmark::State& st, DType dt, bool cold) {
+  const std::size_t bytes = static_cast<std::size_t>(kHidden * kInter) * dtype_size(dt);
+  const int copies = cold ? static_cast<int>((std::size_t{384} << 20) / bytes + 1) : 1;
+  run_gemm(st, 1, kHidden, kInter, dt, copies);
+}
+
+void BM_GemmPrefill(benchmark::State& st, DType dt) { run_gemm(st, 128, kHidden, kInter, dt, 1); }
+
+// A kernel bound the way CpuExecutor binds one: graph, buffer plan and addresses we own.
+struct Bound {
+  ir::Graph g;
+  Kernel k;
+  plan::BufferPlan plan;
+  std::vector<cpu::AlignedBuf> bufs;  // per tensor
+  std::vector<std::shared_ptr<void>> keep;
+  std::shared_ptr<cpu::ScratchPool> scratch = std::make_shared<cpu::ScratchPool>();
+  cpu::Fn fn;
+
+  ir::TensorId add(const std::string& name, Shape shape, DType dt) {
+    ir::TensorInfo info;
+    info.name = name, info.shape = shape, info.dtype = dt, info.kind = ir::TensorKind::input;
+    const ir::TensorId t = g.add_tensor(std::move(info));
+    plan.tensors.resize(g.tensors.size());
+    plan.tensors.back().storage = dt;
+    plan.tensors.back().bytes = numel(shape) * static_cast<std::int64_t>(dtype_size(dt));
+    bufs.push_back(cpu::AlignedBuf::make(static_cast<std::size_t>(plan.tensors.back().bytes)));
+    std::memset(bufs.back().p.get(), 0, bufs.back().bytes);
+    return t;
+  }
+  std::byte* ptr(ir::TensorId t) { return bufs.at(static_cast<std::size_t>(t)).p.get(); }
+  void fill(ir::TensorId t, float scale, unsigned seed) {
+    const std::int64_t n = numel(g.tensor(t).shape);
+    std::vector<float> f(static_cast<std::size_t>(n));
+    fill_random(f.data(), f.size(), scale, seed);
+    store_as(plan.tensors[static_cast<std::size_t>(t)].storage, f.data(), ptr(t), n);
+  }
+  template <class B>
+  void bind(B&& b) {
+    k.kind = "bench";
+    cpu::Ctx c{g, k, plan, [this](ir::TensorId t) { return ptr(t); }, [](ir::TensorId) -> const Tensor* { return nullptr; }, keep, scratch};
+    fn = b(c);
+    if (scratch->need) scratch->base = cpu::AlignedBuf::make(scratch->need).p;
+  }
+};
+
+// conv2d 3x3, stride 1, pad 1, Cin = Cout = C, H x W, f32, + bias + relu.
+void BM_Conv(benchmark::State& st, std::int64_t C, std::int64_t H) {
+  Bound b;
+  const ir::TensorId x = b.add("x", {1, C, H, H}, DType::f32), y = b.add("y", {1, C, H, H}, DType::f32);
+  b.fill(x, 1.0f, 3);
+  Tensor wt = Tensor::empty(DType::f32, {C, C, 3, 3});
+  fill_random(wt.data<float>(), static_cast<std::size_t>(wt.numel()), 0.05f, 4);
+  auto bias = std::make_shared<std::vector<float>>(static_cast<std::size_t>(C), 0.01f);
+  ops::Conv2d::Attrs at;
+  at.padding = {1, 1};
+  b.bind([&](cpu::Ctx& c) { return cpu::bind_conv(c, x, wt, bias, y, at, true); });
+  b.fn();
+  for (auto _ : st) {
+    b.fn();
+    benchmark::ClobberMemory();
+  }
+  st.counters["FLOP/s"] = benchmark::Counter(2.0 * static_cast<double>(C * C * 9 * H * H), benchmark::Counter::kIsIterationInvariantRate);
+  st.counters["threads"] = cpu::max_threads();
+  st.SetLabel("im2col + conv_gemm, f32");
+}
+
+// Kept out of line with unknown arguments: GCC 12 reports a false
+// -Waggressive-loop-optimizations when pack_strips is specialised for constant sizes.
+[[gnu::noipa]] cpu::PackedStrips pack_conv_weights(const void* w, std::int64_t rows, std::int64_t K) { return cpu::pack_strips(w, DType::f32, rows, K); }
+
+// The conv GEMM alone: C[Cout][P] = W[Cout][Cin*9] . tiles[Cin*9][P], tiles already built.
+void BM_ConvGemmOnly(benchmark::State& st, std::int64_t C, std::int64_t H) {
+  const std::int64_t K = C * 9, P = H * H;
+  cpu::AlignedBuf w = random_buf(DType::f32, C * K, 0.05f, 5);
+  const cpu::PackedStrips strips = pack_conv_weights(w.p.get(), C, K);
+  cpu::AlignedBuf tiles = cpu::AlignedBuf::make(cpu::conv_tiles_bytes(K, P));
+  fill_random(tiles.as<float>(), tiles.bytes / 4, 1.0f, 6);
+  cpu::AlignedBuf out = cpu::AlignedBuf::make(static_cast<std::size_t>(C * P) * 4), scratch = cpu::AlignedBuf::make(cpu::conv_gemm_scratch_bytes());
+  std::vector<float> bias(static_cast<std::size_t>(C), 0.01f);
+  auto call = [&] { cpu::conv_gemm(strips, tiles.as<float>(), P, out.p.get(), DType::f32, P, bias.data(), true, scratch.p.get()); };
+  call();
+  for (auto _ : st) {
+    call();
+    benchmark::ClobberMemory();
+  }
+  st.counters["FLOP/s"] = benchmark::Counter(2.0 * static_cast<double>(C * K * P), benchmark::Counter::kIsIterationInvariantRate);
+  st.counters["threads"] = cpu::max_threads();
+  st.SetLabel("conv_gemm only, f32");
+}
+
+// Decode attention: q [1, 12, 1, 128], K/V cache [1, 2, 2048, 128] bf16, mask [1, 1, 1, 2048]
+// bf16 with `filled` slots 0 and the rest the dtype's lowest value (HF's "not filled").
+void BM_AttentionDecode(benchmark::State& st, std::int64_t filled) {
+  constexpr std::int64_t H = 12, Hk = 2, D = 128, S = 2048;
+  const DType dt = DType::bf16;
+  Bound b;
+  const ir::TensorId q = b.add("q", {1, H, 1, D}, dt), k = b.add("k", {1, Hk, S, D}, dt), v = b.add("v", {1, Hk, S, D}, dt),
+                     m = b.add("mask", {1, 1, 1, S}, dt), y = b.add("y", {1, H, 1, D}, dt);
+  b.fill(q, 1.0f, 7), b.fill(k, 1.0f, 8), b.fill(v, 1.0f, 9);
+  std::vector<float> mask(static_cast<std::size_t>(S), std::numeric_limits<float>::lowest());
+  std::fill(mask.begin(), mask.begin() + filled, 0.0f);
+  store_as(dt, mask.data(), b.ptr(m), S);
+  const float scale = 1.0f / std::sqrt(static_cast<float>(D));
+  b.bind([&](cpu::Ctx& c) { return cpu::bind_attention(c, {q, k, v, m, scale, false, y}); });
+  b.fn();
+  for (auto _ : st) {
+    b.fn();
+    benchmark::ClobberMemory();
+  }
+  const double kv_bytes = 2.0 * static_cast<double>(Hk * filled * D * static_cast<std::int64_t>(dtype_size(dt)));
+  st.counters["B/s"] = benchmark::Counter(kv_bytes, benchmark::Counter::kIsIterationInvariantRate);
+  st.counters["kv_KiB"] = kv_bytes / 1024;
+  st.counters["threads"] = cpu::max_threads();
+  st.SetLabel("bf16 KV, cache 2048 slots, hot");
+}
+
+}  // namespace
+
+BENCHMARK_CAPTURE(BM_GemvDecode, bf16_hot, DType::bf16, false)->UseRealTime()->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(BM_GemvDecode, bf16_cold, DType::bf16, true)->UseRealTime()->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(BM_GemvDecode, f32_hot, DType::f32, false)->UseRealTime()->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(BM_GemvDecode, f32_cold, DType::f32, true)->UseRealTime()->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(BM_GemmPrefill, bf16, DType::bf16)->UseRealTime()->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_GemmPrefill, f32, DType::f32)->UseRealTime()->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_Conv, c64_56x56, 64, 56)->UseRealTime()->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_Conv, c512_7x7, 512, 7)->UseRealTime()->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_ConvGemmOnly, c64_56x56, 64, 56)->UseRealTime()->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_ConvGemmOnly, c512_7x7, 512, 7)->UseRealTime()->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_AttentionDecode, pos128, 128)->UseRealTime()->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(BM_AttentionDecode, pos2048, 2048)->UseRealTime()->Unit(benchmark::kMicrosecond);
+
+BENCHMARK_MAIN();
