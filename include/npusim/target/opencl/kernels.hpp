@@ -690,9 +690,11 @@ inline void bind_attention(Binder& b, ir::TensorId q, ir::TensorId k, ir::Tensor
   const bool vec = D % 8 == 0 && b.ref(k).off % 32 == 0 && dtype_size(b.storage(k)) >= 2;
   if (b.storage(k) != b.storage(v)) b.unsupported("attention with K and V stored in different types");
   cl_program p = b.program("attention", ocl::cl_source::attention, Binder::type_options({{"TK", b.storage(k)}}));
-  // Few query rows (decode): split the keys over work-groups and merge the splits after.
+  // Few query rows (decode): split the keys over work-groups and merge the splits after. At most
+  // 32 splits, so a long cache does not multiply the work-groups: a 32k cache has as many as a
+  // 2k one, and within a split only the keys up to the last unmasked one are read.
   const std::int64_t rows = B * Hq * L;
-  const std::int64_t chunk = rows < 256 ? 64 : std::max<std::int64_t>(S, 1), nsplit = (S + chunk - 1) / chunk;
+  const std::int64_t chunk = rows < 256 ? std::max<std::int64_t>(64, (S + 31) / 32) : std::max<std::int64_t>(S, 1), nsplit = (S + chunk - 1) / chunk;
   cl_mem part = nsplit > 1 ? b.scratch(static_cast<std::size_t>(rows * nsplit * (Dv + 2)) * sizeof(float)) : b.none().r.mem;
   b.launch(p, "attention", {static_cast<std::size_t>(rows * nsplit) * 128, 1, 1}, {128, 1, 1}, 1, b.typed(q), b.ptr(k), b.ptr(v),
            mask ? b.typed(*mask) : b.none(), static_cast<cl_int>(mask_kind), b.typed(out), b.desc(d), static_cast<cl_float>(scale), causal, vec,

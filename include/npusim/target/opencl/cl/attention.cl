@@ -50,17 +50,20 @@ __kernel __attribute__((reqd_work_group_size(AT_WG, 1, 1))) void attention(
   for (long e = lid; e < D; e += AT_WG) qs[e] = ldf(Q, qt, row * D + e);
   // Skip masked keys only when the row has an unmasked one (else every key counts, as in PyTorch).
   int skip = 0;
+  // The scan stops at the first block of keys with an unmasked one (a decode step's or a causal
+  // row's come first), so a long, mostly empty KV cache costs one block here, not all of it.
   if (mask_kind == 1) {
-    float any = 0.0f;
-#pragma unroll 4
-    for (long j = lid; j < S; j += AT_WG) any = fmax(any, (causal && j > i) ? 0.0f : (ldf(Mk, mt, mbase + j * mss) > -65504.0f ? 1.0f : 0.0f));
-    skip = wg_reduce(any, red, 1) > 0.0f;
+    for (long j0 = 0; j0 < S && !skip; j0 += AT_WG) {
+      const long j = j0 + lid;
+      const float any = (j < S && !(causal && j > i) && ldf(Mk, mt, mbase + j * mss) > -65504.0f) ? 1.0f : 0.0f;
+      skip = wg_reduce(any, red, 1) > 0.0f;
+    }
   }
   barrier(CLK_LOCAL_MEM_FENCE);
   float o0 = 0.0f, o1 = 0.0f, mrun = -INFINITY, lrun = 0.0f;
   for (long j0 = jbeg; j0 < jend; j0 += AT_CH) {
     const int cnt = (int)min((long)AT_CH, jend - j0);
-    float tmax = -INFINITY;
+    float tmax = -INFINITY, lastv = -1.0f;  // lastv: the last key of the block that counts
     for (int jj = lid; jj < cnt; jj += AT_WG) {
       const long j = j0 + jj;
       float mv = 0.0f, s = -INFINITY;
@@ -87,8 +90,10 @@ __kernel __attribute__((reqd_work_group_size(AT_WG, 1, 1))) void attention(
       }
       p[jj] = s;
       tmax = fmax(tmax, s);
+      if (s > -INFINITY) lastv = (float)jj;
     }
     const float cmax = wg_reduce(tmax, red, 1);
+    const int vcnt = (int)wg_reduce(lastv, red, 1) + 1;  // V rows past it have weight 0: not read
     const float new_m = fmax(mrun, cmax);
     if (new_m == -INFINITY) continue;  // uniform: nothing unmasked yet
     const float alpha = exp(mrun - new_m);
@@ -106,14 +111,14 @@ __kernel __attribute__((reqd_work_group_size(AT_WG, 1, 1))) void attention(
     // contributes 0 even when its cache row holds garbage.
     if (lid < Dv) {
 #pragma unroll 8
-      for (int jj = 0; jj < cnt; ++jj) {
+      for (int jj = 0; jj < vcnt; ++jj) {
         const float w = p[jj], v = LD_T(TK, Vp, vr0 + jj * Dv + lid);
         o0 = fma(w, w != 0.0f ? v : 0.0f, o0);
       }
     }
     if (lid + AT_WG < Dv) {
 #pragma unroll 8
-      for (int jj = 0; jj < cnt; ++jj) {
+      for (int jj = 0; jj < vcnt; ++jj) {
         const float w = p[jj], v = LD_T(TK, Vp, vr0 + jj * Dv + lid + AT_WG);
         o1 = fma(w, w != 0.0f ? v : 0.0f, o1);
       }
