@@ -147,7 +147,7 @@ inline int cmd_bench_llm(const std::string& pdir, const std::string& ddir, const
     weights::BindOptions rb;
     ref = make_runner(compile(rc, dc.graph), pc.weights.get(), rb);
   }
-  const double bw = bench::read_bandwidth_gbs();
+  const double bw = bench::read_bandwidth_gbs(mach.threads);
   const std::int64_t wbytes = decode_weight_bytes(dp);
   // The floor is host memory bandwidth: it bounds targets that read weights from host memory
   // (cpu, reference); a device target's weights live in device memory, so it gets none.

@@ -3,6 +3,8 @@
 // memory-bound run is measured in the same process), and a small SVG line chart.
 #pragma once
 
+#include <thread>
+
 #include <sys/utsname.h>
 #include <unistd.h>
 
@@ -90,25 +92,38 @@ inline std::string describe(const Machine& m) {
   return s.str();
 }
 
-// Memory read bandwidth with all threads over a buffer far larger than the caches: median GB/s.
-inline double read_bandwidth_gbs(std::size_t bytes = std::size_t{1} << 30, int repeats = 5) {
-  const std::size_t n = bytes / sizeof(double);
+// Memory read bandwidth over a buffer far larger than the caches, `threads` threads each summing
+// its slice with 8 independent accumulators (bound by memory, not by the latency of one chain of
+// additions): median GB/s of `repeats` passes.
+inline double read_bandwidth_gbs(int threads, std::size_t bytes = std::size_t{1} << 30, int repeats = 5) {
+  threads = std::max(1, threads);
+  const std::size_t n = bytes / sizeof(double) / 8 * 8;
   std::unique_ptr<double[]> buf(new double[n]);
-#pragma omp parallel for schedule(static)
-  for (std::int64_t i = 0; i < static_cast<std::int64_t>(n); ++i) buf[static_cast<std::size_t>(i)] = 1.0;  // first touch by the readers
-  double sink = 0;
-  std::vector<double> gbs;
+  const std::size_t per = (n / static_cast<std::size_t>(threads)) / 8 * 8;
+  auto slice = [&](int t, auto&& f) {
+    std::vector<std::thread> ts;
+    for (int i = 0; i < threads; ++i) {
+      const std::size_t b = per * static_cast<std::size_t>(i), e = i + 1 == threads ? n : b + per;
+      ts.emplace_back([&, i, b, e] { f(i, b, e); });
+    }
+    for (auto& x : ts) x.join();
+    (void)t;
+  };
+  slice(0, [&](int, std::size_t b, std::size_t e) { std::fill(buf.get() + b, buf.get() + e, 1.0); });  // first touch by the readers
+  std::vector<double> sums(static_cast<std::size_t>(threads)), gbs;
   for (int r = 0; r < repeats + 1; ++r) {
     auto t0 = std::chrono::steady_clock::now();
-    double s = 0;
-#pragma omp parallel for schedule(static) reduction(+ : s)
-    for (std::int64_t i = 0; i < static_cast<std::int64_t>(n); ++i) s += buf[static_cast<std::size_t>(i)];
+    slice(0, [&](int i, std::size_t b, std::size_t e) {
+      double a[8] = {};
+      for (std::size_t k = b; k < e; k += 8)
+        for (int j = 0; j < 8; ++j) a[j] += buf[k + static_cast<std::size_t>(j)];
+      sums[static_cast<std::size_t>(i)] = a[0] + a[1] + a[2] + a[3] + a[4] + a[5] + a[6] + a[7];
+    });
     const double sec = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    sink += s;
-    if (r > 0) gbs.push_back(static_cast<double>(bytes) / sec / 1e9);
+    if (r > 0) gbs.push_back(static_cast<double>(n * sizeof(double)) / sec / 1e9);
   }
   std::sort(gbs.begin(), gbs.end());
-  return sink > 0 ? gbs[gbs.size() / 2] : 0.0;
+  return sums[0] > 0 ? gbs[gbs.size() / 2] : 0.0;
 }
 
 // A line chart (log2 x axis when `log_x`) as standalone SVG.
