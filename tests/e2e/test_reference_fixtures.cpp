@@ -119,3 +119,26 @@ TEST(QwenTiny, SafetensorsAndSynthWeightsGiveIdenticalLogits) {
   EXPECT_EQ(ra.outputs[0].metrics.max_abs, rb.outputs[0].metrics.max_abs);
   EXPECT_EQ(ra.outputs[0].metrics.rel_l2, rb.outputs[0].metrics.rel_l2);
 }
+
+// models/qwen2.5_1.5b_decode_c32k's kv_mapping.json names no prefill outputs and no prefill length:
+// they come from the prefill graph (logits, then K and V per layer), and agree with what the
+// 2048-entry mapping names.
+TEST(KvMapping, DecodeOnlyMappingIsCompletedFromThePrefillGraph) {
+  const ir::Graph prefill = ir::read_ir_file(data("models/qwen2.5_1.5b_prefill/ir.json"));
+  llm::KvMapping c32k = llm::KvMapping::read(data("models/qwen2.5_1.5b_decode_c32k/kv_mapping.json"));
+  const llm::KvMapping c2k = llm::KvMapping::read(data("models/qwen2.5_1.5b_decode/kv_mapping.json"));
+  EXPECT_EQ(c32k.prefill_seq_len, 0);
+  EXPECT_TRUE(c32k.layers.at(0).prefill_key_output.empty());
+  c32k.complete(prefill);
+  EXPECT_EQ(c32k.prefill_seq_len, 128);
+  EXPECT_EQ(c32k.max_cache_len, 32768);
+  ASSERT_EQ(c32k.layers.size(), c2k.layers.size());
+  for (std::size_t l = 0; l < c2k.layers.size(); ++l) {
+    EXPECT_EQ(c32k.layers[l].prefill_key_output, c2k.layers[l].prefill_key_output) << "layer " << l;
+    EXPECT_EQ(c32k.layers[l].prefill_value_output, c2k.layers[l].prefill_value_output) << "layer " << l;
+  }
+  // A prefill graph of another shape is refused, naming what was expected.
+  const ir::Graph tiny = ir::read_ir_file(data("models/qwen2_tiny_prefill/ir.json"));
+  llm::KvMapping again = llm::KvMapping::read(data("models/qwen2.5_1.5b_decode_c32k/kv_mapping.json"));
+  NPUSIM_EXPECT_ERROR(again.complete(tiny), "the KV mapping names no prefill outputs", "expected 57 outputs", "found 5");
+}
