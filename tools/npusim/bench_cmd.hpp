@@ -118,7 +118,6 @@ inline int cmd_bench_llm(const std::string& pdir, const std::string& ddir, const
   validate(tc);
   runtime::Case pc = runtime::Case::open(pdir), dc = runtime::Case::open(ddir, "none");
   llm::KvMapping map = llm::KvMapping::read(ddir + "/kv_mapping.json");
-  map.complete(pc.graph);
   if (!pc.weights) throw Error(ErrorCode::weights, "prefill case has no weights", {.file = pdir});
   if (map.layers.empty()) throw Error(ErrorCode::attr, "kv_mapping.json maps no layer", {.file = ddir + "/kv_mapping.json"});
   // Positions first: a bad list is refused before anything is loaded.
@@ -170,15 +169,19 @@ inline int cmd_bench_llm(const std::string& pdir, const std::string& ddir, const
               1000.0 * static_cast<double>(s.prefill_length()) / ttft.median_ms);
 
   // Decode steps at each position, with K/V caches of deterministic pseudo-random values (rounded
-  // to the cache's dtype, so target and reference read the same numbers).
+  // to the cache's dtype, so target and reference read the same numbers), made once: each step
+  // gets its own copy, since a target may write its cache in place.
   const ir::Graph& dg = decode->graph();
-  auto fill = [&](std::size_t layer, bool value, const Shape& shape) {
-    Tensor t = Tensor::empty(DType::f32, shape);
-    const DType cd = dg.tensor(*dg.find(value ? map.layers[layer].decode_value_input : map.layers[layer].decode_key_input)).dtype;
-    const std::uint64_t h = weights::fnv1a64("kv:" + std::to_string(layer) + (value ? "v" : "k"));
-    for (std::int64_t i = 0; i < t.numel(); ++i) t.data<float>()[i] = round_to(cd, weights::synth_unit(h, static_cast<std::uint64_t>(i)));
-    return t;
-  };
+  std::vector<Tensor> noise;  // [layer][k, v]
+  for (std::size_t l = 0; l < map.layers.size(); ++l)
+    for (bool value : {false, true}) {
+      const ir::TensorInfo& ti = dg.tensor(llm::input_id(dg, value ? map.layers[l].decode_value_input : map.layers[l].decode_key_input));
+      Tensor t = Tensor::empty(DType::f32, ti.shape);
+      const std::uint64_t h = weights::fnv1a64("kv:" + std::to_string(l) + (value ? "v" : "k"));
+      for (std::int64_t i = 0; i < t.numel(); ++i) t.data<float>()[i] = round_to(ti.dtype, weights::synth_unit(h, static_cast<std::uint64_t>(i)));
+      noise.push_back(std::move(t));
+    }
+  auto fill = [&](std::size_t layer, bool value, const Shape&) { return noise[2 * layer + (value ? 1 : 0)].clone(); };
   std::printf("%8s %10s %8s %8s %8s %9s %s\n", "position", "median ms", "p10", "p90", "tok/s", "floor %", a.check ? "check vs reference (cos, top-1)" : "");
   ir::json jpos = ir::json::array();
   bench::Series series{"decode step (" + tc.target + ", " + tc.dtype + ")", "#1f77b4", {}}, floor_series{"memory-bandwidth floor", "#999999", {}};
@@ -192,8 +195,8 @@ inline int cmd_bench_llm(const std::string& pdir, const std::string& ddir, const
     if (ref) {
       std::map<ir::TensorId, Tensor> kv;
       for (std::size_t l = 0; l < map.layers.size(); ++l) {
-        kv[*dg.find(map.layers[l].decode_key_input)] = fill(l, false, dg.tensor(*dg.find(map.layers[l].decode_key_input)).shape);
-        kv[*dg.find(map.layers[l].decode_value_input)] = fill(l, true, dg.tensor(*dg.find(map.layers[l].decode_value_input)).shape);
+        kv[llm::input_id(dg, map.layers[l].decode_key_input)] = fill(l, false, {});
+        kv[llm::input_id(dg, map.layers[l].decode_value_input)] = fill(l, true, {});
       }
       std::vector<Tensor> ro = ref->run(llm::build_inputs(ref->graph(), m.decode_roles, std::span<const std::int64_t>(&tok, 1), p, kv));
       std::vector<float> want = last_row(ro.at(0));

@@ -100,20 +100,19 @@ inline double read_bandwidth_gbs(int threads, std::size_t bytes = std::size_t{1}
   const std::size_t n = bytes / sizeof(double) / 8 * 8;
   std::unique_ptr<double[]> buf(new double[n]);
   const std::size_t per = (n / static_cast<std::size_t>(threads)) / 8 * 8;
-  auto slice = [&](int t, auto&& f) {
+  auto slice = [&](auto&& f) {  // f(thread, begin, end) on every thread's slice, joined
     std::vector<std::thread> ts;
     for (int i = 0; i < threads; ++i) {
       const std::size_t b = per * static_cast<std::size_t>(i), e = i + 1 == threads ? n : b + per;
       ts.emplace_back([&, i, b, e] { f(i, b, e); });
     }
     for (auto& x : ts) x.join();
-    (void)t;
   };
-  slice(0, [&](int, std::size_t b, std::size_t e) { std::fill(buf.get() + b, buf.get() + e, 1.0); });  // first touch by the readers
+  slice([&](int, std::size_t b, std::size_t e) { std::fill(buf.get() + b, buf.get() + e, 1.0); });  // first touch by the readers
   std::vector<double> sums(static_cast<std::size_t>(threads)), gbs;
   for (int r = 0; r < repeats + 1; ++r) {
     auto t0 = std::chrono::steady_clock::now();
-    slice(0, [&](int i, std::size_t b, std::size_t e) {
+    slice([&](int i, std::size_t b, std::size_t e) {
       double a[8] = {};
       for (std::size_t k = b; k < e; k += 8)
         for (int j = 0; j < 8; ++j) a[j] += buf[k + static_cast<std::size_t>(j)];

@@ -118,8 +118,7 @@ class Session {
 
   explicit Session(LlmPrograms& m) : m_(m), kv_(m.prefill.graph(), m.decode.graph(), m.map) {
     kv_.carry_on(m.decode);
-    const ir::Graph& dg = m.decode.graph();
-    max_len_ = dg.tensor(*kv_.input_ids().begin()).shape.at(2);
+    max_len_ = kv_.capacity(m.decode.graph());
     prefill_len_ = m.map.prefill_seq_len;
   }
 
@@ -153,8 +152,7 @@ class Session {
 
   // Feeds `token` at the next position; returns its logits.
   std::vector<float> step(std::int64_t token) {
-    if (pos_ >= max_len_)
-      throw Error(ErrorCode::resource, "KV cache is full", {.expected = "position < " + std::to_string(max_len_), .found = std::to_string(pos_)});
+    check_position(pos_);
     const ir::Graph& dg = m_.decode.graph();
     auto t0 = clock::now();
     std::vector<Tensor> out = m_.decode.run(build_inputs(dg, m_.decode_roles, std::span<const std::int64_t>(&token, 1), pos_, kv_.inputs()));
@@ -173,6 +171,8 @@ class Session {
     pos_ = position;
   }
   const KvState& kv() const { return kv_; }
+  // Refuses a decode step at `last_position` or beyond before anything runs.
+  void check_position(std::int64_t last_position) const { kv_.check_position(m_.decode.graph(), last_position); }
 
  private:
   // Logits row `r` of [.., S, V] (r < 0: the last row), as floats.
@@ -206,11 +206,7 @@ inline Generation generate(LlmPrograms& m, std::span<const std::int64_t> prompt,
                            const std::function<void(std::int64_t token, std::size_t index)>& on_token = {}) {
   Session s(m);
   // The budget must fit the cache: refused before anything runs, never cut short silently.
-  const std::int64_t n = static_cast<std::int64_t>(prompt.size());
-  if (o.max_new_tokens > 1 && n + static_cast<std::int64_t>(o.max_new_tokens) - 2 >= s.max_positions())
-    throw Error(ErrorCode::resource, "decode position beyond the KV cache",
-                {.file = m.decode.graph().source, .expected = "position < " + std::to_string(s.max_positions()) + " (the cache length)",
-                 .found = std::to_string(n + static_cast<std::int64_t>(o.max_new_tokens) - 2)});
+  if (o.max_new_tokens > 1) s.check_position(static_cast<std::int64_t>(prompt.size() + o.max_new_tokens) - 2);
   Sampler sampler(o.sampling);
   Generation g;
   std::vector<float> logits = s.prefill(prompt);

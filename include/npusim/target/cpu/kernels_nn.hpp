@@ -241,6 +241,61 @@ inline Fn bind_batch_norm(Ctx& c, const ops::BatchNorm::Attrs& a) {
   };
 }
 
+// max_pool2d of one plane. Branch-free in the inner loop: for each tap (i, j), the output
+// columns whose input column lies inside the plane form one contiguous range; NaN propagates
+// (max_pool2d's rule: a NaN in the window is the result).
+inline void max_pool_plane(const ops::MaxPool2d::Attrs& a, const float* in, std::int64_t H, std::int64_t Wd, float* out, std::int64_t OH,
+                           std::int64_t OW) {
+  const std::int64_t kh = a.kernel_size[0], kw = a.kernel_size[1], sh = a.stride[0], sw = a.stride[1];
+  const std::int64_t ph = a.padding[0], pw = a.padding[1], dh = a.dilation[0], dw = a.dilation[1];
+  for (std::int64_t oh = 0; oh < OH; ++oh) {
+    float* o = out + oh * OW;
+    std::fill(o, o + OW, -std::numeric_limits<float>::infinity());
+    for (std::int64_t i = 0; i < kh; ++i) {
+      const std::int64_t ih = oh * sh - ph + i * dh;
+      if (ih < 0 || ih >= H) continue;
+      const float* row = in + ih * Wd;
+      for (std::int64_t j = 0; j < kw; ++j) {
+        const std::int64_t off = j * dw - pw;  // iw = ow * sw + off
+        const std::int64_t lo = off >= 0 ? 0 : (-off + sw - 1) / sw;
+        const std::int64_t hi = std::min(OW, Wd - off <= 0 ? 0 : (Wd - off - 1) / sw + 1);
+        for (std::int64_t ow = lo; ow < hi; ++ow) {
+          const float x = row[ow * sw + off];
+          o[ow] = (x > o[ow] || x != x) ? x : o[ow];
+        }
+      }
+    }
+  }
+}
+
+// avg_pool2d / adaptive_avg_pool2d of one plane.
+template <class Op>
+void avg_pool_plane(const typename Op::Attrs& a, const float* in, std::int64_t H, std::int64_t Wd, float* out, std::int64_t OH, std::int64_t OW) {
+  for (std::int64_t oh = 0; oh < OH; ++oh)
+    for (std::int64_t ow = 0; ow < OW; ++ow) {
+      float v;
+      if constexpr (std::is_same_v<Op, ops::AvgPool2d>) {
+        std::int64_t h0 = oh * a.stride[0] - a.padding[0], w0 = ow * a.stride[1] - a.padding[1];
+        std::int64_t h1 = std::min(h0 + a.kernel_size[0], H + a.padding[0]), w1 = std::min(w0 + a.kernel_size[1], Wd + a.padding[1]);
+        const std::int64_t pool = (h1 - h0) * (w1 - w0);
+        h0 = std::max<std::int64_t>(h0, 0), w0 = std::max<std::int64_t>(w0, 0), h1 = std::min(h1, H), w1 = std::min(w1, Wd);
+        float s = 0;
+        for (std::int64_t ih = h0; ih < h1; ++ih)
+          for (std::int64_t iw = w0; iw < w1; ++iw) s += in[ih * Wd + iw];
+        const std::int64_t div = a.divisor_override ? *a.divisor_override : a.count_include_pad ? pool : (h1 - h0) * (w1 - w0);
+        v = div > 0 ? s / static_cast<float>(div) : 0.f;
+      } else {
+        using P = ops::AdaptiveAvgPool2d;
+        const std::int64_t h0 = P::start(oh, H, OH), h1 = P::end(oh, H, OH), w0 = P::start(ow, Wd, OW), w1 = P::end(ow, Wd, OW);
+        float s = 0;
+        for (std::int64_t ih = h0; ih < h1; ++ih)
+          for (std::int64_t iw = w0; iw < w1; ++iw) s += in[ih * Wd + iw];
+        v = s / static_cast<float>((h1 - h0) * (w1 - w0));
+      }
+      out[oh * OW + ow] = v;
+    }
+}
+
 // max/avg/adaptive-avg pooling over (N*C) planes.
 template <class Op>
 Fn bind_pool(Ctx& c, const typename Op::Attrs& a) {
@@ -257,58 +312,8 @@ Fn bind_pool(Ctx& c, const typename Op::Attrs& a) {
       float* out = row_buffer(1, OH * OW);
       for (std::int64_t p = p0; p < p1; ++p) {
         load_row(dx, px + static_cast<std::size_t>(p * H * Wd) * dtype_size(dx), in, H * Wd);
-        if constexpr (std::is_same_v<Op, ops::MaxPool2d>) {
-          // Branch-free in the inner loop: for each tap (i, j), the output columns whose input
-          // column lies inside the plane form one contiguous range; NaN propagates (max_pool2d's
-          // rule: a NaN in the window is the result).
-          const std::int64_t kh = a.kernel_size[0], kw = a.kernel_size[1], sh = a.stride[0], sw = a.stride[1];
-          const std::int64_t ph = a.padding[0], pw = a.padding[1], dh = a.dilation[0], dw = a.dilation[1];
-          for (std::int64_t oh = 0; oh < OH; ++oh) {
-            float* o = out + oh * OW;
-            for (std::int64_t ow = 0; ow < OW; ++ow) o[ow] = -std::numeric_limits<float>::infinity();
-            for (std::int64_t i = 0; i < kh; ++i) {
-              const std::int64_t ih = oh * sh - ph + i * dh;
-              if (ih < 0 || ih >= H) continue;
-              const float* row = in + ih * Wd;
-              for (std::int64_t j = 0; j < kw; ++j) {
-                const std::int64_t off = j * dw - pw;  // iw = ow * sw + off
-                const std::int64_t lo = off >= 0 ? 0 : (-off + sw - 1) / sw;
-                const std::int64_t hi = std::min(OW, Wd - off <= 0 ? 0 : (Wd - off - 1) / sw + 1);
-                for (std::int64_t ow = lo; ow < hi; ++ow) {
-                  const float x = row[ow * sw + off];
-                  o[ow] = (x > o[ow] || x != x) ? x : o[ow];
-                }
-              }
-            }
-          }
-          store_row(dy, out, py + static_cast<std::size_t>(p * OH * OW) * dtype_size(dy), OH * OW);
-          continue;
-        }
-        for (std::int64_t oh = 0; oh < OH; ++oh)
-          for (std::int64_t ow = 0; ow < OW; ++ow) {
-            float v;
-            if constexpr (std::is_same_v<Op, ops::MaxPool2d>) {
-              v = 0;  // computed row by row below
-            } else if constexpr (std::is_same_v<Op, ops::AvgPool2d>) {
-              std::int64_t h0 = oh * a.stride[0] - a.padding[0], w0 = ow * a.stride[1] - a.padding[1];
-              std::int64_t h1 = std::min(h0 + a.kernel_size[0], H + a.padding[0]), w1 = std::min(w0 + a.kernel_size[1], Wd + a.padding[1]);
-              const std::int64_t pool = (h1 - h0) * (w1 - w0);
-              h0 = std::max<std::int64_t>(h0, 0), w0 = std::max<std::int64_t>(w0, 0), h1 = std::min(h1, H), w1 = std::min(w1, Wd);
-              float s = 0;
-              for (std::int64_t ih = h0; ih < h1; ++ih)
-                for (std::int64_t iw = w0; iw < w1; ++iw) s += in[ih * Wd + iw];
-              const std::int64_t div = a.divisor_override ? *a.divisor_override : a.count_include_pad ? pool : (h1 - h0) * (w1 - w0);
-              v = div > 0 ? s / static_cast<float>(div) : 0.f;
-            } else {
-              using P = ops::AdaptiveAvgPool2d;
-              const std::int64_t h0 = P::start(oh, H, OH), h1 = P::end(oh, H, OH), w0 = P::start(ow, Wd, OW), w1 = P::end(ow, Wd, OW);
-              float s = 0;
-              for (std::int64_t ih = h0; ih < h1; ++ih)
-                for (std::int64_t iw = w0; iw < w1; ++iw) s += in[ih * Wd + iw];
-              v = s / static_cast<float>((h1 - h0) * (w1 - w0));
-            }
-            out[oh * OW + ow] = v;
-          }
+        if constexpr (std::is_same_v<Op, ops::MaxPool2d>) max_pool_plane(a, in, H, Wd, out, OH, OW);
+        else avg_pool_plane<Op>(a, in, H, Wd, out, OH, OW);
         store_row(dy, out, py + static_cast<std::size_t>(p * OH * OW) * dtype_size(dy), OH * OW);
       }
     });
