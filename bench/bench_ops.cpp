@@ -8,9 +8,10 @@
 //                  the weights come from DRAM, as they do in a 28-layer decode step.
 //   GEMM prefill   cpu::gemm, M = 128, same weights: FLOP/s (2 M N K). bf16 weights with bf16
 //                  activations take the AMX path where the CPU and OS allow it (label says which).
-//   Conv           the conv2d kernel as the target binds it (cpu::bind_conv: im2col into tiles +
-//                  cpu::conv_gemm, bias + relu as a fused conv-bn-relu), f32, batch 1: FLOP/s
-//                  (2 Cout Cin kh kw OH OW). ConvGemmOnly: cpu::conv_gemm alone on prebuilt tiles.
+//   Conv           the conv2d kernel as the target binds it (cpu::bind_conv, bias + relu as a fused
+//                  conv-bn-relu), batch 1, ResNet shapes: f32 (im2col into tiles + cpu::conv_gemm)
+//                  and bf16 (AMX tiles where the CPU has them): FLOP/s (2 Cout Cin kh kw OH OW).
+//                  ConvGemmOnly: cpu::conv_gemm alone on prebuilt tiles.
 //   Attention      the decode attention kernel (cpu::bind_attention, as the fused attention
 //                  pattern binds it): GQA 12 query / 2 KV heads, head_dim 128, bf16 KV cache of
 //                  2048 slots with the mask marking `filled` of them: B/s of K/V rows read.
@@ -143,25 +144,29 @@ struct Bound {
   }
 };
 
-// conv2d 3x3, stride 1, pad 1, Cin = Cout = C, H x W, f32, + bias + relu.
-void BM_Conv(benchmark::State& st, std::int64_t C, std::int64_t H) {
+// conv2d k x k (pad k / 2), stride s, Cin -> Cout, H x W input, + bias + relu, activations and
+// weights in `dt`: f32 and f16 take im2col + conv_gemm; bf16 takes AMX tiles where available.
+void BM_Conv(benchmark::State& st, std::int64_t Cin, std::int64_t Cout, std::int64_t H, std::int64_t k, std::int64_t s, DType dt) {
   Bound b;
-  const ir::TensorId x = b.add("x", {1, C, H, H}, DType::f32), y = b.add("y", {1, C, H, H}, DType::f32);
+  const std::int64_t OH = (H + 2 * (k / 2) - k) / s + 1;
+  const ir::TensorId x = b.add("x", {1, Cin, H, H}, dt), y = b.add("y", {1, Cout, OH, OH}, dt);
   b.fill(x, 1.0f, 3);
-  Tensor wt = Tensor::empty(DType::f32, {C, C, 3, 3});
-  fill_random(wt.data<float>(), static_cast<std::size_t>(wt.numel()), 0.05f, 4);
-  auto bias = std::make_shared<std::vector<float>>(static_cast<std::size_t>(C), 0.01f);
+  Tensor wf = Tensor::empty(DType::f32, {Cout, Cin, k, k});
+  fill_random(wf.data<float>(), static_cast<std::size_t>(wf.numel()), 0.05f, 4);
+  Tensor wt = wf.to(dt);
+  auto bias = std::make_shared<std::vector<float>>(static_cast<std::size_t>(Cout), 0.01f);
   ops::Conv2d::Attrs at;
-  at.padding = {1, 1};
+  at.padding = {k / 2, k / 2};
+  at.stride = {s, s};
   b.bind([&](cpu::Ctx& c) { return cpu::bind_conv(c, x, wt, bias, y, at, true); });
   b.fn();
   for (auto _ : st) {
     b.fn();
     benchmark::ClobberMemory();
   }
-  st.counters["FLOP/s"] = benchmark::Counter(2.0 * static_cast<double>(C * C * 9 * H * H), benchmark::Counter::kIsIterationInvariantRate);
+  st.counters["FLOP/s"] = benchmark::Counter(2.0 * static_cast<double>(Cout * Cin * k * k * OH * OH), benchmark::Counter::kIsIterationInvariantRate);
   st.counters["threads"] = cpu::max_threads();
-  st.SetLabel("im2col + conv_gemm, f32");
+  st.SetLabel(dt == DType::bf16 && cpu::amx_enabled() ? "AMX tiles, bf16" : dt == DType::f32 ? "pixel blocks, f32" : "im2col + conv_gemm, " + std::string(dtype_name(dt)));
 }
 
 // Kept out of line with unknown arguments: GCC 12 reports a false
@@ -222,8 +227,15 @@ BENCHMARK_CAPTURE(BM_GemvDecode, f32_hot, DType::f32, false)->UseRealTime()->Uni
 BENCHMARK_CAPTURE(BM_GemvDecode, f32_cold, DType::f32, true)->UseRealTime()->Unit(benchmark::kMicrosecond);
 BENCHMARK_CAPTURE(BM_GemmPrefill, bf16, DType::bf16)->UseRealTime()->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(BM_GemmPrefill, f32, DType::f32)->UseRealTime()->Unit(benchmark::kMillisecond);
-BENCHMARK_CAPTURE(BM_Conv, c64_56x56, 64, 56)->UseRealTime()->Unit(benchmark::kMillisecond);
-BENCHMARK_CAPTURE(BM_Conv, c512_7x7, 512, 7)->UseRealTime()->Unit(benchmark::kMillisecond);
+// ResNet shapes: the 3x3 layers of ResNet-18 stages 1 and 4, a ResNet-50 bottleneck 1x1, the stem.
+BENCHMARK_CAPTURE(BM_Conv, 3x3_c64_56x56_f32, 64, 64, 56, 3, 1, DType::f32)->UseRealTime()->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_Conv, 3x3_c64_56x56_bf16, 64, 64, 56, 3, 1, DType::bf16)->UseRealTime()->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_Conv, 3x3_c512_7x7_f32, 512, 512, 7, 3, 1, DType::f32)->UseRealTime()->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_Conv, 3x3_c512_7x7_bf16, 512, 512, 7, 3, 1, DType::bf16)->UseRealTime()->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_Conv, 1x1_c256to64_56x56_f32, 256, 64, 56, 1, 1, DType::f32)->UseRealTime()->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_Conv, 1x1_c256to64_56x56_bf16, 256, 64, 56, 1, 1, DType::bf16)->UseRealTime()->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_Conv, 7x7s2_c3to64_224_f32, 3, 64, 224, 7, 2, DType::f32)->UseRealTime()->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_Conv, 7x7s2_c3to64_224_bf16, 3, 64, 224, 7, 2, DType::bf16)->UseRealTime()->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(BM_ConvGemmOnly, c64_56x56, 64, 56)->UseRealTime()->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(BM_ConvGemmOnly, c512_7x7, 512, 7)->UseRealTime()->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(BM_AttentionDecode, pos128, 128)->UseRealTime()->Unit(benchmark::kMicrosecond);

@@ -16,6 +16,7 @@
 #include "npusim/program/npubin.hpp"
 #include "npusim/target/describe.hpp"
 #include "npusim/target/runner.hpp"
+#include "npusim/weights/binding.hpp"
 
 namespace npusim::inline NPUSIM_ABI {
 

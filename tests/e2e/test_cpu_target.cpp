@@ -59,6 +59,17 @@ TEST_P(CpuOps, HalfTypeWithinHalfTolerance) {
 
 INSTANTIATE_TEST_SUITE_P(AllOps, CpuOps, ::testing::ValuesIn(op_cases()), [](const auto& info) { return info.param; });
 
+// bf16 compute on the float32 convolution fixtures (AMX tiles where the CPU has them): storage
+// rounding only, about 3e-3 relative.
+TEST(CpuOps, ConvolutionCasesAtBf16) {
+  for (const char* name : {"conv2d_1x1", "conv2d_3x3_bias", "conv2d_3x3_s2_nobias", "conv2d_7x7_s2_p3", "conv_bn_relu", "conv_dilated", "grouped_conv"}) {
+    SCOPED_TRACE(name);
+    runtime::Case c = runtime::Case::open(data(std::string("ops/") + name));
+    auto r = run_cpu(c, DType::bf16, {.tolerance = 1e-2});
+    for (const auto& o : r.outputs) EXPECT_TRUE(o.pass) << o.name << " rel_l2 " << o.metrics.rel_l2;
+  }
+}
+
 TEST(CpuOps, ForcedFallbackGivesTheSameResults) {
   for (auto [c, force] : {std::pair{"ops/conv_bn_relu", "relu"}, {"ops/silu_gate_mlp", "linear"}, {"ops/multihead_attention", "sdpa"},
                           {"ops/rmsnorm_bf16", "mean"}, {"ops/where_mask", "gt"}}) {

@@ -1,11 +1,14 @@
 // Matrix kernels: linear (weights packed once, GEMM or weight-streaming GEMV), matmul and the
 // grouped/transposed variants between activations (Eigen on float32 copies), addmm, and conv2d
-// as implicit im2col + packed GEMM (1x1 convs read the input directly), depthwise convs direct.
+// by pixel blocks (f32: AVX-512 strips, conv_f32.hpp; bf16: AMX tiles, conv_amx.hpp; otherwise
+// im2col + packed GEMM, 1x1 convs reading the input directly), depthwise convs direct.
 #pragma once
 
 #include <Eigen/Core>
 
 #include "npusim/target/cpu/context.hpp"
+#include "npusim/target/cpu/conv_amx.hpp"
+#include "npusim/target/cpu/conv_f32.hpp"
 #include "npusim/target/cpu/gemm.hpp"
 
 namespace npusim::inline NPUSIM_ABI::cpu {
@@ -89,10 +92,6 @@ inline Fn bind_matmul_dense(Ctx& c, ir::TensorId a, ir::TensorId b, ir::TensorId
   };
 }
 
-struct ConvGeom {
-  std::int64_t N, C, H, W, K, kh, kw, OH, OW, G, sh, sw, ph, pw, dh, dw;
-};
-
 // conv2d (+ bias, + relu): per image and group, im2col (K-major) then the packed GEMM writing NCHW.
 inline Fn bind_conv(Ctx& c, ir::TensorId x, const Tensor& wt, std::shared_ptr<std::vector<float>> b, ir::TensorId y, const ops::Conv2d::Attrs& at,
                     bool relu) {
@@ -135,9 +134,39 @@ inline Fn bind_conv(Ctx& c, ir::TensorId x, const Tensor& wt, std::shared_ptr<st
       });
     };
   }
+  const std::size_t ew = dtype_size(wt.dtype());
+#if defined(NPUSIM_CPU_AMX)
+  // bf16 activations on an AMX machine: tile products, the weights as bf16 rows.
+  if (dx == DType::bf16 && amx_enabled()) {
+    std::vector<std::shared_ptr<AmxConvWeights>> aw;
+    for (std::int64_t gi = 0; gi < g.G; ++gi)
+      aw.push_back(c.own(pack_amx_conv_weights(static_cast<const std::byte*>(wt.raw()) + static_cast<std::size_t>(gi * Kg * KK) * ew, wt.dtype(), Kg, KK)));
+    auto pool = c.need_scratch(amx_conv_scratch_bytes(aw[0]->Kp));
+    return [=] {
+      for (std::int64_t n = 0; n < g.N; ++n)
+        for (std::int64_t gi = 0; gi < g.G; ++gi)
+          amx_conv(g, *aw[static_cast<std::size_t>(gi)], reinterpret_cast<const std::uint16_t*>(px) + (n * g.C + gi * Cg) * g.H * g.W,
+                   py + static_cast<std::size_t>((n * g.K + gi * Kg) * M) * ey, dy, b ? b->data() + gi * Kg : nullptr, relu, pool->get());
+    };
+  }
+#endif
+#if defined(NPUSIM_CPU_AVX512)
+  // f32 activations: pixel blocks gathered per thread, 12-channel strips.
+  if (dx == DType::f32) {
+    std::vector<std::shared_ptr<ConvStrips>> ws;
+    for (std::int64_t gi = 0; gi < g.G; ++gi)
+      ws.push_back(c.own(pack_conv_strips(static_cast<const std::byte*>(wt.raw()) + static_cast<std::size_t>(gi * Kg * KK) * ew, wt.dtype(), Kg, KK)));
+    auto pool = c.need_scratch(conv_f32_scratch_bytes(KK, ws[0]->strips, M));
+    return [=] {
+      for (std::int64_t n = 0; n < g.N; ++n)
+        for (std::int64_t gi = 0; gi < g.G; ++gi)
+          conv_f32(g, *ws[static_cast<std::size_t>(gi)], reinterpret_cast<const float*>(px) + (n * g.C + gi * Cg) * g.H * g.W,
+                   py + static_cast<std::size_t>((n * g.K + gi * Kg) * M) * ey, dy, b ? b->data() + gi * Kg : nullptr, relu, pool->get());
+    };
+  }
+#endif
   // Per group: C[Kg][M] = W_g[Kg][KK] . col[KK][M]; the weights packed once into f32 strips.
   std::vector<std::shared_ptr<PackedStrips>> packs;
-  const std::size_t ew = dtype_size(wt.dtype());
   for (std::int64_t gi = 0; gi < g.G; ++gi)
     packs.push_back(c.own(pack_strips(static_cast<const std::byte*>(wt.raw()) + static_cast<std::size_t>(gi * Kg * KK) * ew, wt.dtype(), Kg, KK)));
   const std::int64_t blocks = (M + CONV_CB - 1) / CONV_CB;

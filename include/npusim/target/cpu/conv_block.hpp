@@ -1,0 +1,89 @@
+// Convolutions by blocks of output pixels, as the CPU target's blocked kernels (conv_f32.hpp,
+// conv_amx.hpp) gather them: the geometry, and for one block of 32 consecutive output pixels (NCHW
+// order) the pieces it splits into by output row and, per kernel position and piece, which lanes
+// read inside the input plane and from where. With that table a row of the block's im2col
+// columns is one or two masked vector loads per piece, with no per-element bounds checks.
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
+
+#include "npusim/version.hpp"
+
+namespace npusim::inline NPUSIM_ABI::cpu {
+
+// The geometry of one conv2d (NCHW), as the CPU kernels use it.
+struct ConvGeom {
+  std::int64_t N, C, H, W, K, kh, kw, OH, OW, G, sh, sw, ph, pw, dh, dw;
+  std::int64_t pixels() const { return OH * OW; }
+  std::int64_t cols_per_group() const { return (C / G) * kh * kw; }  // im2col rows (the GEMM's K)
+  // 1x1, stride 1, unpadded: each im2col row is a contiguous run of an input plane.
+  bool pointwise() const { return kh == 1 && kw == 1 && sh == 1 && sw == 1 && ph == 0 && pw == 0; }
+};
+
+inline constexpr std::int64_t CONV_PX = 32;  // output pixels per block
+
+struct ConvBlock {
+  struct Piece {
+    std::int64_t oh, ow, q, len;  // output row, first column, first lane, lanes
+  };
+  // Lane L of piece k at kernel position t reads plane[off + L * sw] when bit L of `lanes` is set.
+  struct Run {
+    std::uint32_t lanes;
+    std::int64_t off;
+  };
+  static constexpr std::int64_t max_runs = 1024;
+
+  std::int64_t p0 = 0, cols = 0;
+  int np = 0;
+  bool vector = false;  // runs are filled: column stride 1 or 2 and a small enough table
+  Piece pieces[CONV_PX + 1];
+  Run runs[max_runs];
+
+  ConvBlock(const ConvGeom& g, std::int64_t blk) {
+    p0 = blk * CONV_PX, cols = std::min(CONV_PX, g.pixels() - p0);
+    for (std::int64_t q = 0; q < cols;) {
+      const std::int64_t oh = (p0 + q) / g.OW, ow = (p0 + q) % g.OW, len = std::min(cols - q, g.OW - ow);
+      pieces[np++] = {oh, ow, q, len};
+      q += len;
+    }
+    vector = (g.sw == 1 || g.sw == 2) && g.kh * g.kw * np <= max_runs;
+    if (!vector) return;
+    for (std::int64_t i = 0; i < g.kh; ++i)
+      for (std::int64_t j = 0; j < g.kw; ++j)
+        for (int k = 0; k < np; ++k) {
+          const Piece& pc = pieces[k];
+          const std::int64_t ih = pc.oh * g.sh - g.ph + i * g.dh, off = j * g.dw - g.pw;  // iw = ow * sw + off
+          const auto [lo, hi] = inside(g, pc, off);
+          Run& r = runs[(i * g.kw + j) * np + k];
+          r.lanes = ih < 0 || ih >= g.H ? 0u : static_cast<std::uint32_t>(((std::uint64_t{1} << (pc.q + hi)) - 1) & ~((std::uint64_t{1} << (pc.q + lo)) - 1));
+          r.off = ih * g.W + (pc.ow - pc.q) * g.sw + off;
+        }
+  }
+  const Run* runs_at(std::int64_t t) const { return runs + t * np; }
+
+  // The piece's lanes [lo, hi) (relative to its first lane) whose input column lies in the plane.
+  static std::pair<std::int64_t, std::int64_t> inside(const ConvGeom& g, const Piece& pc, std::int64_t off) {
+    const std::int64_t first = off >= 0 ? 0 : (-off + g.sw - 1) / g.sw, last = g.W - off <= 0 ? 0 : (g.W - off - 1) / g.sw + 1;
+    const std::int64_t lo = std::clamp<std::int64_t>(first - pc.ow, 0, pc.len), hi = std::clamp<std::int64_t>(last - pc.ow, lo, pc.len);
+    return {lo, hi};
+  }
+
+  // Any stride: im2col row (kernel row i, column j) of `plane` into dst[32], element by element.
+  template <class T>
+  void gather_row(const ConvGeom& g, const T* plane, std::int64_t i, std::int64_t j, T* dst) const {
+    std::fill(dst, dst + CONV_PX, T{});
+    const std::int64_t off = j * g.dw - g.pw;
+    for (int k = 0; k < np; ++k) {
+      const Piece& pc = pieces[k];
+      const std::int64_t ih = pc.oh * g.sh - g.ph + i * g.dh;
+      if (ih < 0 || ih >= g.H) continue;
+      const auto [lo, hi] = inside(g, pc, off);
+      const T* sp = plane + ih * g.W + pc.ow * g.sw + off;
+      for (std::int64_t q = lo; q < hi; ++q) dst[pc.q + q] = sp[q * g.sw];
+    }
+  }
+};
+
+}  // namespace npusim::inline NPUSIM_ABI::cpu

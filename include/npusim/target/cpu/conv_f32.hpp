@@ -1,0 +1,188 @@
+// f32 convolution by blocks of output pixels (AVX-512 builds).
+//
+// Per block of 32 output pixels a thread gathers the block's im2col columns into its own f32
+// tile [K][32] (one or two masked loads per row piece, from the block's run table), then every
+// output-channel strip multiplies it: 12 channels x 32 pixels = 24 accumulators, K in chunks of
+// 192 so the tile chunk stays in L1 while the strip streams. The weights are packed once at load
+// into 12-row f32 strips. Bias, relu and the output's storage are applied from the registers.
+#pragma once
+
+#include "npusim/target/cpu/conv_block.hpp"
+#include "npusim/target/cpu/gemm.hpp"
+
+namespace npusim::inline NPUSIM_ABI::cpu {
+
+#if defined(NPUSIM_CPU_AVX512)
+
+inline constexpr std::int64_t CONV_MR = 12;   // output channels per strip
+inline constexpr std::int64_t CONV_KC = 192;  // K chunk
+
+// Weights of one group: strip s holds, for every k, W[12s .. 12s+11][k] (zero rows past `rows`).
+struct ConvStrips {
+  std::int64_t rows = 0, K = 0, strips = 0;
+  AlignedBuf data;
+  const float* strip(std::int64_t s) const { return data.as<float>() + s * K * CONV_MR; }
+};
+
+inline ConvStrips pack_conv_strips(const void* w, DType dtype, std::int64_t rows, std::int64_t K) {
+  ConvStrips p;
+  p.rows = rows, p.K = K, p.strips = (rows + CONV_MR - 1) / CONV_MR;
+  p.data = AlignedBuf::make(static_cast<std::size_t>(p.strips * K * CONV_MR) * 4);
+  std::memset(p.data.p.get(), 0, p.data.bytes);
+  float* d = p.data.as<float>();
+  std::vector<float> row(static_cast<std::size_t>(K));
+  for (std::int64_t r = 0; r < rows; ++r) {
+    load_row(dtype, static_cast<const std::byte*>(w) + static_cast<std::size_t>(r * K) * dtype_size(dtype), row.data(), K);
+    for (std::int64_t k = 0; k < K; ++k) d[(r / CONV_MR) * K * CONV_MR + k * CONV_MR + r % CONV_MR] = row[static_cast<std::size_t>(k)];
+  }
+  return p;
+}
+
+// Small images (few blocks) go as one group of blocks per item, so that each weight strip is read
+// once for all of them (a 7x7 layer's weights do not fit in L2); larger ones one block per item.
+inline std::int64_t conv_f32_group(std::int64_t P) {
+  const std::int64_t blocks = (P + CONV_PX - 1) / CONV_PX;
+  return blocks <= 2 * max_threads() ? blocks : 1;
+}
+
+// Per-thread scratch: the group's tiles [K][32] and partial sums [block][strip * 12][32] between
+// K chunks.
+inline std::size_t conv_f32_thread_bytes(std::int64_t K, std::int64_t strips, std::int64_t group) {
+  return static_cast<std::size_t>(group * (K * CONV_PX + strips * CONV_MR * CONV_PX)) * 4 + 64;
+}
+inline std::size_t conv_f32_scratch_bytes(std::int64_t K, std::int64_t strips, std::int64_t P) {
+  return static_cast<std::size_t>(max_threads()) * conv_f32_thread_bytes(K, strips, conv_f32_group(P));
+}
+
+namespace conv_f32_detail {
+
+// The im2col columns of block `blk` into tile[K][32].
+inline void gather(const ConvGeom& g, const float* src, std::int64_t blk, float* tile) {
+  const ConvBlock b(g, blk);
+  const std::int64_t Cg = g.C / g.G, khw = g.kh * g.kw, plane = g.H * g.W;
+  if (g.pointwise()) {
+    const auto m = static_cast<std::uint32_t>((std::uint64_t{1} << b.cols) - 1);
+    for (std::int64_t ch = 0; ch < Cg; ++ch) {
+      const float* s = src + ch * plane + b.p0;
+      _mm512_store_ps(tile + ch * CONV_PX, _mm512_maskz_loadu_ps(static_cast<__mmask16>(m), s));
+      _mm512_store_ps(tile + ch * CONV_PX + 16, _mm512_maskz_loadu_ps(static_cast<__mmask16>(m >> 16), s + 16));
+    }
+    return;
+  }
+  if (!b.vector) {
+    for (std::int64_t ch = 0, r = 0; ch < Cg; ++ch)
+      for (std::int64_t i = 0; i < g.kh; ++i)
+        for (std::int64_t j = 0; j < g.kw; ++j, ++r) b.gather_row(g, src + ch * plane, i, j, tile + r * CONV_PX);
+    return;
+  }
+  alignas(64) std::int32_t ev[16];  // lane L <- element 2L of a 32-element pair of vectors
+  for (int q = 0; q < 16; ++q) ev[q] = 2 * q;
+  const __m512i even_idx = _mm512_load_si512(ev);
+  float* dst = tile;
+  for (std::int64_t ch = 0; ch < Cg; ++ch) {
+    // Masked-off lanes are not read; the address of lane 0 may lie before the plane, so it is
+    // formed as an integer.
+    const auto pl = reinterpret_cast<std::uintptr_t>(src + ch * plane);
+    for (std::int64_t t = 0; t < khw; ++t, dst += CONV_PX) {
+      const ConvBlock::Run* r = b.runs_at(t);
+      __m512 v0 = _mm512_setzero_ps(), v1 = _mm512_setzero_ps();
+      for (int k = 0; k < b.np; ++k) {
+        const std::uint32_t l = r[k].lanes;
+        const auto at = pl + static_cast<std::uintptr_t>(r[k].off * 4);
+        auto ld = [&](std::uint32_t mask, std::uintptr_t a) { return _mm512_maskz_loadu_ps(static_cast<__mmask16>(mask), reinterpret_cast<const void*>(a)); };
+        if (g.sw == 1) {
+          v0 = _mm512_mask_loadu_ps(v0, static_cast<__mmask16>(l), reinterpret_cast<const void*>(at));
+          v1 = _mm512_mask_loadu_ps(v1, static_cast<__mmask16>(l >> 16), reinterpret_cast<const void*>(at + 64));
+        } else if (l) {
+          const __m512 a0 = ld(_pdep_u32(l & 0xffu, 0x5555u), at), a1 = ld(_pdep_u32((l >> 8) & 0xffu, 0x5555u), at + 64);
+          const __m512 a2 = ld(_pdep_u32((l >> 16) & 0xffu, 0x5555u), at + 128), a3 = ld(_pdep_u32(l >> 24, 0x5555u), at + 192);
+          v0 = _mm512_mask_mov_ps(v0, static_cast<__mmask16>(l), _mm512_permutex2var_ps(a0, even_idx, a1));
+          v1 = _mm512_mask_mov_ps(v1, static_cast<__mmask16>(l >> 16), _mm512_permutex2var_ps(a2, even_idx, a3));
+        }
+      }
+      _mm512_store_ps(dst, v0);
+      _mm512_store_ps(dst + 16, v1);
+    }
+  }
+}
+
+// acc[12][2] += strip chunk (kc x 12) . tile chunk (kc x 32).
+inline void micro(const float* a, const float* b, std::int64_t kc, __m512 (&acc)[CONV_MR][2]) {
+  for (std::int64_t k = 0; k < kc; ++k) {
+    const __m512 b0 = _mm512_load_ps(b + k * CONV_PX), b1 = _mm512_load_ps(b + k * CONV_PX + 16);
+    for (int r = 0; r < CONV_MR; ++r) {
+      const __m512 av = _mm512_set1_ps(a[k * CONV_MR + r]);
+      acc[r][0] = _mm512_fmadd_ps(av, b0, acc[r][0]);
+      acc[r][1] = _mm512_fmadd_ps(av, b1, acc[r][1]);
+    }
+  }
+}
+
+template <class SC>
+inline void store_cols(typename SC::T* p, __m512 x, std::int64_t n) {
+  if (n >= 16) {
+    store(SC{}, p, fbatch(x));
+    return;
+  }
+  alignas(64) float t[16];
+  _mm512_store_ps(t, x);
+  for (std::int64_t j = 0; j < n; ++j) p[j] = from_f32(SC{}, t[j]);
+}
+
+}  // namespace conv_f32_detail
+
+// One image, one group: C[rows][P] (NCHW, row stride P) = W . im2col(x), + bias, relu. Work items
+// are (block group, strip range); a thread gathers a group once for the strip ranges it runs.
+inline void conv_f32(const ConvGeom& g, const ConvStrips& w, const float* x, void* y, DType ydt, const float* bias, bool relu, std::byte* scratch) {
+  const std::int64_t P = g.pixels(), K = w.K, blocks = (P + CONV_PX - 1) / CONV_PX, threads = max_threads();
+  const std::int64_t nb = conv_f32_group(P), groups = (blocks + nb - 1) / nb;
+  const std::int64_t parts = groups >= 4 * threads ? 1 : std::min(w.strips, (4 * threads + groups - 1) / groups);
+  const std::size_t per_thread = conv_f32_thread_bytes(K, w.strips, nb);
+  parallel_for_t(groups * parts, 1, [&](int tid, std::int64_t i0, std::int64_t i1) {
+    auto* tiles = reinterpret_cast<float*>((reinterpret_cast<std::uintptr_t>(scratch + static_cast<std::size_t>(tid) * per_thread) + 63) & ~std::uintptr_t{63});
+    float* partial = tiles + nb * K * CONV_PX;
+    visit_float_storage(ydt, [&](auto ctag) {
+      using SC = decltype(ctag);
+      auto* C = static_cast<typename SC::T*>(y);
+      std::int64_t have = -1;
+      for (std::int64_t it = i0; it < i1; ++it) {
+        const std::int64_t grp = it / parts, part = it % parts, b0 = grp * nb, nbv = std::min(nb, blocks - b0);
+        if (grp != have) {
+          for (std::int64_t b = 0; b < nbv; ++b) conv_f32_detail::gather(g, x, b0 + b, tiles + b * K * CONV_PX);
+          have = grp;
+        }
+        const std::int64_t s0 = w.strips * part / parts, s1 = w.strips * (part + 1) / parts;
+        for (std::int64_t k0 = 0; k0 < K; k0 += CONV_KC) {
+          const std::int64_t kc = std::min(CONV_KC, K - k0);
+          const bool first = k0 == 0, last = k0 + kc == K;
+          for (std::int64_t s = s0; s < s1; ++s)
+            for (std::int64_t b = 0; b < nbv; ++b) {
+              __m512 acc[CONV_MR][2];
+              float* ps = partial + (b * w.strips + s) * CONV_MR * CONV_PX;
+              for (int r = 0; r < CONV_MR; ++r)
+                for (int v = 0; v < 2; ++v) acc[r][v] = first ? _mm512_setzero_ps() : _mm512_load_ps(ps + r * CONV_PX + v * 16);
+              conv_f32_detail::micro(w.strip(s) + k0 * CONV_MR, tiles + b * K * CONV_PX + k0 * CONV_PX, kc, acc);
+              if (!last) {
+                for (int r = 0; r < CONV_MR; ++r)
+                  for (int v = 0; v < 2; ++v) _mm512_store_ps(ps + r * CONV_PX + v * 16, acc[r][v]);
+                continue;
+              }
+              const std::int64_t r0 = s * CONV_MR, rows = std::min(CONV_MR, w.rows - r0), n0 = (b0 + b) * CONV_PX, cols = std::min(CONV_PX, P - n0);
+              for (std::int64_t r = 0; r < rows; ++r) {
+                const __m512 bv = _mm512_set1_ps(bias ? bias[r0 + r] : 0.0f);
+                for (int v = 0; v < 2; ++v) {
+                  __m512 o = _mm512_add_ps(acc[r][v], bv);
+                  if (relu) o = _mm512_max_ps(o, _mm512_setzero_ps());
+                  conv_f32_detail::store_cols<SC>(C + (r0 + r) * P + n0 + v * 16, o, cols - v * 16);
+                }
+              }
+            }
+        }
+      }
+    });
+  });
+}
+
+#endif  // NPUSIM_CPU_AVX512
+
+}  // namespace npusim::inline NPUSIM_ABI::cpu
