@@ -24,6 +24,7 @@
 #include <random>
 
 #include "npusim/npusim.hpp"
+#include "bound_kernel.hpp"
 #include "npusim/target/cpu/cpu_target.hpp"
 
 using namespace npusim;
@@ -107,45 +108,23 @@ void BM_GemvDecode(benchmark::State& st, DType dt, bool cold) {
 
 void BM_GemmPrefill(benchmark::State& st, DType dt) { run_gemm(st, 128, kHidden, kInter, dt, 1); }
 
-// A kernel bound the way CpuExecutor binds one: graph, buffer plan and addresses we own.
-struct Bound {
-  ir::Graph g;
-  Kernel k;
-  plan::BufferPlan plan;
-  std::vector<cpu::AlignedBuf> bufs;  // per tensor
-  std::vector<std::shared_ptr<void>> keep;
-  std::shared_ptr<cpu::ScratchPool> scratch = std::make_shared<cpu::ScratchPool>();
-  cpu::Fn fn;
-
-  ir::TensorId add(const std::string& name, Shape shape, DType dt) {
-    ir::TensorInfo info;
-    info.name = name, info.shape = shape, info.dtype = dt, info.kind = ir::TensorKind::input;
-    const ir::TensorId t = g.add_tensor(std::move(info));
-    plan.tensors.resize(g.tensors.size());
-    plan.tensors.back().storage = dt;
-    plan.tensors.back().bytes = numel(shape) * static_cast<std::int64_t>(dtype_size(dt));
-    bufs.push_back(cpu::AlignedBuf::make(static_cast<std::size_t>(plan.tensors.back().bytes)));
-    std::memset(bufs.back().p.get(), 0, bufs.back().bytes);
-    return t;
-  }
-  std::byte* ptr(ir::TensorId t) { return bufs.at(static_cast<std::size_t>(t)).p.get(); }
+// A kernel bound the way CpuExecutor binds one (tests/common/bound_kernel.hpp), with random inputs.
+struct Bound : test::BoundKernel {
   void fill(ir::TensorId t, float scale, unsigned seed) {
     const std::int64_t n = numel(g.tensor(t).shape);
     std::vector<float> f(static_cast<std::size_t>(n));
     fill_random(f.data(), f.size(), scale, seed);
-    store_as(plan.tensors[static_cast<std::size_t>(t)].storage, f.data(), ptr(t), n);
+    store_as(storage(t), f.data(), ptr(t), n);
   }
   template <class B>
   void bind(B&& b) {
-    k.kind = "bench";
-    cpu::Ctx c{g, k, plan, [this](ir::TensorId t) { return ptr(t); }, [](ir::TensorId) -> const Tensor* { return nullptr; }, keep, scratch};
-    fn = b(c);
-    if (scratch->need) scratch->base = cpu::AlignedBuf::make(scratch->need).p;
+    BoundKernel::bind("bench", std::forward<B>(b));
   }
 };
 
 // conv2d k x k (pad k / 2), stride s, Cin -> Cout, H x W input, + bias + relu, activations and
-// weights in `dt`: f32 and f16 take im2col + conv_gemm; bf16 takes AMX tiles where available.
+// weights in `dt`: f32 takes pixel blocks (AVX-512), bf16 AMX tiles where available, f16 im2col +
+// conv_gemm.
 void BM_Conv(benchmark::State& st, std::int64_t Cin, std::int64_t Cout, std::int64_t H, std::int64_t k, std::int64_t s, DType dt) {
   Bound b;
   const std::int64_t OH = (H + 2 * (k / 2) - k) / s + 1;

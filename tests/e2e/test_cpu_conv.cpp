@@ -6,6 +6,7 @@
 // the accumulation order and the output's rounding.
 #include <random>
 
+#include "../common/bound_kernel.hpp"
 #include "../common/test_util.hpp"
 #include "npusim/target/cpu/cpu_target.hpp"
 
@@ -19,30 +20,6 @@ struct ConvCase {
 };
 
 std::ostream& operator<<(std::ostream& os, const ConvCase& c) { return os << c.name; }
-
-// A conv2d kernel bound the way the CPU executor binds one: a two-tensor graph, its buffer plan
-// and storage we own.
-struct BoundConv {
-  ir::Graph g;
-  Kernel k;
-  plan::BufferPlan plan;
-  std::vector<cpu::AlignedBuf> bufs;
-  std::vector<std::shared_ptr<void>> keep;
-  std::shared_ptr<cpu::ScratchPool> scratch = std::make_shared<cpu::ScratchPool>();
-  cpu::Fn fn;
-
-  ir::TensorId add(const std::string& name, Shape shape, DType dt) {
-    ir::TensorInfo info;
-    info.name = name, info.shape = shape, info.dtype = dt, info.kind = ir::TensorKind::input;
-    const ir::TensorId t = g.add_tensor(std::move(info));
-    plan.tensors.resize(g.tensors.size());
-    plan.tensors.back().storage = dt;
-    plan.tensors.back().bytes = numel(shape) * static_cast<std::int64_t>(dtype_size(dt));
-    bufs.push_back(cpu::AlignedBuf::make(static_cast<std::size_t>(plan.tensors.back().bytes)));
-    return t;
-  }
-  std::byte* ptr(ir::TensorId t) { return bufs.at(static_cast<std::size_t>(t)).p.get(); }
-};
 
 std::vector<float> bf16_exact(std::size_t n, unsigned seed) {
   std::mt19937 rng(seed);
@@ -82,17 +59,14 @@ TEST_P(CpuConv, MatchesADoublePrecisionConvolution) {
   }
   for (DType dt : {DType::f32, DType::bf16, DType::f16}) {
     SCOPED_TRACE(dtype_name(dt));
-    BoundConv b;
+    test::BoundKernel b;
     const ir::TensorId xt = b.add("x", {1, cc.cin, cc.h, cc.w}, dt), yt = b.add("y", {1, cc.cout, oh, ow}, dt);
     cpu::store_row(dt, x.data(), b.ptr(xt), static_cast<std::int64_t>(x.size()));
     Tensor w = Tensor::empty(DType::f32, {cc.cout, cg, cc.k, cc.k});
     std::copy(wv.begin(), wv.end(), w.data<float>());
     ops::Conv2d::Attrs at;
     at.stride = {cc.stride, cc.stride}, at.padding = {cc.pad, cc.pad}, at.dilation = {cc.dil, cc.dil}, at.groups = cc.groups;
-    b.k.kind = "conv2d";
-    cpu::Ctx ctx{b.g, b.k, b.plan, [&b](ir::TensorId t) { return b.ptr(t); }, [](ir::TensorId) -> const Tensor* { return nullptr; }, b.keep, b.scratch};
-    b.fn = cpu::bind_conv(ctx, xt, w.to(dt), std::make_shared<std::vector<float>>(bias), yt, at, true);
-    if (b.scratch->need) b.scratch->base = cpu::AlignedBuf::make(b.scratch->need).p;
+    b.bind("conv2d", [&](cpu::Ctx& c) { return cpu::bind_conv(c, xt, w.to(dt), std::make_shared<std::vector<float>>(bias), yt, at, true); });
     b.fn();
     std::vector<float> got(ref.size());
     cpu::load_row(dt, b.ptr(yt), got.data(), static_cast<std::int64_t>(got.size()));

@@ -4,8 +4,9 @@
 // reads as its B operand (tile row kk = input rows 2kk and 2kk+1, interleaved, for 16 pixels):
 // the block's columns stay in the thread's cache and serve every output channel. The weights are
 // the A operand, packed once at load as zero-padded bf16 rows [Cout rounded to 32][K rounded to
-// 32]. Each 32 x 32 output block is four 16 x 16 f32 tiles; the epilogue adds the bias, applies
-// relu and writes NCHW rows in the output's storage. Only built when the compiler targets AMX.
+// 32]. Each 32 x 32 output block is four 16 x 16 f32 tiles (amx_block_32x32); the epilogue adds
+// the bias, applies relu and writes NCHW rows in the output's storage. Only built when the
+// compiler targets AMX.
 #pragma once
 
 #include <cstring>
@@ -118,37 +119,17 @@ inline void gather_pairs(const ConvGeom& g, const std::uint16_t* src, std::int64
   out.finish(Kp / 2);
 }
 
-// Adds the bias, applies relu and writes a 32 x 32 f32 block (row = output channel) into NCHW.
-template <class SC>
-inline void write_block(float* ct, std::int64_t rows, std::int64_t cols, typename SC::T* C, std::int64_t ldc, const float* bias, bool relu) {
-  for (std::int64_t r = 0; r < rows; ++r) {
-    const fbatch b(bias ? bias[r] : 0.0f);
-    for (std::int64_t v = 0; v < 2; ++v) {
-      fbatch x = fbatch::load_aligned(ct + r * 32 + v * 16) + b;
-      if (relu) x = xsimd::max(x, fbatch(0.0f));
-      if (cols == 32) store(SC{}, C + r * ldc + v * 16, x);
-      else x.store_aligned(ct + r * 32 + v * 16);
-    }
-    if (cols != 32)
-      for (std::int64_t j = 0; j < cols; ++j) C[r * ldc + j] = from_f32(SC{}, ct[r * 32 + j]);
-  }
-}
-
 }  // namespace amx_detail
 
-// One image, one group: C[rows][P] (NCHW, row stride ldc = P) = W . im2col(x), + bias, relu.
-// `x` is the group's first input plane (bf16). Work items are (pixel block, channel range); a
-// thread gathers a block's columns once for all the channel ranges it runs on that block.
+// One image, one group: C[rows][P] (NCHW, row stride P) = W . im2col(x), + bias, relu. `x` is
+// the group's first input plane (bf16). Work items are (pixel block, range of 32-channel tiles);
+// a thread gathers a block's columns once for all the ranges it runs on that block.
 inline void amx_conv(const ConvGeom& g, const AmxConvWeights& w, const std::uint16_t* x, void* y, DType ydt, const float* bias, bool relu,
                      std::byte* scratch) {
   const std::int64_t P = g.pixels(), blocks = (P + CONV_PX - 1) / CONV_PX, mgroups = w.Mp / 32, Kp = w.Kp;
-  const std::int64_t threads = max_threads();
-  // Few blocks (small images): split the output channels too, so every thread has work.
-  const std::int64_t parts = blocks >= 4 * threads ? 1 : std::min(mgroups, (4 * threads + blocks - 1) / blocks);
-  const std::size_t per_thread = amx_conv_thread_bytes(Kp);
+  const std::int64_t parts = conv_parts(blocks, mgroups, max_threads());
   parallel_for_t(blocks * parts, 1, [&](int tid, std::int64_t i0, std::int64_t i1) {
-    std::byte* mine = reinterpret_cast<std::byte*>((reinterpret_cast<std::uintptr_t>(scratch + static_cast<std::size_t>(tid) * per_thread) + 63) &
-                                                   ~std::uintptr_t{63});
+    std::byte* mine = thread_scratch(scratch, tid, amx_conv_thread_bytes(Kp));
     auto* tile = reinterpret_cast<std::uint16_t*>(mine);
     auto* ct = reinterpret_cast<float*>(mine + Kp * CONV_PX * 2);
     TileConfig cfg;
@@ -162,26 +143,10 @@ inline void amx_conv(const ConvGeom& g, const AmxConvWeights& w, const std::uint
         if (blk != have) amx_detail::gather_pairs(g, x, Kp, blk, tile), have = blk;
         for (std::int64_t mg = mgroups * part / parts; mg < mgroups * (part + 1) / parts; ++mg) {
           const std::int64_t m0 = mg * 32;
-          const std::uint16_t *a0 = w.row(m0), *a1 = w.row(m0 + 16);
-          _tile_zero(0);
-          _tile_zero(1);
-          _tile_zero(2);
-          _tile_zero(3);
-          for (std::int64_t k0 = 0; k0 < Kp; k0 += 32) {
-            _tile_loadd(4, a0 + k0, Kp * 2);
-            _tile_loadd(5, a1 + k0, Kp * 2);
-            _tile_loadd(6, tile + k0 * 32, 128);
-            _tile_loadd(7, tile + k0 * 32 + 32, 128);
-            _tile_dpbf16ps(0, 4, 6);
-            _tile_dpbf16ps(1, 4, 7);
-            _tile_dpbf16ps(2, 5, 6);
-            _tile_dpbf16ps(3, 5, 7);
-          }
-          _tile_stored(0, ct, 128);
-          _tile_stored(1, ct + 16, 128);
-          _tile_stored(2, ct + 16 * 32, 128);
-          _tile_stored(3, ct + 16 * 32 + 16, 128);
-          amx_detail::write_block<SC>(ct, std::min<std::int64_t>(32, w.rows - m0), cols, C + m0 * P + n0, P, bias ? bias + m0 : nullptr, relu);
+          amx_block_32x32(w.row(m0), Kp, tile, tile + 32, CONV_PX * 2 * 2, Kp, ct);
+          for (std::int64_t r = 0; r < std::min<std::int64_t>(32, w.rows - m0); ++r)
+            for (std::int64_t v = 0; v < 2; ++v)
+              store_output<SC>(C + (m0 + r) * P + n0 + v * 16, fbatch::load_aligned(ct + r * 32 + v * 16), bias ? bias[m0 + r] : 0.0f, relu, cols - v * 16);
         }
       }
     });

@@ -9,7 +9,7 @@
 #include <cstdint>
 #include <cstring>
 
-#include "npusim/version.hpp"
+#include "npusim/target/cpu/simd.hpp"
 
 namespace npusim::inline NPUSIM_ABI::cpu {
 
@@ -41,14 +41,15 @@ struct ConvBlock {
   Piece pieces[CONV_PX + 1];
   Run runs[max_runs];
 
-  ConvBlock(const ConvGeom& g, std::int64_t blk) {
+  // `with_runs`: fill the run table too (the vector gathers); the pieces are always made.
+  ConvBlock(const ConvGeom& g, std::int64_t blk, bool with_runs = true) {
     p0 = blk * CONV_PX, cols = std::min(CONV_PX, g.pixels() - p0);
     for (std::int64_t q = 0; q < cols;) {
       const std::int64_t oh = (p0 + q) / g.OW, ow = (p0 + q) % g.OW, len = std::min(cols - q, g.OW - ow);
       pieces[np++] = {oh, ow, q, len};
       q += len;
     }
-    vector = (g.sw == 1 || g.sw == 2) && g.kh * g.kw * np <= max_runs;
+    vector = with_runs && (g.sw == 1 || g.sw == 2) && g.kh * g.kw * np <= max_runs;
     if (!vector) return;
     for (std::int64_t i = 0; i < g.kh; ++i)
       for (std::int64_t j = 0; j < g.kw; ++j)
@@ -70,20 +71,49 @@ struct ConvBlock {
     return {lo, hi};
   }
 
-  // Any stride: im2col row (kernel row i, column j) of `plane` into dst[32], element by element.
-  template <class T>
-  void gather_row(const ConvGeom& g, const T* plane, std::int64_t i, std::int64_t j, T* dst) const {
-    std::fill(dst, dst + CONV_PX, T{});
+  // Any stride: calls f(lane, source, n) for each run of the block's lanes whose inputs at kernel
+  // row i, column j lie in the plane; lanes lane .. lane + n - 1 read source[0], source[sw], ...
+  template <class T, class F>
+  void for_each_run(const ConvGeom& g, const T* plane, std::int64_t i, std::int64_t j, F&& f) const {
     const std::int64_t off = j * g.dw - g.pw;
     for (int k = 0; k < np; ++k) {
       const Piece& pc = pieces[k];
       const std::int64_t ih = pc.oh * g.sh - g.ph + i * g.dh;
       if (ih < 0 || ih >= g.H) continue;
       const auto [lo, hi] = inside(g, pc, off);
-      const T* sp = plane + ih * g.W + pc.ow * g.sw + off;
-      for (std::int64_t q = lo; q < hi; ++q) dst[pc.q + q] = sp[q * g.sw];
+      if (hi > lo) f(pc.q + lo, plane + ih * g.W + (pc.ow + lo) * g.sw + off, hi - lo);
     }
   }
+
+  // The im2col row (kernel row i, column j) of `plane` into dst[32], element by element.
+  template <class T>
+  void gather_row(const ConvGeom& g, const T* plane, std::int64_t i, std::int64_t j, T* dst) const {
+    std::fill(dst, dst + CONV_PX, T{});
+    for_each_run(g, plane, i, j, [&](std::int64_t q, const T* sp, std::int64_t n) {
+      for (std::int64_t t = 0; t < n; ++t) dst[q + t] = sp[t * g.sw];
+    });
+  }
 };
+
+// How a blocked convolution shares out its work: `groups` of pixel blocks, each split into
+// `parts` ranges of its `units` (channel strips or tiles) when there are too few groups to keep
+// every thread busy.
+inline std::int64_t conv_parts(std::int64_t groups, std::int64_t units, std::int64_t threads) {
+  return groups >= 4 * threads ? 1 : std::min(units, (4 * threads + groups - 1) / groups);
+}
+
+// W output values of one channel: + bias, relu, the first n stored in the output's storage.
+template <class SC>
+inline void store_output(typename SC::T* p, fbatch x, float bias, bool relu, std::int64_t n) {
+  x = x + fbatch(bias);
+  if (relu) x = xsimd::max(x, fbatch(0.0f));
+  store_n(SC{}, p, x, n);
+}
+
+// Thread t's 64-byte aligned share of a scratch area of `per_thread` bytes per thread (each share
+// carries 64 bytes of slack for the alignment).
+inline std::byte* thread_scratch(std::byte* base, int t, std::size_t per_thread) {
+  return reinterpret_cast<std::byte*>((reinterpret_cast<std::uintptr_t>(base + static_cast<std::size_t>(t) * per_thread) + 63) & ~std::uintptr_t{63});
+}
 
 }  // namespace npusim::inline NPUSIM_ABI::cpu

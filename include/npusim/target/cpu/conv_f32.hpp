@@ -4,7 +4,8 @@
 // tile [K][32] (one or two masked loads per row piece, from the block's run table), then every
 // output-channel strip multiplies it: 12 channels x 32 pixels = 24 accumulators, K in chunks of
 // 192 so the tile chunk stays in L1 while the strip streams. The weights are packed once at load
-// into 12-row f32 strips. Bias, relu and the output's storage are applied from the registers.
+// into 12-row f32 strips (pack_strips). Bias, relu and the output's storage are applied from the
+// registers.
 #pragma once
 
 #include "npusim/target/cpu/conv_block.hpp"
@@ -16,27 +17,6 @@ namespace npusim::inline NPUSIM_ABI::cpu {
 
 inline constexpr std::int64_t CONV_MR = 12;   // output channels per strip
 inline constexpr std::int64_t CONV_KC = 192;  // K chunk
-
-// Weights of one group: strip s holds, for every k, W[12s .. 12s+11][k] (zero rows past `rows`).
-struct ConvStrips {
-  std::int64_t rows = 0, K = 0, strips = 0;
-  AlignedBuf data;
-  const float* strip(std::int64_t s) const { return data.as<float>() + s * K * CONV_MR; }
-};
-
-inline ConvStrips pack_conv_strips(const void* w, DType dtype, std::int64_t rows, std::int64_t K) {
-  ConvStrips p;
-  p.rows = rows, p.K = K, p.strips = (rows + CONV_MR - 1) / CONV_MR;
-  p.data = AlignedBuf::make(static_cast<std::size_t>(p.strips * K * CONV_MR) * 4);
-  std::memset(p.data.p.get(), 0, p.data.bytes);
-  float* d = p.data.as<float>();
-  std::vector<float> row(static_cast<std::size_t>(K));
-  for (std::int64_t r = 0; r < rows; ++r) {
-    load_row(dtype, static_cast<const std::byte*>(w) + static_cast<std::size_t>(r * K) * dtype_size(dtype), row.data(), K);
-    for (std::int64_t k = 0; k < K; ++k) d[(r / CONV_MR) * K * CONV_MR + k * CONV_MR + r % CONV_MR] = row[static_cast<std::size_t>(k)];
-  }
-  return p;
-}
 
 // Small images (few blocks) go as one group of blocks per item, so that each weight strip is read
 // once for all of them (a 7x7 layer's weights do not fit in L2); larger ones one block per item.
@@ -118,28 +98,16 @@ inline void micro(const float* a, const float* b, std::int64_t kc, __m512 (&acc)
   }
 }
 
-template <class SC>
-inline void store_cols(typename SC::T* p, __m512 x, std::int64_t n) {
-  if (n >= 16) {
-    store(SC{}, p, fbatch(x));
-    return;
-  }
-  alignas(64) float t[16];
-  _mm512_store_ps(t, x);
-  for (std::int64_t j = 0; j < n; ++j) p[j] = from_f32(SC{}, t[j]);
-}
-
 }  // namespace conv_f32_detail
 
 // One image, one group: C[rows][P] (NCHW, row stride P) = W . im2col(x), + bias, relu. Work items
 // are (block group, strip range); a thread gathers a group once for the strip ranges it runs.
-inline void conv_f32(const ConvGeom& g, const ConvStrips& w, const float* x, void* y, DType ydt, const float* bias, bool relu, std::byte* scratch) {
+inline void conv_f32(const ConvGeom& g, const PackedStrips& w, const float* x, void* y, DType ydt, const float* bias, bool relu, std::byte* scratch) {
   const std::int64_t P = g.pixels(), K = w.K, blocks = (P + CONV_PX - 1) / CONV_PX, threads = max_threads();
   const std::int64_t nb = conv_f32_group(P), groups = (blocks + nb - 1) / nb;
-  const std::int64_t parts = groups >= 4 * threads ? 1 : std::min(w.strips, (4 * threads + groups - 1) / groups);
-  const std::size_t per_thread = conv_f32_thread_bytes(K, w.strips, nb);
+  const std::int64_t parts = conv_parts(groups, w.strips, threads);
   parallel_for_t(groups * parts, 1, [&](int tid, std::int64_t i0, std::int64_t i1) {
-    auto* tiles = reinterpret_cast<float*>((reinterpret_cast<std::uintptr_t>(scratch + static_cast<std::size_t>(tid) * per_thread) + 63) & ~std::uintptr_t{63});
+    auto* tiles = reinterpret_cast<float*>(thread_scratch(scratch, tid, conv_f32_thread_bytes(K, w.strips, nb)));
     float* partial = tiles + nb * K * CONV_PX;
     visit_float_storage(ydt, [&](auto ctag) {
       using SC = decltype(ctag);
@@ -168,14 +136,8 @@ inline void conv_f32(const ConvGeom& g, const ConvStrips& w, const float* x, voi
                 continue;
               }
               const std::int64_t r0 = s * CONV_MR, rows = std::min(CONV_MR, w.rows - r0), n0 = (b0 + b) * CONV_PX, cols = std::min(CONV_PX, P - n0);
-              for (std::int64_t r = 0; r < rows; ++r) {
-                const __m512 bv = _mm512_set1_ps(bias ? bias[r0 + r] : 0.0f);
-                for (int v = 0; v < 2; ++v) {
-                  __m512 o = _mm512_add_ps(acc[r][v], bv);
-                  if (relu) o = _mm512_max_ps(o, _mm512_setzero_ps());
-                  conv_f32_detail::store_cols<SC>(C + (r0 + r) * P + n0 + v * 16, o, cols - v * 16);
-                }
-              }
+              for (std::int64_t r = 0; r < rows; ++r)
+                for (int v = 0; v < 2; ++v) store_output<SC>(C + (r0 + r) * P + n0 + v * 16, fbatch(acc[r][v]), bias ? bias[r0 + r] : 0.0f, relu, cols - v * 16);
             }
         }
       }

@@ -325,24 +325,7 @@ inline void amx_gemm(const AView& a, std::int64_t M, const PackedB& b, const CVi
       const auto* b1 = two ? static_cast<const std::uint16_t*>(b.panel(p + 1)) : b0;
       const std::int64_t n0 = p * NR, cols = std::min(N, (p + (two ? 2 : 1)) * NR) - n0;
       for (std::int64_t m0 = 0; m0 < Mp; m0 += 32) {
-        _tile_zero(0);
-        _tile_zero(1);
-        _tile_zero(2);
-        _tile_zero(3);
-        for (std::int64_t k0 = 0; k0 < Kp; k0 += 32) {
-          _tile_loadd(4, A + m0 * lda + k0, lda * 2);
-          _tile_loadd(5, A + (m0 + 16) * lda + k0, lda * 2);
-          _tile_loadd(6, b0 + k0 * NR, 64);
-          _tile_loadd(7, b1 + k0 * NR, 64);
-          _tile_dpbf16ps(0, 4, 6);
-          _tile_dpbf16ps(1, 4, 7);
-          _tile_dpbf16ps(2, 5, 6);
-          _tile_dpbf16ps(3, 5, 7);
-        }
-        _tile_stored(0, ct, 128);
-        _tile_stored(1, ct + 16, 128);
-        _tile_stored(2, ct + 16 * 32, 128);
-        _tile_stored(3, ct + 16 * 32 + 16, 128);
+        amx_block_32x32(A + m0 * lda, lda, b0, b1, 2 * NR * 2, Kp, ct);
         write_c(ct, 32, m0, std::min<std::int64_t>(32, M - m0), n0, cols, c, ep);
       }
     }
@@ -431,23 +414,24 @@ namespace npusim::inline NPUSIM_ABI::cpu {
 // The weights are the left operand, packed once at load into 6-row f32 strips (a compute-bound
 // path, so widening them once beats widening in every inner loop); B is the im2col matrix (or,
 // for 1x1 convolutions, the input itself) read in place, row k holding all P output pixels; C is
-// the NCHW output, written row by row with bias and relu. No per-call packing.
+// the NCHW output, written row by row with bias and relu. No per-call packing. (The blocked f32
+// convolution, conv_f32.hpp, packs its weights the same way in strips of 12 rows.)
 struct PackedStrips {
-  std::int64_t rows = 0, K = 0, strips = 0;
-  AlignedBuf data;  // [strip][K][MR] f32
-  const float* strip(std::int64_t s) const { return data.as<float>() + s * K * MR; }
+  std::int64_t rows = 0, K = 0, strips = 0, mr = MR;
+  AlignedBuf data;  // [strip][K][mr] f32
+  const float* strip(std::int64_t s) const { return data.as<float>() + s * K * mr; }
 };
 
-inline PackedStrips pack_strips(const void* w, DType dtype, std::int64_t rows, std::int64_t K) {
+inline PackedStrips pack_strips(const void* w, DType dtype, std::int64_t rows, std::int64_t K, std::int64_t mr = MR) {
   PackedStrips p;
-  p.rows = rows, p.K = K, p.strips = (rows + MR - 1) / MR;
-  p.data = AlignedBuf::make(static_cast<std::size_t>(p.strips * K * MR) * 4);
+  p.rows = rows, p.K = K, p.mr = mr, p.strips = (rows + mr - 1) / mr;
+  p.data = AlignedBuf::make(static_cast<std::size_t>(p.strips * K * mr) * 4);
   float* d = p.data.as<float>();
   std::vector<float> row(static_cast<std::size_t>(K));
-  for (std::int64_t r = 0; r < p.strips * MR; ++r) {
+  for (std::int64_t r = 0; r < p.strips * mr; ++r) {
     if (r < rows) load_row(dtype, static_cast<const std::byte*>(w) + static_cast<std::size_t>(r * K) * dtype_size(dtype), row.data(), K);
     else std::fill(row.begin(), row.end(), 0.0f);
-    for (std::int64_t k = 0; k < K; ++k) d[(r / MR) * K * MR + k * MR + r % MR] = row[static_cast<std::size_t>(k)];
+    for (std::int64_t k = 0; k < K; ++k) d[(r / mr) * K * mr + k * mr + r % mr] = row[static_cast<std::size_t>(k)];
   }
   return p;
 }

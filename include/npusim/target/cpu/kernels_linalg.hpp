@@ -92,7 +92,8 @@ inline Fn bind_matmul_dense(Ctx& c, ir::TensorId a, ir::TensorId b, ir::TensorId
   };
 }
 
-// conv2d (+ bias, + relu): per image and group, im2col (K-major) then the packed GEMM writing NCHW.
+// conv2d (+ bias, + relu), per image and group: depthwise direct; otherwise by pixel blocks (AMX
+// for bf16, AVX-512 strips for f32) or im2col + the packed GEMM, writing NCHW.
 inline Fn bind_conv(Ctx& c, ir::TensorId x, const Tensor& wt, std::shared_ptr<std::vector<float>> b, ir::TensorId y, const ops::Conv2d::Attrs& at,
                     bool relu) {
   const Shape &xs = c.shape(x), &ys = c.shape(y);
@@ -134,103 +135,75 @@ inline Fn bind_conv(Ctx& c, ir::TensorId x, const Tensor& wt, std::shared_ptr<st
       });
     };
   }
+  // Per group gi: C[Kg][M] = W_g[Kg][KK] . im2col(x_g)[KK][M], the weights packed once at load.
   const std::size_t ew = dtype_size(wt.dtype());
-#if defined(NPUSIM_CPU_AMX)
-  // bf16 activations on an AMX machine: tile products, the weights as bf16 rows.
-  if (dx == DType::bf16 && amx_enabled()) {
-    std::vector<std::shared_ptr<AmxConvWeights>> aw;
-    for (std::int64_t gi = 0; gi < g.G; ++gi)
-      aw.push_back(c.own(pack_amx_conv_weights(static_cast<const std::byte*>(wt.raw()) + static_cast<std::size_t>(gi * Kg * KK) * ew, wt.dtype(), Kg, KK)));
-    auto pool = c.need_scratch(amx_conv_scratch_bytes(aw[0]->Kp));
+  auto pack_groups = [&](auto pack) {
+    std::vector<std::shared_ptr<decltype(pack(px))>> v;
+    for (std::int64_t gi = 0; gi < g.G; ++gi) v.push_back(c.own(pack(static_cast<const std::byte*>(wt.raw()) + static_cast<std::size_t>(gi * Kg * KK) * ew)));
+    return v;
+  };
+  // The bound kernel: f(group weights, group input planes, group output rows, group bias) for
+  // every image and group.
+  auto each_group = [=](auto packs, auto f) -> Fn {
     return [=] {
       for (std::int64_t n = 0; n < g.N; ++n)
         for (std::int64_t gi = 0; gi < g.G; ++gi)
-          amx_conv(g, *aw[static_cast<std::size_t>(gi)], reinterpret_cast<const std::uint16_t*>(px) + (n * g.C + gi * Cg) * g.H * g.W,
-                   py + static_cast<std::size_t>((n * g.K + gi * Kg) * M) * ey, dy, b ? b->data() + gi * Kg : nullptr, relu, pool->get());
+          f(*packs[static_cast<std::size_t>(gi)], px + static_cast<std::size_t>((n * g.C + gi * Cg) * g.H * g.W) * ex,
+            py + static_cast<std::size_t>((n * g.K + gi * Kg) * M) * ey, b ? b->data() + gi * Kg : nullptr);
     };
+  };
+#if defined(NPUSIM_CPU_AMX)
+  // bf16 activations on an AMX machine: tile products, the weights as bf16 rows.
+  if (dx == DType::bf16 && amx_enabled()) {
+    auto packs = pack_groups([&](const std::byte* w) { return pack_amx_conv_weights(w, wt.dtype(), Kg, KK); });
+    auto pool = c.need_scratch(amx_conv_scratch_bytes(packs[0]->Kp));
+    return each_group(packs, [=](const AmxConvWeights& w, const std::byte* in, std::byte* out, const float* bias) {
+      amx_conv(g, w, reinterpret_cast<const std::uint16_t*>(in), out, dy, bias, relu, pool->get());
+    });
   }
 #endif
 #if defined(NPUSIM_CPU_AVX512)
   // f32 activations: pixel blocks gathered per thread, 12-channel strips.
   if (dx == DType::f32) {
-    std::vector<std::shared_ptr<ConvStrips>> ws;
-    for (std::int64_t gi = 0; gi < g.G; ++gi)
-      ws.push_back(c.own(pack_conv_strips(static_cast<const std::byte*>(wt.raw()) + static_cast<std::size_t>(gi * Kg * KK) * ew, wt.dtype(), Kg, KK)));
-    auto pool = c.need_scratch(conv_f32_scratch_bytes(KK, ws[0]->strips, M));
-    return [=] {
-      for (std::int64_t n = 0; n < g.N; ++n)
-        for (std::int64_t gi = 0; gi < g.G; ++gi)
-          conv_f32(g, *ws[static_cast<std::size_t>(gi)], reinterpret_cast<const float*>(px) + (n * g.C + gi * Cg) * g.H * g.W,
-                   py + static_cast<std::size_t>((n * g.K + gi * Kg) * M) * ey, dy, b ? b->data() + gi * Kg : nullptr, relu, pool->get());
-    };
+    auto packs = pack_groups([&](const std::byte* w) { return pack_strips(w, wt.dtype(), Kg, KK, CONV_MR); });
+    auto pool = c.need_scratch(conv_f32_scratch_bytes(KK, packs[0]->strips, M));
+    return each_group(packs, [=](const PackedStrips& w, const std::byte* in, std::byte* out, const float* bias) {
+      conv_f32(g, w, reinterpret_cast<const float*>(in), out, dy, bias, relu, pool->get());
+    });
   }
 #endif
-  // Per group: C[Kg][M] = W_g[Kg][KK] . col[KK][M]; the weights packed once into f32 strips.
-  std::vector<std::shared_ptr<PackedStrips>> packs;
-  for (std::int64_t gi = 0; gi < g.G; ++gi)
-    packs.push_back(c.own(pack_strips(static_cast<const std::byte*>(wt.raw()) + static_cast<std::size_t>(gi * Kg * KK) * ew, wt.dtype(), Kg, KK)));
+  // Otherwise: the whole image's im2col into 32-pixel tiles, then the packed GEMM (6-row strips).
+  static_assert(CONV_CB == CONV_PX);
+  auto packs = pack_groups([&](const std::byte* w) { return pack_strips(w, wt.dtype(), Kg, KK); });
   const std::int64_t blocks = (M + CONV_CB - 1) / CONV_CB;
   const std::size_t tiles_bytes = (conv_tiles_bytes(KK, M) + 63) / 64 * 64;
   auto pool = c.need_scratch(tiles_bytes + conv_gemm_scratch_bytes());
-  // im2col of one block into its tile: row (c, i, j), column = pixel 32 blk + q. A block covers
-  // pieces of one or more output rows; for each piece and (c, i, j) the input pixels form one run
-  // (stride sw), zeros where the window leaves the plane: no per-element bounds checks.
+  // im2col of one block into its tile: row (c, i, j), column = pixel 32 blk + q; the block's runs
+  // inside the plane are converted, the rest stays zero.
   auto fill_tile = [=](auto tag, const typename decltype(tag)::T* src0, std::int64_t blk, float* tile) {
-    struct Piece { std::int64_t oh, ow, q, len; };
-    Piece pieces[CONV_CB + 1];
-    const std::int64_t p0 = blk * CONV_CB, cols = std::min(CONV_CB, M - p0);
-    int np = 0;
-    for (std::int64_t q = 0; q < cols;) {
-      const std::int64_t oh = (p0 + q) / g.OW, ow = (p0 + q) % g.OW, len = std::min(cols - q, g.OW - ow);
-      pieces[np++] = {oh, ow, q, len};
-      q += len;
-    }
-    for (std::int64_t r = 0; r < KK; ++r) {
-      const std::int64_t ch = r / (g.kh * g.kw), i = (r / g.kw) % g.kh, j = r % g.kw;
-      const auto* src = src0 + ch * g.H * g.W;
-      float* dst = tile + r * CONV_CB;
-      const std::int64_t off = j * g.dw - g.pw;  // iw = ow * sw + off
-      const std::int64_t first = off >= 0 ? 0 : (-off + g.sw - 1) / g.sw;                 // first ow inside the plane
-      const std::int64_t last = g.W - off <= 0 ? 0 : (g.W - off - 1) / g.sw + 1;         // one past the last
-      for (int k = 0; k < np; ++k) {
-        const Piece& pc = pieces[k];
-        float* d = dst + pc.q;
-        const std::int64_t ih = pc.oh * g.sh - g.ph + i * g.dh;
-        if (ih < 0 || ih >= g.H) {
-          std::fill(d, d + pc.len, 0.0f);
-          continue;
+    const ConvBlock cb(g, blk, false);
+    float* dst = tile;
+    for (std::int64_t ch = 0; ch < Cg; ++ch)
+      for (std::int64_t i = 0; i < g.kh; ++i)
+        for (std::int64_t j = 0; j < g.kw; ++j, dst += CONV_CB) {
+          std::fill(dst, dst + CONV_CB, 0.0f);
+          cb.for_each_run(g, src0 + ch * g.H * g.W, i, j, [&](std::int64_t q, const auto* sp, std::int64_t n) {
+            if (g.sw == 1) convert<decltype(tag), SF32>(sp, dst + q, n);
+            else
+              for (std::int64_t t = 0; t < n; ++t) dst[q + t] = to_f32(tag, sp[t * g.sw]);
+          });
         }
-        const std::int64_t lo = std::clamp<std::int64_t>(first - pc.ow, 0, pc.len), hi = std::clamp<std::int64_t>(last - pc.ow, lo, pc.len);
-        std::fill(d, d + lo, 0.0f);
-        const auto* sp = src + ih * g.W + (pc.ow + lo) * g.sw + off;
-        if (g.sw == 1) {
-          if (hi > lo) convert<decltype(tag), SF32>(sp, d + lo, hi - lo);
-        } else {
-          for (std::int64_t q = lo; q < hi; ++q) d[q] = to_f32(tag, sp[(q - lo) * g.sw]);
-        }
-        std::fill(d + hi, d + pc.len, 0.0f);
-      }
-      std::fill(dst + cols, dst + CONV_CB, 0.0f);
-    }
   };
-  return [=] {
+  return each_group(packs, [=](const PackedStrips& w, const std::byte* in, std::byte* out, const float* bias) {
     std::byte* base = pool->get();
     float* tiles = reinterpret_cast<float*>(base);
-    for (std::int64_t n = 0; n < g.N; ++n)
-      for (std::int64_t gi = 0; gi < g.G; ++gi) {
-        const std::byte* xin = px + static_cast<std::size_t>((n * g.C + gi * Cg) * g.H * g.W) * ex;
-        std::byte* yout = py + static_cast<std::size_t>((n * g.K + gi * Kg) * M) * ey;
-        const PackedStrips& w = *packs[static_cast<std::size_t>(gi)];
-        const float* bias = b ? b->data() + gi * Kg : nullptr;
-        parallel_for(blocks, 1, [&](std::int64_t b0, std::int64_t b1) {
-          visit_float_storage(dx, [&](auto tag) {
-            for (std::int64_t blk = b0; blk < b1; ++blk)
-              fill_tile(tag, reinterpret_cast<const typename decltype(tag)::T*>(xin), blk, tiles + blk * KK * CONV_CB);
-          });
-        });
-        conv_gemm(w, tiles, M, yout, dy, M, bias, relu, base + tiles_bytes);
-      }
-  };
+    parallel_for(blocks, 1, [&](std::int64_t b0, std::int64_t b1) {
+      visit_float_storage(dx, [&](auto tag) {
+        for (std::int64_t blk = b0; blk < b1; ++blk) fill_tile(tag, reinterpret_cast<const typename decltype(tag)::T*>(in), blk, tiles + blk * KK * CONV_CB);
+      });
+    });
+    conv_gemm(w, tiles, M, out, dy, M, bias, relu, base + tiles_bytes);
+  });
 }
 
 inline Fn bind_conv(Ctx& c, ir::TensorId x, ir::TensorId w, std::optional<ir::TensorId> bias, ir::TensorId y, const ops::Conv2d::Attrs& at, bool relu) {

@@ -100,6 +100,18 @@ inline void store(SF16, std::uint16_t* p, fbatch v) {
 #endif
 }
 
+// Stores the first n lanes of v (all of them when n >= W; none when n <= 0).
+template <class S>
+inline void store_n(S, typename S::T* p, fbatch v, std::int64_t n) {
+  if (n >= static_cast<std::int64_t>(W)) {
+    store(S{}, p, v);
+    return;
+  }
+  alignas(64) float t[W];
+  v.store_aligned(t);
+  for (std::int64_t j = 0; j < n; ++j) p[j] = from_f32(S{}, t[j]);
+}
+
 // Converts n values between any two float storages (or copies).
 template <class From, class To>
 inline void convert(const typename From::T* s, typename To::T* d, std::int64_t n) {
