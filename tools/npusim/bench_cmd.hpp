@@ -146,12 +146,14 @@ inline int cmd_bench_llm(const std::string& pdir, const std::string& ddir, const
     weights::BindOptions rb;
     ref = make_runner(compile(rc, dc.graph), pc.weights.get(), rb);
   }
-  const double bw = bench::read_bandwidth_gbs(mach.threads);
+  bench::ReadProbe probe(mach.threads);
+  const double bw = probe.gbs();
   const std::int64_t wbytes = decode_weight_bytes(dp);
   // The floor is host memory bandwidth: it bounds targets that read weights from host memory
   // (cpu, reference); a device target's weights live in device memory, so it gets none.
   const bool host_target = tc.target == "cpu" || tc.target == "reference";
-  const double floor_ms = host_target ? static_cast<double>(wbytes) / (bw * 1e9) * 1e3 : 0.0;
+  auto floor_at = [&](double gbs) { return host_target ? static_cast<double>(wbytes) / (gbs * 1e9) * 1e3 : 0.0; };
+  const double floor_ms = floor_at(bw);
   std::printf("%s + %s on %s (%s): compile %.0f ms, weights %.1f s\n", pc.name.c_str(), dc.name.c_str(), tc.target.c_str(), tc.dtype.c_str(), compile_ms,
               load_ms / 1000);
   if (host_target)
@@ -182,7 +184,9 @@ inline int cmd_bench_llm(const std::string& pdir, const std::string& ddir, const
       noise.push_back(std::move(t));
     }
   auto fill = [&](std::size_t layer, bool value, const Shape&) { return noise[2 * layer + (value ? 1 : 0)].clone(); };
-  std::printf("%8s %10s %8s %8s %8s %9s %s\n", "position", "median ms", "p10", "p90", "tok/s", "floor %", a.check ? "check vs reference (cos, top-1)" : "");
+  // Each position's floor comes from the bandwidth measured just before and just after its steps.
+  if (host_target) std::printf("floor %% per position: from the read bandwidth measured just before and after its steps (GB/s column)\n");
+  std::printf("%8s %10s %8s %8s %8s %9s %7s %s\n", "position", "median ms", "p10", "p90", "tok/s", "floor %", "GB/s", a.check ? "check vs reference (cos, top-1)" : "");
   ir::json jpos = ir::json::array();
   bench::Series series{"decode step (" + tc.target + ", " + tc.dtype + ")", "#1f77b4", {}}, floor_series{"memory-bandwidth floor", "#999999", {}};
   bool all_ok = true;
@@ -214,21 +218,23 @@ inline int cmd_bench_llm(const std::string& pdir, const std::string& ddir, const
       check = b;
       jc = {{"cosine", mt.cosine}, {"rel_l2", mt.rel_l2}, {"top1_same", top1}, {"ok", ok}};
     }
+    const double bw_before = host_target ? probe.gbs(3) : 0.0;
     const bench::Stats st = bench::time_it(
         [&] {
           s.seek(p);
           s.step(tok);
         },
         0, a.repeats);
-    char fl[16] = "        -";
-    if (host_target) std::snprintf(fl, sizeof fl, "%8.1f%%", 100.0 * floor_ms / st.median_ms);
+    const double bw_here = host_target ? (bw_before + probe.gbs(3)) / 2 : 0.0, floor_here = floor_at(bw_here);
+    char fl[32] = "        -       -";
+    if (host_target) std::snprintf(fl, sizeof fl, "%8.1f%% %7.1f", 100.0 * floor_here / st.median_ms, bw_here);
     std::printf("%8lld %10.2f %8.2f %8.2f %8.2f %s %s\n", static_cast<long long>(p), st.median_ms, st.p10_ms, st.p90_ms, 1000.0 / st.median_ms, fl,
                 check.c_str());
     std::fflush(stdout);
     series.points.emplace_back(static_cast<double>(p), st.median_ms);
-    if (host_target) floor_series.points.emplace_back(static_cast<double>(p), floor_ms);
+    if (host_target) floor_series.points.emplace_back(static_cast<double>(p), floor_here);
     ir::json jp = {{"position", p}, {"step", stats_json(st)}, {"tokens_per_s", 1000.0 / st.median_ms}};
-    if (host_target) jp["floor_fraction"] = floor_ms / st.median_ms;
+    if (host_target) jp["floor_fraction"] = floor_here / st.median_ms, jp["read_bandwidth_gbs"] = bw_here, jp["floor_ms"] = floor_here;
     if (ref) jp["check"] = jc;
     jpos.push_back(jp);
   }

@@ -94,36 +94,50 @@ inline std::string describe(const Machine& m) {
 
 // Memory read bandwidth over a buffer far larger than the caches, `threads` threads each summing
 // its slice with 8 independent accumulators (bound by memory, not by the latency of one chain of
-// additions): median GB/s of `repeats` passes.
-inline double read_bandwidth_gbs(int threads, std::size_t bytes = std::size_t{1} << 30, int repeats = 5) {
-  threads = std::max(1, threads);
-  const std::size_t n = bytes / sizeof(double) / 8 * 8;
-  std::unique_ptr<double[]> buf(new double[n]);
-  const std::size_t per = (n / static_cast<std::size_t>(threads)) / 8 * 8;
-  auto slice = [&](auto&& f) {  // f(thread, begin, end) on every thread's slice, joined
+// additions). The buffer is made (and first touched by its readers) once, so a long benchmark can
+// measure again next to each of its phases: a shared host's bandwidth moves from minute to minute.
+class ReadProbe {
+ public:
+  explicit ReadProbe(int threads, std::size_t bytes = std::size_t{1} << 30)
+      : threads_(std::max(1, threads)), n_(bytes / sizeof(double) / 8 * 8), buf_(new double[n_]), sums_(static_cast<std::size_t>(threads_)) {
+    slice([&](int, std::size_t b, std::size_t e) { std::fill(buf_.get() + b, buf_.get() + e, 1.0); });
+  }
+  // Median GB/s of `repeats` passes (after one unmeasured pass).
+  double gbs(int repeats = 5) {
+    std::vector<double> r;
+    for (int i = 0; i < repeats + 1; ++i) {
+      const auto t0 = std::chrono::steady_clock::now();
+      slice([&](int t, std::size_t b, std::size_t e) {
+        double a[8] = {};
+        for (std::size_t k = b; k < e; k += 8)
+          for (int j = 0; j < 8; ++j) a[j] += buf_[k + static_cast<std::size_t>(j)];
+        sums_[static_cast<std::size_t>(t)] = a[0] + a[1] + a[2] + a[3] + a[4] + a[5] + a[6] + a[7];
+      });
+      const double sec = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      if (i > 0) r.push_back(static_cast<double>(n_ * sizeof(double)) / sec / 1e9);
+    }
+    std::sort(r.begin(), r.end());
+    return sums_[0] > 0 ? r[r.size() / 2] : 0.0;
+  }
+
+ private:
+  template <class F>
+  void slice(F&& f) {  // f(thread, begin, end) on every thread's slice, joined
+    const std::size_t per = (n_ / static_cast<std::size_t>(threads_)) / 8 * 8;
     std::vector<std::thread> ts;
-    for (int i = 0; i < threads; ++i) {
-      const std::size_t b = per * static_cast<std::size_t>(i), e = i + 1 == threads ? n : b + per;
+    for (int i = 0; i < threads_; ++i) {
+      const std::size_t b = per * static_cast<std::size_t>(i), e = i + 1 == threads_ ? n_ : b + per;
       ts.emplace_back([&, i, b, e] { f(i, b, e); });
     }
     for (auto& x : ts) x.join();
-  };
-  slice([&](int, std::size_t b, std::size_t e) { std::fill(buf.get() + b, buf.get() + e, 1.0); });  // first touch by the readers
-  std::vector<double> sums(static_cast<std::size_t>(threads)), gbs;
-  for (int r = 0; r < repeats + 1; ++r) {
-    auto t0 = std::chrono::steady_clock::now();
-    slice([&](int i, std::size_t b, std::size_t e) {
-      double a[8] = {};
-      for (std::size_t k = b; k < e; k += 8)
-        for (int j = 0; j < 8; ++j) a[j] += buf[k + static_cast<std::size_t>(j)];
-      sums[static_cast<std::size_t>(i)] = a[0] + a[1] + a[2] + a[3] + a[4] + a[5] + a[6] + a[7];
-    });
-    const double sec = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    if (r > 0) gbs.push_back(static_cast<double>(n * sizeof(double)) / sec / 1e9);
   }
-  std::sort(gbs.begin(), gbs.end());
-  return sums[0] > 0 ? gbs[gbs.size() / 2] : 0.0;
-}
+  int threads_;
+  std::size_t n_;
+  std::unique_ptr<double[]> buf_;
+  std::vector<double> sums_;
+};
+
+inline double read_bandwidth_gbs(int threads, std::size_t bytes = std::size_t{1} << 30, int repeats = 5) { return ReadProbe(threads, bytes).gbs(repeats); }
 
 // A line chart (log2 x axis when `log_x`) as standalone SVG.
 struct Series {

@@ -94,7 +94,7 @@ inline void gather_pairs(const ConvGeom& g, const std::uint16_t* src, std::int64
       for (std::int64_t t = 0; t < khw; ++t) {
         const ConvBlock::Run* r = b.runs_at(t);
         __m512i v = _mm512_setzero_si512();
-        for (int k = 0; k < b.np; ++k) {
+        for (int k = 0; k < b.nr; ++k) {
           const auto at = pl + static_cast<std::uintptr_t>(r[k].off * 2);
           if (g.sw == 1) {
             v = _mm512_mask_loadu_epi16(v, r[k].lanes, reinterpret_cast<const void*>(at));

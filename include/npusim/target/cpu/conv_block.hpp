@@ -1,8 +1,9 @@
 // Convolutions by blocks of output pixels, as the CPU target's blocked kernels (conv_f32.hpp,
-// conv_amx.hpp) gather them: the geometry, and for one block of 32 consecutive output pixels (NCHW
-// order) the pieces it splits into by output row and, per kernel position and piece, which lanes
-// read inside the input plane and from where. With that table a row of the block's im2col
-// columns is one or two masked vector loads per piece, with no per-element bounds checks.
+// conv_amx.hpp) gather them: the geometry, and for one block of up to 32 consecutive output pixels
+// (NCHW order) the pieces it splits into by output row and, per kernel position and piece, which
+// lanes read inside the input plane and from where. With that table a row of the block's im2col
+// columns is one or two masked vector loads per piece (per block, at stride 1 with unchanged
+// width, where all pieces share one shift), with no per-element bounds checks.
 #pragma once
 
 #include <algorithm>
@@ -37,13 +38,17 @@ struct ConvBlock {
 
   std::int64_t p0 = 0, cols = 0;
   int np = 0;
+  int nr = 0;           // runs per kernel position: np, or 1 where every piece reads at the same shift
   bool vector = false;  // runs are filled: column stride 1 or 2 and a small enough table
   Piece pieces[CONV_PX + 1];
   Run runs[max_runs];
 
-  // `with_runs`: fill the run table too (the vector gathers); the pieces are always made.
-  ConvBlock(const ConvGeom& g, std::int64_t blk, bool with_runs = true) {
-    p0 = blk * CONV_PX, cols = std::min(CONV_PX, g.pixels() - p0);
+  // Block `blk` of 32 pixels. `with_runs`: fill the run table too (the vector gathers); the pieces
+  // are always made.
+  ConvBlock(const ConvGeom& g, std::int64_t blk, bool with_runs = true) : ConvBlock(g, blk * CONV_PX, std::min(CONV_PX, g.pixels() - blk * CONV_PX), with_runs) {}
+  // The `count` (<= 32) pixels from pixel `first`.
+  ConvBlock(const ConvGeom& g, std::int64_t first, std::int64_t count, bool with_runs) {
+    p0 = first, cols = count;
     for (std::int64_t q = 0; q < cols;) {
       const std::int64_t oh = (p0 + q) / g.OW, ow = (p0 + q) % g.OW, len = std::min(cols - q, g.OW - ow);
       pieces[np++] = {oh, ow, q, len};
@@ -51,18 +56,26 @@ struct ConvBlock {
     }
     vector = with_runs && (g.sw == 1 || g.sw == 2) && g.kh * g.kw * np <= max_runs;
     if (!vector) return;
+    // Stride 1 with as many output as input columns: output pixel p reads input element
+    // p + (i dh - ph) W + j dw - pw at every kernel position, so the pieces of a block share one
+    // shift and merge into one run (two masked loads per im2col row, however many rows it spans).
+    const bool shared = g.sh == 1 && g.sw == 1 && g.OW == g.W;
+    nr = shared ? 1 : np;
     for (std::int64_t i = 0; i < g.kh; ++i)
-      for (std::int64_t j = 0; j < g.kw; ++j)
+      for (std::int64_t j = 0; j < g.kw; ++j) {
+        Run* rt = runs + (i * g.kw + j) * nr;
+        if (shared) *rt = {0u, p0 + (i * g.dh - g.ph) * g.W + j * g.dw - g.pw};
         for (int k = 0; k < np; ++k) {
           const Piece& pc = pieces[k];
           const std::int64_t ih = pc.oh * g.sh - g.ph + i * g.dh, off = j * g.dw - g.pw;  // iw = ow * sw + off
           const auto [lo, hi] = inside(g, pc, off);
-          Run& r = runs[(i * g.kw + j) * np + k];
-          r.lanes = ih < 0 || ih >= g.H ? 0u : static_cast<std::uint32_t>(((std::uint64_t{1} << (pc.q + hi)) - 1) & ~((std::uint64_t{1} << (pc.q + lo)) - 1));
-          r.off = ih * g.W + (pc.ow - pc.q) * g.sw + off;
+          const std::uint32_t lanes = ih < 0 || ih >= g.H ? 0u : static_cast<std::uint32_t>(((std::uint64_t{1} << (pc.q + hi)) - 1) & ~((std::uint64_t{1} << (pc.q + lo)) - 1));
+          if (shared) rt->lanes |= lanes;
+          else rt[k] = {lanes, ih * g.W + (pc.ow - pc.q) * g.sw + off};
         }
+      }
   }
-  const Run* runs_at(std::int64_t t) const { return runs + t * np; }
+  const Run* runs_at(std::int64_t t) const { return runs + t * nr; }
 
   // The piece's lanes [lo, hi) (relative to its first lane) whose input column lies in the plane.
   static std::pair<std::int64_t, std::int64_t> inside(const ConvGeom& g, const Piece& pc, std::int64_t off) {

@@ -1,11 +1,12 @@
 // f32 convolution by blocks of output pixels (AVX-512 builds).
 //
 // Per block of 32 output pixels a thread gathers the block's im2col columns into its own f32
-// tile [K][32] (one or two masked loads per row piece, from the block's run table), then every
-// output-channel strip multiplies it: 12 channels x 32 pixels = 24 accumulators, K in chunks of
-// 192 so the tile chunk stays in L1 while the strip streams. The weights are packed once at load
-// into 12-row f32 strips (pack_strips). Bias, relu and the output's storage are applied from the
-// registers.
+// tile [K][32] (two masked loads per row, or per row piece where the block's pieces read at
+// different shifts, from the block's run table), then every output-channel strip multiplies it:
+// 12 channels x 32 pixels = 24 accumulators, K in chunks of 192 so the tile chunk stays in L1
+// while the strip streams. The weights are packed once at load into 12-row f32 strips
+// (pack_strips). Bias, relu and the output's storage are applied from the registers. Images of at
+// most 64 pixels take conv_f32_small (channels along the vectors), at the end of this file.
 #pragma once
 
 #include "npusim/target/cpu/conv_block.hpp"
@@ -36,9 +37,8 @@ inline std::size_t conv_f32_scratch_bytes(std::int64_t K, std::int64_t strips, s
 
 namespace conv_f32_detail {
 
-// The im2col columns of block `blk` into tile[K][32].
-inline void gather(const ConvGeom& g, const float* src, std::int64_t blk, float* tile) {
-  const ConvBlock b(g, blk);
+// The im2col columns of block `b` into tile[K][32] (lanes past its pixels zero).
+inline void gather(const ConvGeom& g, const float* src, const ConvBlock& b, float* tile) {
   const std::int64_t Cg = g.C / g.G, khw = g.kh * g.kw, plane = g.H * g.W;
   if (g.pointwise()) {
     const auto m = static_cast<std::uint32_t>((std::uint64_t{1} << b.cols) - 1);
@@ -55,18 +55,30 @@ inline void gather(const ConvGeom& g, const float* src, std::int64_t blk, float*
         for (std::int64_t j = 0; j < g.kw; ++j, ++r) b.gather_row(g, src + ch * plane, i, j, tile + r * CONV_PX);
     return;
   }
+  // Masked-off lanes are not read; the address of lane 0 may lie before the plane, so addresses
+  // are formed as integers.
+  float* dst = tile;
+  if (b.nr == 1 && g.sw == 1) {  // one run per kernel position: two masked loads per row
+    for (std::int64_t ch = 0; ch < Cg; ++ch) {
+      const auto pl = reinterpret_cast<std::uintptr_t>(src + ch * plane);
+      for (std::int64_t t = 0; t < khw; ++t, dst += CONV_PX) {
+        const std::uint32_t l = b.runs[t].lanes;
+        const auto at = pl + static_cast<std::uintptr_t>(b.runs[t].off * 4);
+        _mm512_store_ps(dst, _mm512_maskz_loadu_ps(static_cast<__mmask16>(l), reinterpret_cast<const void*>(at)));
+        _mm512_store_ps(dst + 16, _mm512_maskz_loadu_ps(static_cast<__mmask16>(l >> 16), reinterpret_cast<const void*>(at + 64)));
+      }
+    }
+    return;
+  }
   alignas(64) std::int32_t ev[16];  // lane L <- element 2L of a 32-element pair of vectors
   for (int q = 0; q < 16; ++q) ev[q] = 2 * q;
   const __m512i even_idx = _mm512_load_si512(ev);
-  float* dst = tile;
   for (std::int64_t ch = 0; ch < Cg; ++ch) {
-    // Masked-off lanes are not read; the address of lane 0 may lie before the plane, so it is
-    // formed as an integer.
     const auto pl = reinterpret_cast<std::uintptr_t>(src + ch * plane);
     for (std::int64_t t = 0; t < khw; ++t, dst += CONV_PX) {
       const ConvBlock::Run* r = b.runs_at(t);
       __m512 v0 = _mm512_setzero_ps(), v1 = _mm512_setzero_ps();
-      for (int k = 0; k < b.np; ++k) {
+      for (int k = 0; k < b.nr; ++k) {
         const std::uint32_t l = r[k].lanes;
         const auto at = pl + static_cast<std::uintptr_t>(r[k].off * 4);
         auto ld = [&](std::uint32_t mask, std::uintptr_t a) { return _mm512_maskz_loadu_ps(static_cast<__mmask16>(mask), reinterpret_cast<const void*>(a)); };
@@ -86,11 +98,13 @@ inline void gather(const ConvGeom& g, const float* src, std::int64_t blk, float*
   }
 }
 
-// acc[12][2] += strip chunk (kc x 12) . tile chunk (kc x 32).
+// acc[0..R)[2] += the first R rows of a strip chunk (kc x 12) . tile chunk (kc x 32). R < 12 for
+// a last strip with fewer rows (64 channels = 5 strips + 4 rows), so no products of its zero rows.
+template <int R>
 inline void micro(const float* a, const float* b, std::int64_t kc, __m512 (&acc)[CONV_MR][2]) {
   for (std::int64_t k = 0; k < kc; ++k) {
     const __m512 b0 = _mm512_load_ps(b + k * CONV_PX), b1 = _mm512_load_ps(b + k * CONV_PX + 16);
-    for (int r = 0; r < CONV_MR; ++r) {
+    for (int r = 0; r < R; ++r) {
       const __m512 av = _mm512_set1_ps(a[k * CONV_MR + r]);
       acc[r][0] = _mm512_fmadd_ps(av, b0, acc[r][0]);
       acc[r][1] = _mm512_fmadd_ps(av, b1, acc[r][1]);
@@ -116,7 +130,7 @@ inline void conv_f32(const ConvGeom& g, const PackedStrips& w, const float* x, v
       for (std::int64_t it = i0; it < i1; ++it) {
         const std::int64_t grp = it / parts, part = it % parts, b0 = grp * nb, nbv = std::min(nb, blocks - b0);
         if (grp != have) {
-          for (std::int64_t b = 0; b < nbv; ++b) conv_f32_detail::gather(g, x, b0 + b, tiles + b * K * CONV_PX);
+          for (std::int64_t b = 0; b < nbv; ++b) conv_f32_detail::gather(g, x, ConvBlock(g, b0 + b), tiles + b * K * CONV_PX);
           have = grp;
         }
         const std::int64_t s0 = w.strips * part / parts, s1 = w.strips * (part + 1) / parts;
@@ -129,7 +143,10 @@ inline void conv_f32(const ConvGeom& g, const PackedStrips& w, const float* x, v
               float* ps = partial + (b * w.strips + s) * CONV_MR * CONV_PX;
               for (int r = 0; r < CONV_MR; ++r)
                 for (int v = 0; v < 2; ++v) acc[r][v] = first ? _mm512_setzero_ps() : _mm512_load_ps(ps + r * CONV_PX + v * 16);
-              conv_f32_detail::micro(w.strip(s) + k0 * CONV_MR, tiles + b * K * CONV_PX + k0 * CONV_PX, kc, acc);
+              const float *sa = w.strip(s) + k0 * CONV_MR, *sb = tiles + b * K * CONV_PX + k0 * CONV_PX;
+              if (const std::int64_t live = w.rows - s * CONV_MR; live <= 4) conv_f32_detail::micro<4>(sa, sb, kc, acc);
+              else if (live <= 8) conv_f32_detail::micro<8>(sa, sb, kc, acc);
+              else conv_f32_detail::micro<CONV_MR>(sa, sb, kc, acc);
               if (!last) {
                 for (int r = 0; r < CONV_MR; ++r)
                   for (int v = 0; v < 2; ++v) _mm512_store_ps(ps + r * CONV_PX + v * 16, acc[r][v]);
@@ -140,6 +157,104 @@ inline void conv_f32(const ConvGeom& g, const PackedStrips& w, const float* x, v
                 for (int v = 0; v < 2; ++v) store_output<SC>(C + (r0 + r) * P + n0 + v * 16, fbatch(acc[r][v]), bias ? bias[r0 + r] : 0.0f, relu, cols - v * 16);
             }
         }
+      }
+    });
+  });
+}
+
+// Small images (at most 64 output pixels: ResNet's 7 x 7 stage). 49 pixels would fill two 32-pixel
+// blocks only 77%, so these run the other way round: output channels along the vectors, pixels
+// broadcast. The threads first gather the image's im2col columns into shared tiles of 28 pixels
+// ([K][32], lanes 28-31 zero), then each runs (strip of 48 channels, group of 7 pixels) items:
+// 7 x 3 = 21 accumulators, K in chunks of 64 so the weight chunk and the tile rows stay in L1
+// while the item's pixel groups reuse them. 49 = 7 groups of 7 and 512 channels = 10 strips of 48
+// + one of 32, so next to nothing is padding.
+inline constexpr std::int64_t CONV_CV_MR = 48;  // output channels per strip (3 vectors)
+inline constexpr std::int64_t CONV_CV_NP = 7;   // pixels per group
+inline constexpr std::int64_t CONV_CV_PX = 28;  // pixels per gathered tile (4 groups)
+inline constexpr std::int64_t CONV_CV_KC = 64;  // K chunk
+
+inline bool conv_f32_small(std::int64_t P) { return P <= 64; }
+
+// Scratch: the shared tiles, then per thread the partial sums of its groups between K chunks and a
+// transpose buffer.
+inline std::size_t conv_f32_small_tiles_bytes(std::int64_t K, std::int64_t P) {
+  return static_cast<std::size_t>((P + CONV_CV_PX - 1) / CONV_CV_PX * K * CONV_PX) * 4 + 64;
+}
+inline std::size_t conv_f32_small_thread_bytes(std::int64_t P) {
+  const std::int64_t groups = (P + CONV_CV_NP - 1) / CONV_CV_NP;
+  return static_cast<std::size_t>((groups + 1) * CONV_CV_NP * CONV_CV_MR) * 4 + 64;
+}
+inline std::size_t conv_f32_small_scratch_bytes(std::int64_t K, std::int64_t P) {
+  return conv_f32_small_tiles_bytes(K, P) + static_cast<std::size_t>(max_threads()) * conv_f32_small_thread_bytes(P);
+}
+
+namespace conv_f32_detail {
+
+// acc[p][v] += sum over the chunk's k of tile[k][p] * strip[k][16 v ..]: NV vectors of channels,
+// 7 pixels at t (row stride 32).
+template <int NV>
+inline void micro_cv(const float* w, const float* t, std::int64_t kc, __m512 (&acc)[CONV_CV_NP][3]) {
+  for (std::int64_t k = 0; k < kc; ++k) {
+    __m512 wv[NV];
+    for (int v = 0; v < NV; ++v) wv[v] = _mm512_load_ps(w + k * CONV_CV_MR + 16 * v);
+    for (int p = 0; p < CONV_CV_NP; ++p) {
+      const __m512 x = _mm512_set1_ps(t[k * CONV_PX + p]);
+      for (int v = 0; v < NV; ++v) acc[p][v] = _mm512_fmadd_ps(x, wv[v], acc[p][v]);
+    }
+  }
+}
+
+}  // namespace conv_f32_detail
+
+// One image, one group, P <= 64 output pixels; weights packed in strips of 48 rows.
+inline void conv_f32_small(const ConvGeom& g, const PackedStrips& w, const float* x, void* y, DType ydt, const float* bias, bool relu, std::byte* scratch) {
+  const std::int64_t P = g.pixels(), K = w.K, tiles_n = (P + CONV_CV_PX - 1) / CONV_CV_PX, groups = (P + CONV_CV_NP - 1) / CONV_CV_NP;
+  auto* tiles = reinterpret_cast<float*>(thread_scratch(scratch, 0, 0));
+  std::byte* per_thread = scratch + conv_f32_small_tiles_bytes(K, P);
+  parallel_for(tiles_n, 1, [&](std::int64_t t0, std::int64_t t1) {
+    for (std::int64_t t = t0; t < t1; ++t)
+      conv_f32_detail::gather(g, x, ConvBlock(g, t * CONV_CV_PX, std::min(CONV_CV_PX, P - t * CONV_CV_PX), true), tiles + t * K * CONV_PX);
+  });
+  // Items: (strip, pixel group), strip-major; a thread runs its items strip by strip, all of a
+  // strip's groups per K chunk.
+  parallel_for_t(w.strips * groups, 1, [&](int tid, std::int64_t i0, std::int64_t i1) {
+    auto* partial = reinterpret_cast<float*>(thread_scratch(per_thread, tid, conv_f32_small_thread_bytes(P)));
+    float* tbuf = partial + groups * CONV_CV_NP * CONV_CV_MR;  // [7][48]
+    visit_float_storage(ydt, [&](auto ctag) {
+      using SC = decltype(ctag);
+      auto* C = static_cast<typename SC::T*>(y);
+      for (std::int64_t it = i0; it < i1;) {
+        const std::int64_t s = it / groups, q0 = it % groups, q1 = std::min(groups, q0 + (i1 - it));
+        const std::int64_t live = std::min(CONV_CV_MR, w.rows - s * CONV_CV_MR), nv = (live + 15) / 16;
+        for (std::int64_t k0 = 0; k0 < K; k0 += CONV_CV_KC) {
+          const std::int64_t kc = std::min(CONV_CV_KC, K - k0);
+          const bool first = k0 == 0, last = k0 + kc == K;
+          for (std::int64_t q = q0; q < q1; ++q) {
+            __m512 acc[CONV_CV_NP][3];
+            float* ps = partial + q * CONV_CV_NP * CONV_CV_MR;
+            for (int p = 0; p < CONV_CV_NP; ++p)
+              for (int v = 0; v < 3; ++v) acc[p][v] = first ? _mm512_setzero_ps() : _mm512_load_ps(ps + p * CONV_CV_MR + 16 * v);
+            const float* ws = w.strip(s) + k0 * CONV_CV_MR;
+            const float* ts = tiles + (q * CONV_CV_NP / CONV_CV_PX) * K * CONV_PX + k0 * CONV_PX + q * CONV_CV_NP % CONV_CV_PX;
+            if (nv == 3) conv_f32_detail::micro_cv<3>(ws, ts, kc, acc);
+            else if (nv == 2) conv_f32_detail::micro_cv<2>(ws, ts, kc, acc);
+            else conv_f32_detail::micro_cv<1>(ws, ts, kc, acc);
+            float* out = last ? tbuf : ps;
+            for (int p = 0; p < CONV_CV_NP; ++p)
+              for (int v = 0; v < 3; ++v) _mm512_store_ps(out + p * CONV_CV_MR + 16 * v, acc[p][v]);
+            if (!last) continue;
+            // Channel r's 7 pixels are column r of tbuf [7][48]: one gather each, then stored.
+            const std::int64_t pix = q * CONV_CV_NP, n = std::min(CONV_CV_NP, P - pix);
+            const __m512i col = _mm512_setr_epi32(0, 48, 96, 144, 192, 240, 288, 0, 0, 0, 0, 0, 0, 0, 0, 0);
+            for (std::int64_t r = 0; r < live; ++r) {
+              const __m512 v = _mm512_mask_i32gather_ps(_mm512_setzero_ps(), static_cast<__mmask16>(0x7f), col, tbuf + r, 4);
+              const std::int64_t oc = s * CONV_CV_MR + r;
+              store_output<SC>(C + oc * P + pix, fbatch(v), bias ? bias[oc] : 0.0f, relu, n);
+            }
+          }
+        }
+        it += q1 - q0;
       }
     });
   });
