@@ -137,8 +137,6 @@ class ReadProbe {
   std::vector<double> sums_;
 };
 
-inline double read_bandwidth_gbs(int threads, std::size_t bytes = std::size_t{1} << 30, int repeats = 5) { return ReadProbe(threads, bytes).gbs(repeats); }
-
 // A line chart (log2 x axis when `log_x`) as standalone SVG.
 struct Series {
   std::string name, color;

@@ -174,7 +174,7 @@ inline constexpr std::int64_t CONV_CV_NP = 7;   // pixels per group
 inline constexpr std::int64_t CONV_CV_PX = 28;  // pixels per gathered tile (4 groups)
 inline constexpr std::int64_t CONV_CV_KC = 64;  // K chunk
 
-inline bool conv_f32_small(std::int64_t P) { return P <= 64; }
+inline bool conv_f32_small_image(std::int64_t P) { return P <= 64; }
 
 // Scratch: the shared tiles, then per thread the partial sums of its groups between K chunks and a
 // transpose buffer.
@@ -221,6 +221,9 @@ inline void conv_f32_small(const ConvGeom& g, const PackedStrips& w, const float
   parallel_for_t(w.strips * groups, 1, [&](int tid, std::int64_t i0, std::int64_t i1) {
     auto* partial = reinterpret_cast<float*>(thread_scratch(per_thread, tid, conv_f32_small_thread_bytes(P)));
     float* tbuf = partial + groups * CONV_CV_NP * CONV_CV_MR;  // [7][48]
+    alignas(64) std::int32_t cols[16] = {};  // lane p <- tbuf[p][.]
+    for (int p = 0; p < CONV_CV_NP; ++p) cols[p] = static_cast<std::int32_t>(p * CONV_CV_MR);
+    const __m512i col = _mm512_load_si512(cols);
     visit_float_storage(ydt, [&](auto ctag) {
       using SC = decltype(ctag);
       auto* C = static_cast<typename SC::T*>(y);
@@ -246,9 +249,8 @@ inline void conv_f32_small(const ConvGeom& g, const PackedStrips& w, const float
             if (!last) continue;
             // Channel r's 7 pixels are column r of tbuf [7][48]: one gather each, then stored.
             const std::int64_t pix = q * CONV_CV_NP, n = std::min(CONV_CV_NP, P - pix);
-            const __m512i col = _mm512_setr_epi32(0, 48, 96, 144, 192, 240, 288, 0, 0, 0, 0, 0, 0, 0, 0, 0);
             for (std::int64_t r = 0; r < live; ++r) {
-              const __m512 v = _mm512_mask_i32gather_ps(_mm512_setzero_ps(), static_cast<__mmask16>(0x7f), col, tbuf + r, 4);
+              const __m512 v = _mm512_mask_i32gather_ps(_mm512_setzero_ps(), static_cast<__mmask16>((1u << CONV_CV_NP) - 1), col, tbuf + r, 4);
               const std::int64_t oc = s * CONV_CV_MR + r;
               store_output<SC>(C + oc * P + pix, fbatch(v), bias ? bias[oc] : 0.0f, relu, n);
             }

@@ -164,7 +164,7 @@ inline Fn bind_conv(Ctx& c, ir::TensorId x, const Tensor& wt, std::shared_ptr<st
 #endif
 #if defined(NPUSIM_CPU_AVX512)
   // f32 activations, small images (<= 64 pixels): channels along the vectors, 48-channel strips.
-  if (dx == DType::f32 && conv_f32_small(M)) {
+  if (dx == DType::f32 && conv_f32_small_image(M)) {
     auto packs = pack_groups([&](const std::byte* w) { return pack_strips(w, wt.dtype(), Kg, KK, CONV_CV_MR); });
     auto pool = c.need_scratch(conv_f32_small_scratch_bytes(KK, M));
     return each_group(packs, [=](const PackedStrips& w, const std::byte* in, std::byte* out, const float* bias) {
