@@ -58,18 +58,6 @@ inline void gather(const ConvGeom& g, const float* src, const ConvBlock& b, floa
   // Masked-off lanes are not read; the address of lane 0 may lie before the plane, so addresses
   // are formed as integers.
   float* dst = tile;
-  if (b.nr == 1 && g.sw == 1) {  // one run per kernel position: two masked loads per row
-    for (std::int64_t ch = 0; ch < Cg; ++ch) {
-      const auto pl = reinterpret_cast<std::uintptr_t>(src + ch * plane);
-      for (std::int64_t t = 0; t < khw; ++t, dst += CONV_PX) {
-        const std::uint32_t l = b.runs[t].lanes;
-        const auto at = pl + static_cast<std::uintptr_t>(b.runs[t].off * 4);
-        _mm512_store_ps(dst, _mm512_maskz_loadu_ps(static_cast<__mmask16>(l), reinterpret_cast<const void*>(at)));
-        _mm512_store_ps(dst + 16, _mm512_maskz_loadu_ps(static_cast<__mmask16>(l >> 16), reinterpret_cast<const void*>(at + 64)));
-      }
-    }
-    return;
-  }
   alignas(64) std::int32_t ev[16];  // lane L <- element 2L of a 32-element pair of vectors
   for (int q = 0; q < 16; ++q) ev[q] = 2 * q;
   const __m512i even_idx = _mm512_load_si512(ev);
