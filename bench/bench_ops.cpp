@@ -11,6 +11,7 @@
 //   Conv           the conv2d kernel as the target binds it (cpu::bind_conv, bias + relu as a fused
 //                  conv-bn-relu), batch 1, ResNet shapes: f32 (im2col into tiles + cpu::conv_gemm)
 //                  and bf16 (AMX tiles where the CPU has them): FLOP/s (2 Cout Cin kh kw OH OW).
+//                  "_blocked": f32 with channel-blocked input and output (cpu::blocked_conv).
 //                  ConvGemmOnly: cpu::conv_gemm alone on prebuilt tiles.
 //   Attention      the decode attention kernel (cpu::bind_attention, as the fused attention
 //                  pattern binds it): GQA 12 query / 2 KV heads, head_dim 128, bf16 KV cache of
@@ -125,10 +126,11 @@ struct Bound : test::BoundKernel {
 // conv2d k x k (pad k / 2), stride s, Cin -> Cout, H x W input, + bias + relu, activations and
 // weights in `dt`: f32 takes pixel blocks (AVX-512), bf16 AMX tiles where available, f16 im2col +
 // conv_gemm.
-void BM_Conv(benchmark::State& st, std::int64_t Cin, std::int64_t Cout, std::int64_t H, std::int64_t k, std::int64_t s, DType dt) {
+void BM_Conv(benchmark::State& st, std::int64_t Cin, std::int64_t Cout, std::int64_t H, std::int64_t k, std::int64_t s, DType dt, bool blocked = false) {
   Bound b;
   const std::int64_t OH = (H + 2 * (k / 2) - k) / s + 1;
   const ir::TensorId x = b.add("x", {1, Cin, H, H}, dt), y = b.add("y", {1, Cout, OH, OH}, dt);
+  if (blocked) b.blocked = {cpu::blockable({1, Cin, H, H}), cpu::blockable({1, Cout, OH, OH})};
   b.fill(x, 1.0f, 3);
   Tensor wf = Tensor::empty(DType::f32, {Cout, Cin, k, k});
   fill_random(wf.data<float>(), static_cast<std::size_t>(wf.numel()), 0.05f, 4);
@@ -145,7 +147,10 @@ void BM_Conv(benchmark::State& st, std::int64_t Cin, std::int64_t Cout, std::int
   }
   st.counters["FLOP/s"] = benchmark::Counter(2.0 * static_cast<double>(Cout * Cin * k * k * OH * OH), benchmark::Counter::kIsIterationInvariantRate);
   st.counters["threads"] = cpu::max_threads();
-  st.SetLabel(dt == DType::bf16 && cpu::amx_enabled() ? "AMX tiles, bf16" : dt == DType::f32 ? "pixel blocks, f32" : "im2col + conv_gemm, " + std::string(dtype_name(dt)));
+  st.SetLabel(blocked                                ? "channel-blocked, f32"
+              : dt == DType::bf16 && cpu::amx_enabled() ? "AMX tiles, bf16"
+              : dt == DType::f32                        ? "pixel blocks, f32"
+                                                        : "im2col + conv_gemm, " + std::string(dtype_name(dt)));
 }
 
 // Kept out of line with unknown arguments: GCC 12 reports a false
@@ -215,6 +220,16 @@ BENCHMARK_CAPTURE(BM_Conv, 1x1_c256to64_56x56_f32, 256, 64, 56, 1, 1, DType::f32
 BENCHMARK_CAPTURE(BM_Conv, 1x1_c256to64_56x56_bf16, 256, 64, 56, 1, 1, DType::bf16)->UseRealTime()->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(BM_Conv, 7x7s2_c3to64_224_f32, 3, 64, 224, 7, 2, DType::f32)->UseRealTime()->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(BM_Conv, 7x7s2_c3to64_224_bf16, 3, 64, 224, 7, 2, DType::bf16)->UseRealTime()->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_Conv, 3x3_c256_14x14_f32, 256, 256, 14, 3, 1, DType::f32)->UseRealTime()->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_Conv, 1x1_c1024to256_14x14_f32, 1024, 256, 14, 1, 1, DType::f32)->UseRealTime()->Unit(benchmark::kMillisecond);
+// The same f32 shapes with channel-blocked activations (input and output; the stem's 3-channel
+// input stays NCHW), as the CPU target keeps them between its f32 convolutions.
+BENCHMARK_CAPTURE(BM_Conv, 3x3_c64_56x56_f32_blocked, 64, 64, 56, 3, 1, DType::f32, true)->UseRealTime()->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_Conv, 3x3_c256_14x14_f32_blocked, 256, 256, 14, 3, 1, DType::f32, true)->UseRealTime()->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_Conv, 3x3_c512_7x7_f32_blocked, 512, 512, 7, 3, 1, DType::f32, true)->UseRealTime()->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_Conv, 1x1_c256to64_56x56_f32_blocked, 256, 64, 56, 1, 1, DType::f32, true)->UseRealTime()->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_Conv, 1x1_c1024to256_14x14_f32_blocked, 1024, 256, 14, 1, 1, DType::f32, true)->UseRealTime()->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_Conv, 7x7s2_c3to64_224_f32_blocked, 3, 64, 224, 7, 2, DType::f32, true)->UseRealTime()->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(BM_ConvGemmOnly, c64_56x56, 64, 56)->UseRealTime()->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(BM_ConvGemmOnly, c512_7x7, 512, 7)->UseRealTime()->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(BM_AttentionDecode, pos128, 128)->UseRealTime()->Unit(benchmark::kMicrosecond);

@@ -17,6 +17,7 @@ struct BoundKernel {
   std::vector<cpu::AlignedBuf> bufs;  // per tensor
   std::vector<std::shared_ptr<void>> keep;
   std::shared_ptr<cpu::ScratchPool> scratch = std::make_shared<cpu::ScratchPool>();
+  std::vector<bool> blocked;  // per tensor: held channel-blocked (cpu/layout.hpp)
   cpu::Fn fn;
 
   ir::TensorId add(const std::string& name, Shape shape, DType dt) {
@@ -37,7 +38,7 @@ struct BoundKernel {
   template <class B>
   void bind(const std::string& kind, B&& binder) {
     k.kind = kind;
-    cpu::Ctx c{g, k, plan, [this](ir::TensorId t) { return ptr(t); }, [](ir::TensorId) -> const Tensor* { return nullptr; }, keep, scratch};
+    cpu::Ctx c{g, k, plan, [this](ir::TensorId t) { return ptr(t); }, [](ir::TensorId) -> const Tensor* { return nullptr; }, keep, scratch, blocked};
     fn = binder(c);
     if (scratch->need) scratch->base = cpu::AlignedBuf::make(scratch->need).p;
   }

@@ -3,7 +3,8 @@
 // not cover: tails of a 32-pixel block, output-channel counts that fill no strip or tile, strides
 // 1, 2 and 3 (element gather), dilation, groups, 1x1 without and with padding. Inputs and weights
 // are bf16-representable, so every storage holds them exactly and the only differences left are
-// the accumulation order and the output's rounding.
+// the accumulation order and the output's rounding. f32 runs also with channel-blocked inputs and
+// outputs (the layout the CPU target keeps between f32 convolutions).
 #include <random>
 
 #include "../common/bound_kernel.hpp"
@@ -57,11 +58,33 @@ TEST_P(CpuConv, MatchesADoublePrecisionConvolution) {
         ref[static_cast<std::size_t>((o * oh + y) * ow + z)] = s > 0 ? s : 0.0;  // relu
       }
   }
-  for (DType dt : {DType::f32, DType::bf16, DType::f16}) {
-    SCOPED_TRACE(dtype_name(dt));
+  // Each storage type in NCHW; f32 also with the input and/or output channel-blocked, where the
+  // channel counts allow (the blocked kernel, conv_nchwc.hpp).
+  struct Run {
+    DType dt;
+    bool xb, yb;
+  };
+  std::vector<Run> runs = {{DType::f32, false, false}, {DType::bf16, false, false}, {DType::f16, false, false}};
+#if defined(NPUSIM_CPU_AVX512)
+  const Shape xs{1, cc.cin, cc.h, cc.w}, ys{1, cc.cout, oh, ow};
+  if (cc.groups == 1) {
+    if (cpu::blockable(ys)) runs.push_back({DType::f32, false, true});
+    if (cpu::blockable(xs)) runs.push_back({DType::f32, true, false});
+    if (cpu::blockable(xs) && cpu::blockable(ys)) runs.push_back({DType::f32, true, true});
+  }
+#endif
+  for (const auto [dt, xb, yb] : runs) {
+    SCOPED_TRACE(std::string(dtype_name(dt)) + (xb ? " x blocked" : "") + (yb ? " y blocked" : ""));
     test::BoundKernel b;
     const ir::TensorId xt = b.add("x", {1, cc.cin, cc.h, cc.w}, dt), yt = b.add("y", {1, cc.cout, oh, ow}, dt);
-    cpu::store_row(dt, x.data(), b.ptr(xt), static_cast<std::int64_t>(x.size()));
+    b.blocked = {xb, yb};
+    if (xb) {
+      auto* p = reinterpret_cast<float*>(b.ptr(xt));
+      for (std::int64_t c = 0; c < cc.cin; ++c)
+        for (std::int64_t i = 0; i < cc.h * cc.w; ++i) p[cpu::blocked_index(xs, 0, c, i / cc.w, i % cc.w)] = x[static_cast<std::size_t>(c * cc.h * cc.w + i)];
+    } else {
+      cpu::store_row(dt, x.data(), b.ptr(xt), static_cast<std::int64_t>(x.size()));
+    }
     Tensor w = Tensor::empty(DType::f32, {cc.cout, cg, cc.k, cc.k});
     std::copy(wv.begin(), wv.end(), w.data<float>());
     ops::Conv2d::Attrs at;
@@ -69,7 +92,13 @@ TEST_P(CpuConv, MatchesADoublePrecisionConvolution) {
     b.bind("conv2d", [&](cpu::Ctx& c) { return cpu::bind_conv(c, xt, w.to(dt), std::make_shared<std::vector<float>>(bias), yt, at, true); });
     b.fn();
     std::vector<float> got(ref.size());
-    cpu::load_row(dt, b.ptr(yt), got.data(), static_cast<std::int64_t>(got.size()));
+    if (yb) {
+      const auto* p = reinterpret_cast<const float*>(b.ptr(yt));
+      for (std::int64_t c = 0; c < cc.cout; ++c)
+        for (std::int64_t i = 0; i < oh * ow; ++i) got[static_cast<std::size_t>(c * oh * ow + i)] = p[cpu::blocked_index(ys, 0, c, i / ow, i % ow)];
+    } else {
+      cpu::load_row(dt, b.ptr(yt), got.data(), static_cast<std::int64_t>(got.size()));
+    }
     double num = 0, den = 0;
     for (std::size_t i = 0; i < ref.size(); ++i) num += (got[i] - ref[i]) * (got[i] - ref[i]), den += ref[i] * ref[i];
     // f32: accumulation order only. bf16/f16: the output's rounding (2^-9 / 2^-12 relative).
@@ -90,5 +119,7 @@ INSTANTIATE_TEST_SUITE_P(Geometries, CpuConv,
                                            ConvCase{"k3_s3_p1", 16, 24, 16, 16, 3, 3, 1, 1, 1},             // stride 3: element gather
                                            ConvCase{"k3_g4", 32, 64, 8, 8, 3, 1, 1, 1, 4},                  // groups
                                            ConvCase{"k3_c512_7x7", 512, 512, 7, 7, 3, 1, 1, 1, 1},          // few blocks: one group
-                                           ConvCase{"k5_narrow_rows", 8, 16, 20, 3, 5, 1, 2, 1, 1}),        // 3-wide rows: many pieces
+                                           ConvCase{"k5_narrow_rows", 8, 16, 20, 3, 5, 1, 2, 1, 1},         // 3-wide rows: many pieces
+                                           ConvCase{"k3_c80_cout200", 80, 200, 5, 9, 3, 1, 1, 1, 1},        // blocked: 4 groups of 64 + 8, 5 blocks in
+                                           ConvCase{"k3_s2_d2_blocked", 32, 64, 13, 11, 3, 2, 2, 2, 1}),    // blocked: stride and dilation with padding
                          [](const auto& info) { return std::string(info.param.name); });

@@ -103,6 +103,41 @@ TEST_P(CpuResNet, F16Top1AndTop5Set) {
   EXPECT_TRUE(f.pass);
 }
 
+// At f32 the activations between the convolutions stay channel-blocked (cpu/layout.hpp): every
+// convolution writes a blocked tensor, and what enters or leaves a partition is NCHW. With the
+// residual adds on the fallback the partition boundaries fall between blocked chains, and the
+// answer is the same.
+TEST_P(CpuResNet, Float32ActivationsStayBlockedBetweenConvolutions) {
+  runtime::Case c = runtime::Case::open(data("models/" + GetParam()));
+  for (const char* force : {"", "add"}) {
+    SCOPED_TRACE(std::string("forcing '") + force + "'");
+    const program::CompiledProgram p = compile_cpu(c.graph, DType::f32, force);
+    std::size_t convs = 0, blocked_outputs = 0, boundary = 0;
+    for (const auto& part : p.partitions) {
+      if (part.target != "cpu") continue;
+      const std::vector<bool> blocked = cpu::blocked_tensors(part.graph, part.kernels, part.plan);
+      for (const Kernel& k : part.kernels)
+        if (k.kind == fusion::ConvBnRelu::name || k.kind == ops::Conv2d::id) ++convs, blocked_outputs += blocked[static_cast<std::size_t>(k.outputs[0])];
+      for (auto ts : {part.graph.inputs, part.graph.outputs})
+        for (ir::TensorId t : ts) boundary += blocked[static_cast<std::size_t>(t)];
+    }
+    EXPECT_GT(convs, 0u);
+#if defined(NPUSIM_CPU_AVX512)
+    // The convolutions whose output a fallback part reads (the residual branches) stay NCHW.
+    if (*force) {
+      EXPECT_GT(blocked_outputs, 0u);
+      EXPECT_LT(blocked_outputs, convs);
+    } else {
+      EXPECT_EQ(blocked_outputs, convs);
+    }
+#endif
+    EXPECT_EQ(boundary, 0u);
+  }
+  auto r = run_cpu(c, DType::f32, {.tolerance = 1e-4}, "add");
+  EXPECT_EQ(r.outputs[0].top5, r.outputs[0].top5_ref);
+  EXPECT_TRUE(r.pass) << r.outputs[0].metrics.rel_l2;
+}
+
 INSTANTIATE_TEST_SUITE_P(Models, CpuResNet, ::testing::Values("resnet18", "resnet50"));
 
 namespace {

@@ -11,6 +11,7 @@
 #include "npusim/pipeline.hpp"
 #include "npusim/runtime/plan_runner.hpp"
 #include "npusim/target/cpu/kernels.hpp"
+#include "npusim/target/cpu/layout.hpp"
 #include "npusim/target/reference/program_runner.hpp"
 
 namespace npusim::inline NPUSIM_ABI {
@@ -76,6 +77,7 @@ class PartitionExecutor final : public runtime::PartitionExecutor {
       if (plan.tensors[t].place == plan::Place::view) addr_[t] = addr_[static_cast<std::size_t>(plan.tensors[t].root)];
     auto scratch = std::make_shared<ScratchPool>();
     std::vector<bool> address_taken(g.tensors.size(), false);
+    const std::vector<bool> blocked = blocked_tensors(g, part_.kernels, plan);
     for (const Kernel& k : part_.kernels) {
       if (k.kind == "view") continue;
       Ctx c{g, k, plan,
@@ -87,7 +89,7 @@ class PartitionExecutor final : public runtime::PartitionExecutor {
               auto it = weights_.find(t);
               return it == weights_.end() ? nullptr : &it->second;
             },
-            keep_, scratch};
+            keep_, scratch, blocked};
       try {
         Fns fns = bind_kernel(c);
         for (auto& f : fns) {

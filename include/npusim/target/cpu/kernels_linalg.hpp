@@ -9,6 +9,7 @@
 #include "npusim/target/cpu/context.hpp"
 #include "npusim/target/cpu/conv_amx.hpp"
 #include "npusim/target/cpu/conv_f32.hpp"
+#include "npusim/target/cpu/conv_nchwc.hpp"
 #include "npusim/target/cpu/gemm.hpp"
 
 namespace npusim::inline NPUSIM_ABI::cpu {
@@ -104,6 +105,18 @@ inline Fn bind_conv(Ctx& c, ir::TensorId x, const Tensor& wt, std::shared_ptr<st
   std::byte* py = c.ptr(y);
   const DType dx = c.storage(x), dy = c.storage(y);
   const std::size_t ex = dtype_size(dx), ey = dtype_size(dy);
+#if defined(NPUSIM_CPU_AVX512)
+  // A channel-blocked input or output (layout.hpp blocks only those of f32 single-group convs).
+  if (c.is_blocked(x) || c.is_blocked(y)) {
+    if (dx != DType::f32 || dy != DType::f32 || !blocked_conv_supported(g)) c.unsupported("a blocked activation around a conv the blocked kernel cannot run (npusim bug)");
+    auto bc = c.own(make_blocked_conv(g, wt.raw(), wt.dtype(), b ? b->data() : nullptr, relu, c.is_blocked(x), c.is_blocked(y)));
+    auto pool = c.need_scratch(bc->scratch_bytes());
+    return [=] {
+      for (std::int64_t n = 0; n < g.N; ++n)
+        blocked_conv(*bc, reinterpret_cast<const float*>(px) + n * g.C * g.H * g.W, reinterpret_cast<float*>(py) + n * g.K * M, pool->get());
+    };
+  }
+#endif
   if (Cg == 1 && Kg == 1) {
     // Depthwise: direct, one channel at a time, float math.
     Tensor wf = wt.to(DType::f32);

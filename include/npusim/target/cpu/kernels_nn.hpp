@@ -296,6 +296,58 @@ void avg_pool_plane(const typename Op::Attrs& a, const float* in, std::int64_t H
     }
 }
 
+#if defined(NPUSIM_CPU_AVX512)
+// Pooling of a channel-blocked f32 input ([blocks][H][W][16], layout.hpp) into a blocked output
+// (the same bytes as NCHW for a 1 x 1 output): the plane kernels' windows and rules, 16 channels
+// per vector.
+template <class Op>
+Fn bind_pool_blocked(const typename Op::Attrs& a, const float* x, float* y, std::int64_t blocks, std::int64_t H, std::int64_t Wd, std::int64_t OH,
+                     std::int64_t OW) {
+  return [=] {
+    parallel_for(blocks * OH, 1, [&](std::int64_t r0, std::int64_t r1) {
+      for (std::int64_t r = r0; r < r1; ++r) {
+        const std::int64_t blk = r / OH, oh = r % OH;
+        const float* in = x + blk * H * Wd * 16;
+        for (std::int64_t ow = 0; ow < OW; ++ow) {
+          fbatch v;
+          if constexpr (std::is_same_v<Op, ops::MaxPool2d>) {
+            v = fbatch(-std::numeric_limits<float>::infinity());
+            for (std::int64_t i = 0; i < a.kernel_size[0]; ++i) {
+              const std::int64_t ih = oh * a.stride[0] - a.padding[0] + i * a.dilation[0];
+              if (ih < 0 || ih >= H) continue;
+              for (std::int64_t j = 0; j < a.kernel_size[1]; ++j) {
+                const std::int64_t iw = ow * a.stride[1] - a.padding[1] + j * a.dilation[1];
+                if (iw < 0 || iw >= Wd) continue;
+                const fbatch e = fbatch::load_aligned(in + (ih * Wd + iw) * 16);
+                v = xsimd::select(e > v || e != e, e, v);  // NaN propagates
+              }
+            }
+          } else {
+            std::int64_t h0, h1, w0, w1, div;
+            if constexpr (std::is_same_v<Op, ops::AvgPool2d>) {
+              h0 = oh * a.stride[0] - a.padding[0], w0 = ow * a.stride[1] - a.padding[1];
+              h1 = std::min(h0 + a.kernel_size[0], H + a.padding[0]), w1 = std::min(w0 + a.kernel_size[1], Wd + a.padding[1]);
+              const std::int64_t pool = (h1 - h0) * (w1 - w0);
+              h0 = std::max<std::int64_t>(h0, 0), w0 = std::max<std::int64_t>(w0, 0), h1 = std::min(h1, H), w1 = std::min(w1, Wd);
+              div = a.divisor_override ? *a.divisor_override : a.count_include_pad ? pool : (h1 - h0) * (w1 - w0);
+            } else {
+              using P = ops::AdaptiveAvgPool2d;
+              h0 = P::start(oh, H, OH), h1 = P::end(oh, H, OH), w0 = P::start(ow, Wd, OW), w1 = P::end(ow, Wd, OW);
+              div = (h1 - h0) * (w1 - w0);
+            }
+            fbatch s(0.0f);
+            for (std::int64_t ih = h0; ih < h1; ++ih)
+              for (std::int64_t iw = w0; iw < w1; ++iw) s += fbatch::load_aligned(in + (ih * Wd + iw) * 16);
+            v = div > 0 ? s / fbatch(static_cast<float>(div)) : fbatch(0.0f);
+          }
+          v.store_aligned(y + ((blk * OH + oh) * OW + ow) * 16);
+        }
+      }
+    });
+  };
+}
+#endif
+
 // max/avg/adaptive-avg pooling over (N*C) planes.
 template <class Op>
 Fn bind_pool(Ctx& c, const typename Op::Attrs& a) {
@@ -306,6 +358,9 @@ Fn bind_pool(Ctx& c, const typename Op::Attrs& a) {
   const std::byte* px = c.ptr(n.inputs[0]);
   std::byte* py = c.ptr(n.outputs[0]);
   const DType dx = c.storage(n.inputs[0]), dy = c.storage(n.outputs[0]);
+#if defined(NPUSIM_CPU_AVX512)
+  if (c.is_blocked(n.inputs[0])) return bind_pool_blocked<Op>(a, reinterpret_cast<const float*>(px), reinterpret_cast<float*>(py), planes / 16, H, Wd, OH, OW);
+#endif
   return [=] {
     parallel_for(planes, 2, [&](std::int64_t p0, std::int64_t p1) {
       float* in = row_buffer(0, H * Wd);

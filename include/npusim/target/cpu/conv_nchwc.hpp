@@ -1,0 +1,239 @@
+// f32 convolution on channel-blocked activations (AVX-512 builds).
+//
+// A blocked activation stores an [N, C, H, W] tensor as [N][C/16][H][W][16]: the 16 channels of a
+// block at one pixel are one vector. The CPU target keeps the activations between its f32
+// convolutions in that layout (layout.hpp decides which tensors), so a convolution reads its
+// input with no im2col gather: per group of 6 output pixels and 64 output channels it keeps
+// 6 x 4 = 24 accumulators, and per input channel broadcasts the 6 pixels' values (one scalar load
+// each) against 4 weight vectors. K runs in chunks of (input block, kernel position) pairs of about
+// 144 rows (a 3x3 conv's block, nine 1x1 blocks); a chunk's weights stay in L1 while the thread's
+// pixel groups reuse them, and partial sums wait in thread scratch between chunks.
+//
+// Padding: a padded (or NCHW) input is first copied into a zero-bordered blocked buffer, so every
+// kernel position of every pixel reads inside it. An input with fewer than 16 channels (an image)
+// becomes one block of C channels. The output is written blocked, or to NCHW by scatter where the
+// consumer needs NCHW.
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+#include <vector>
+
+#include "npusim/target/cpu/conv_block.hpp"
+#include "npusim/target/cpu/gemm.hpp"
+#include "npusim/target/cpu/parallel.hpp"
+
+namespace npusim::inline NPUSIM_ABI::cpu {
+
+inline constexpr std::int64_t CBLK = 16;  // channels per block of a blocked activation
+
+// Whether an [N, C, H, W] f32 tensor can be held blocked: whole blocks, and more than one pixel
+// (a 1 x 1 image is the same bytes either way).
+inline bool blockable(const Shape& s) { return s.size() == 4 && s[1] % CBLK == 0 && s[2] * s[3] > 1; }
+
+// Element (n, c, h, w) of a blocked [N, C, H, W] tensor.
+inline std::int64_t blocked_index(const Shape& s, std::int64_t n, std::int64_t c, std::int64_t h, std::int64_t w) {
+  return (((n * (s[1] / CBLK) + c / CBLK) * s[2] + h) * s[3] + w) * CBLK + c % CBLK;
+}
+
+#if defined(NPUSIM_CPU_AVX512)
+
+inline constexpr int BCONV_NB = 4;                // output channel blocks per item (64 channels)
+inline constexpr int BCONV_NP = 6;                // output pixels per group
+inline constexpr std::int64_t BCONV_ROWS = 144;   // K rows per chunk (whole kernel positions of a block: a 3x3 block's 144)
+inline constexpr std::int64_t BCONV_OC = BCONV_NB * CBLK;
+
+// The convolutions this kernel runs: f32 in and out, one group.
+inline bool blocked_conv_supported(const ConvGeom& g) { return g.G == 1; }
+
+// A bound blocked convolution: geometry, packed weights and bias, the pixel and tap offsets into
+// the (padded) blocked input, and how work and scratch are shared out.
+struct BlockedConv {
+  ConvGeom g{};
+  bool in_blocked = false, out_blocked = false, copy = false;
+  std::int64_t cbs = 0, cbn = 0, taps = 0, ogs = 0, kb = 0;  // input block size, blocks, kernel positions, 64-channel groups, output blocks
+  std::int64_t kc = 0;                                       // (input block, kernel position) pairs per K chunk
+  std::int64_t Hp = 0, Wp = 0, xcb = 0;                               // the read input: padded rows, columns, floats per block
+  AlignedBuf w;                       // [og][cb][tap][ic][4][16]
+  std::vector<float> bias;            // [ogs * 64], zero past K
+  std::vector<std::int64_t> pix_off;  // per output pixel: its first input element in a block
+  std::vector<std::int64_t> tap_off;  // per kernel position
+  bool relu = false;
+
+  // Weights of pair j = (input block j / taps, kernel position j % taps) for 64-channel group og.
+  const float* weights(std::int64_t og, std::int64_t j) const { return w.as<float>() + (og * cbn * taps + j) * cbs * BCONV_OC; }
+  std::int64_t groups() const { return (g.pixels() + BCONV_NP - 1) / BCONV_NP; }
+  std::int64_t parts(int threads) const { return std::min(groups(), (4 * threads + ogs - 1) / ogs); }
+  std::size_t input_bytes() const { return copy ? static_cast<std::size_t>(cbn * xcb) * 4 + 64 : 0; }
+  std::size_t thread_bytes(int threads) const {
+    const std::int64_t per = (groups() + parts(threads) - 1) / parts(threads);
+    return static_cast<std::size_t>(per * BCONV_NP * BCONV_OC) * 4 + 64;
+  }
+  std::size_t scratch_bytes() const { return input_bytes() + static_cast<std::size_t>(max_threads()) * thread_bytes(max_threads()); }
+};
+
+// Binds one conv: weights [K][C][kh][kw] in `dtype`, bias (or nullptr) as f32.
+inline BlockedConv make_blocked_conv(const ConvGeom& g, const void* wt, DType dtype, const float* bias, bool relu, bool in_blocked, bool out_blocked) {
+  BlockedConv b;
+  b.g = g, b.relu = relu, b.in_blocked = in_blocked, b.out_blocked = out_blocked;
+  b.cbs = in_blocked || g.C >= CBLK ? CBLK : g.C;
+  b.cbn = (g.C + b.cbs - 1) / b.cbs;
+  b.taps = g.kh * g.kw;
+  b.kb = (g.K + CBLK - 1) / CBLK;
+  b.ogs = (g.K + BCONV_OC - 1) / BCONV_OC;
+  // Chunks of about BCONV_ROWS rows, evened out (the stem's 49 x 3 rows: 2 x 25 pairs, not 48 + 1).
+  const std::int64_t pairs = b.cbn * b.taps, chunks = (pairs * b.cbs + BCONV_ROWS - 1) / BCONV_ROWS;
+  b.kc = (pairs + chunks - 1) / chunks;
+  b.copy = !in_blocked || g.ph || g.pw;
+  b.Hp = g.H + 2 * g.ph, b.Wp = g.W + 2 * g.pw;
+  b.xcb = b.Hp * b.Wp * b.cbs;
+  const std::int64_t C = g.C, kk = g.kh * g.kw;
+  b.w = AlignedBuf::make(static_cast<std::size_t>(b.ogs * b.cbn * b.taps * b.cbs * BCONV_OC) * 4);
+  float* d = b.w.as<float>();
+  std::vector<float> row(static_cast<std::size_t>(C * kk));
+  std::fill(d, d + b.ogs * b.cbn * b.taps * b.cbs * BCONV_OC, 0.0f);
+  for (std::int64_t o = 0; o < g.K; ++o) {
+    load_row(dtype, static_cast<const std::byte*>(wt) + static_cast<std::size_t>(o * C * kk) * dtype_size(dtype), row.data(), C * kk);
+    const std::int64_t og = o / BCONV_OC, lane = o % BCONV_OC;
+    for (std::int64_t c = 0; c < C; ++c)
+      for (std::int64_t t = 0; t < kk; ++t)
+        d[(((og * b.cbn + c / b.cbs) * b.taps + t) * b.cbs + c % b.cbs) * BCONV_OC + lane] = row[static_cast<std::size_t>(c * kk + t)];
+  }
+  b.bias.assign(static_cast<std::size_t>(b.ogs * BCONV_OC), 0.0f);
+  if (bias) std::copy(bias, bias + g.K, b.bias.begin());
+  for (std::int64_t oh = 0; oh < g.OH; ++oh)
+    for (std::int64_t ow = 0; ow < g.OW; ++ow) b.pix_off.push_back((oh * g.sh * b.Wp + ow * g.sw) * b.cbs);
+  for (std::int64_t i = 0; i < g.kh; ++i)
+    for (std::int64_t j = 0; j < g.kw; ++j) b.tap_off.push_back((i * g.dh * b.Wp + j * g.dw) * b.cbs);
+  return b;
+}
+
+namespace bconv_detail {
+
+// The input image (blocked or NCHW) into the zero-bordered blocked buffer xp [cbn][Hp][Wp][cbs].
+inline void copy_input(const BlockedConv& b, const float* x, float* xp) {
+  const ConvGeom& g = b.g;
+  parallel_for(b.cbn * b.Hp, 4, [&](std::int64_t r0, std::int64_t r1) {
+    for (std::int64_t r = r0; r < r1; ++r) {
+      const std::int64_t cb = r / b.Hp, hp = r % b.Hp, ih = hp - g.ph;
+      float* dst = xp + r * b.Wp * b.cbs;
+      if (ih < 0 || ih >= g.H) {
+        std::fill(dst, dst + b.Wp * b.cbs, 0.0f);
+        continue;
+      }
+      std::fill(dst, dst + g.pw * b.cbs, 0.0f);
+      std::fill(dst + (g.pw + g.W) * b.cbs, dst + b.Wp * b.cbs, 0.0f);
+      float* in = dst + g.pw * b.cbs;
+      if (b.in_blocked) {
+        std::copy(x + (cb * g.H + ih) * g.W * CBLK, x + (cb * g.H + ih + 1) * g.W * CBLK, in);
+        continue;
+      }
+      // NCHW: channel c of this block, row ih, interleaved.
+      for (std::int64_t ic = 0; ic < b.cbs; ++ic) {
+        const std::int64_t c = cb * b.cbs + ic;
+        if (c >= g.C) {
+          for (std::int64_t iw = 0; iw < g.W; ++iw) in[iw * b.cbs + ic] = 0.0f;
+          continue;
+        }
+        const float* src = x + (c * g.H + ih) * g.W;
+        for (std::int64_t iw = 0; iw < g.W; ++iw) in[iw * b.cbs + ic] = src[iw];
+      }
+    }
+  });
+}
+
+// A K chunk: the (input block, kernel position) pairs [j0, j1), the first being (cb0, t0).
+struct Chunk {
+  std::int64_t j0, j1, cb0, t0;
+};
+
+// One group of NP output pixels (from pixel `pix`) x 64 channels over a chunk.
+template <int NP>
+inline void group(const BlockedConv& b, const float* xs, std::int64_t og, const Chunk& k, std::int64_t pix, __m512 (&acc)[BCONV_NP][BCONV_NB]) {
+  const std::int64_t cbs = b.cbs;
+  const float* w = b.weights(og, k.j0);
+  for (std::int64_t j = k.j0, cb = k.cb0, t = k.t0; j < k.j1; ++j, w += cbs * BCONV_OC) {
+    const float* x = xs + cb * b.xcb + b.tap_off[static_cast<std::size_t>(t)];
+    const float* xp[NP];
+    for (int p = 0; p < NP; ++p) xp[p] = x + b.pix_off[static_cast<std::size_t>(pix + p)];
+    for (std::int64_t ic = 0; ic < cbs; ++ic) {
+      __m512 wv[BCONV_NB];
+      for (int v = 0; v < BCONV_NB; ++v) wv[v] = _mm512_load_ps(w + ic * BCONV_OC + v * CBLK);
+      for (int p = 0; p < NP; ++p) {
+        const __m512 xv = _mm512_set1_ps(xp[p][ic]);
+        for (int v = 0; v < BCONV_NB; ++v) acc[p][v] = _mm512_fmadd_ps(xv, wv[v], acc[p][v]);
+      }
+    }
+    if (++t == b.taps) t = 0, ++cb;
+  }
+}
+
+// Runs a chunk for one group (partial sums in/out of ps) and, at the last chunk, writes it.
+template <int NP>
+inline void run_group(const BlockedConv& b, const float* xs, std::int64_t og, const Chunk& k, std::int64_t pix, float* ps, float* y) {
+  const bool first = k.j0 == 0, last = k.j1 == b.cbn * b.taps;
+  __m512 acc[BCONV_NP][BCONV_NB];
+  for (int p = 0; p < NP; ++p)
+    for (int v = 0; v < BCONV_NB; ++v) acc[p][v] = first ? _mm512_setzero_ps() : _mm512_load_ps(ps + (p * BCONV_NB + v) * CBLK);
+  group<NP>(b, xs, og, k, pix, acc);
+  if (!last) {
+    for (int p = 0; p < NP; ++p)
+      for (int v = 0; v < BCONV_NB; ++v) _mm512_store_ps(ps + (p * BCONV_NB + v) * CBLK, acc[p][v]);
+    return;
+  }
+  const std::int64_t P = b.g.pixels(), nb = std::min<std::int64_t>(BCONV_NB, b.kb - og * BCONV_NB);
+  alignas(64) std::int32_t lanes[CBLK];
+  for (int l = 0; l < CBLK; ++l) lanes[l] = static_cast<std::int32_t>(l * P);
+  const __m512i idx = _mm512_load_si512(lanes);
+  for (std::int64_t v = 0; v < nb; ++v) {
+    const std::int64_t c0 = (og * BCONV_NB + v) * CBLK;
+    const __m512 bias = _mm512_loadu_ps(b.bias.data() + c0);
+    const auto live = static_cast<__mmask16>((1u << std::min<std::int64_t>(CBLK, b.g.K - c0)) - 1);
+    for (int p = 0; p < NP; ++p) {
+      __m512 r = _mm512_add_ps(acc[p][v], bias);
+      if (b.relu) r = _mm512_max_ps(r, _mm512_setzero_ps());
+      if (b.out_blocked) _mm512_storeu_ps(y + (c0 * P + (pix + p) * CBLK), r);
+      else _mm512_mask_i32scatter_ps(y + c0 * P + pix + p, live, idx, r, 4);
+    }
+  }
+}
+
+}  // namespace bconv_detail
+
+// One image: x (blocked, or NCHW) -> y (blocked, or NCHW), f32.
+inline void blocked_conv(const BlockedConv& b, const float* x, float* y, std::byte* scratch) {
+  const float* xs = x;
+  if (b.copy) {
+    auto* xp = reinterpret_cast<float*>(thread_scratch(scratch, 0, 0));
+    bconv_detail::copy_input(b, x, xp);
+    xs = xp;
+  }
+  std::byte* per_thread = scratch + b.input_bytes();
+  const int threads = max_threads();
+  const std::int64_t P = b.g.pixels(), groups = b.groups(), parts = b.parts(threads);
+  parallel_for_t(b.ogs * parts, 1, [&](int tid, std::int64_t i0, std::int64_t i1) {
+    auto* partial = reinterpret_cast<float*>(thread_scratch(per_thread, tid, b.thread_bytes(threads)));
+    for (std::int64_t it = i0; it < i1; ++it) {
+      const std::int64_t og = it / parts, part = it % parts, q0 = groups * part / parts, q1 = groups * (part + 1) / parts;
+      for (std::int64_t j0 = 0, pairs = b.cbn * b.taps; j0 < pairs; j0 += b.kc) {
+        const bconv_detail::Chunk k{j0, std::min(pairs, j0 + b.kc), j0 / b.taps, j0 % b.taps};
+        for (std::int64_t q = q0; q < q1; ++q) {
+          const std::int64_t pix = q * BCONV_NP;
+          float* ps = partial + (q - q0) * BCONV_NP * BCONV_OC;
+          switch (std::min<std::int64_t>(BCONV_NP, P - pix)) {
+            case 6: bconv_detail::run_group<6>(b, xs, og, k, pix, ps, y); break;
+            case 5: bconv_detail::run_group<5>(b, xs, og, k, pix, ps, y); break;
+            case 4: bconv_detail::run_group<4>(b, xs, og, k, pix, ps, y); break;
+            case 3: bconv_detail::run_group<3>(b, xs, og, k, pix, ps, y); break;
+            case 2: bconv_detail::run_group<2>(b, xs, og, k, pix, ps, y); break;
+            default: bconv_detail::run_group<1>(b, xs, og, k, pix, ps, y); break;
+          }
+        }
+      }
+    }
+  });
+}
+
+#endif  // NPUSIM_CPU_AVX512
+
+}  // namespace npusim::inline NPUSIM_ABI::cpu
