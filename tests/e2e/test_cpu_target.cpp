@@ -117,7 +117,8 @@ TEST_P(CpuResNet, Float32ActivationsStayBlockedBetweenConvolutions) {
       if (part.target != "cpu") continue;
       const std::vector<bool> blocked = cpu::blocked_tensors(part.graph, part.kernels, part.plan);
       for (const Kernel& k : part.kernels)
-        if (k.kind == fusion::ConvBnRelu::name || k.kind == ops::Conv2d::id) ++convs, blocked_outputs += blocked[static_cast<std::size_t>(k.outputs[0])];
+        if (k.kind == fusion::ConvBnRelu::name || k.kind == fusion::ConvAddRelu::name || k.kind == ops::Conv2d::id)
+          ++convs, blocked_outputs += blocked[static_cast<std::size_t>(k.outputs[0])];
       for (auto ts : {part.graph.inputs, part.graph.outputs})
         for (ir::TensorId t : ts) boundary += blocked[static_cast<std::size_t>(t)];
     }

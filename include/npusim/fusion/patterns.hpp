@@ -77,6 +77,30 @@ struct ConvBnRelu {
   }
 };
 
+// conv2d -> add(., residual) [-> relu]: a residual connection, added in the convolution's
+// epilogue. The residual has the conv output's shape (no broadcast). Inputs: the conv's (x,
+// weight[, bias]), then the residual. Params: has_relu.
+struct ConvAddRelu {
+  static constexpr std::string_view name = "conv_add_relu";
+  static constexpr std::string_view summary = "conv2d -> add(., residual of the same shape) [-> relu]";
+  static std::optional<Match> match(const GraphView& v, std::int32_t n) {
+    if (!v.is<ops::Conv2d>(n)) return std::nullopt;
+    const TensorId y = v.out(n);
+    const std::int32_t a = v.only_consumer(y);
+    if (!v.is<ops::Add>(a) || v.node(a).inputs.size() != 2 || v.attrs<ops::Add>(a).alpha.value != 1.0) return std::nullopt;
+    const TensorId r = v.in(a, 0) == y ? v.in(a, 1) : v.in(a, 0);
+    if (r == y || v.tensor(r).shape != v.tensor(y).shape || v.tensor(r).dtype != v.tensor(y).dtype) return std::nullopt;
+    Match m;
+    m.nodes = {n, a};
+    m.inputs = v.node(n).inputs;
+    m.inputs.push_back(r);
+    bool relu = false;
+    if (std::int32_t c = v.only_consumer(v.out(a)); v.is<ops::Relu>(c)) m.nodes.push_back(c), relu = true;
+    m.params.set("has_relu", ir::AttrValue(relu));
+    return m;
+  }
+};
+
 // add(a, b) -> relu
 struct AddRelu {
   static constexpr std::string_view name = "add_relu";

@@ -48,6 +48,25 @@ TEST(Fusion, AddReluMatchesOnlyWithARelu) {
   EXPECT_EQ(compile_case("ops/add_broadcast").kinds.count("add_relu"), 0u);
 }
 
+TEST(Fusion, ConvAddReluTakesAResidualAddOnlyWhereListedBeforeAddRelu) {
+  // The default order (the reference's) fuses ResNet's add -> relu as add_relu first.
+  EXPECT_EQ(compile_case("models/resnet18").kinds.count("conv_add_relu"), 0u);
+  // Without add_relu, each block's second conv takes the residual add and its relu; the
+  // downsample convs (the other operand of their adds) stay plain.
+  auto r = compile_case("models/resnet18", {"add_relu"});
+  EXPECT_EQ(r.kinds["conv_add_relu"], 8);
+  EXPECT_EQ(r.kinds["conv2d"], 3);
+  EXPECT_EQ(r.kinds.count("add"), 0u);
+  EXPECT_EQ(r.kinds.count("relu"), 0u);
+  const Kernel* k = r.first("conv_add_relu");
+  ASSERT_NE(k, nullptr);
+  EXPECT_TRUE(k->params.find("has_relu")->as_bool());
+  const ir::Graph& g = r.p.partitions[0].graph;
+  EXPECT_EQ(g.tensor(k->inputs.back()).shape, g.tensor(k->outputs.at(0)).shape);  // the residual, last
+  // A broadcast add is not a residual.
+  EXPECT_EQ(compile_case("ops/add_broadcast", {"add_relu"}).kinds.count("conv_add_relu"), 0u);
+}
+
 TEST(Fusion, RmsNormIsOneKernelWithEpsFromAttrs) {
   auto a = compile_case("ops/rmsnorm");
   ASSERT_EQ(a.kinds["rmsnorm"], 1);

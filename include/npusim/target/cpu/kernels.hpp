@@ -211,6 +211,17 @@ struct kernel<fusion::MatmulTransB, CpuTarget> {
 };
 
 template <>
+struct kernel<fusion::ConvAddRelu, CpuTarget> {
+  static constexpr bool provided = true;
+  static cpu::Fns bind(cpu::Ctx& c) {
+    const ir::Node& conv = c.node(0);
+    const auto bias = conv.inputs.size() == 3 ? std::optional(conv.inputs[2]) : std::nullopt;
+    return {cpu::bind_conv(c, conv.inputs[0], conv.inputs[1], bias, c.out(), c.attrs<ops::Conv2d>(0), c.k.params.find("has_relu")->as_bool(),
+                           c.in(conv.inputs.size()))};
+  }
+};
+
+template <>
 struct kernel<fusion::ConvBnRelu, CpuTarget> {
   static constexpr bool provided = true;
   static cpu::Fns bind(cpu::Ctx& c) {

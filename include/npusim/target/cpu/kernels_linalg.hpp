@@ -93,10 +93,39 @@ inline Fn bind_matmul_dense(Ctx& c, ir::TensorId a, ir::TensorId b, ir::TensorId
   };
 }
 
-// conv2d (+ bias, + relu), per image and group: depthwise direct; otherwise by pixel blocks (AMX
-// for bf16, AVX-512 strips for f32) or im2col + the packed GEMM, writing NCHW.
+// y += r, then relu, over the whole tensor in y's storage (r of y's shape and layout): the
+// residual of a conv_add_relu whose convolution wrote y.
+inline Fn bind_residual_add(Ctx& c, ir::TensorId y, ir::TensorId r, bool relu) {
+  constexpr std::int64_t CH = 1024;
+  const std::int64_t n = c.numel(y);
+  std::byte* py = c.ptr(y);
+  const std::byte* pr = c.ptr(r);
+  const DType dy = c.storage(y), dr = c.storage(r);
+  return [=] {
+    parallel_for((n + CH - 1) / CH, 4, [&](std::int64_t b0, std::int64_t b1) {
+      alignas(64) float a[CH], s[CH];
+      for (std::int64_t blk = b0; blk < b1; ++blk) {
+        const std::int64_t off = blk * CH, len = std::min(CH, n - off);
+        load_row(dy, py + static_cast<std::size_t>(off) * dtype_size(dy), a, len);
+        load_row(dr, pr + static_cast<std::size_t>(off) * dtype_size(dr), s, len);
+        for (std::int64_t i = 0; i < len; ++i) a[i] = relu ? std::max(a[i] + s[i], 0.0f) : a[i] + s[i];
+        store_row(dy, a, py + static_cast<std::size_t>(off) * dtype_size(dy), len);
+      }
+    });
+  };
+}
+
+// conv2d (+ bias, [+ residual], + relu), per image and group: depthwise direct; otherwise by pixel
+// blocks (AMX for bf16, AVX-512 strips for f32) or im2col + the packed GEMM, writing NCHW; f32
+// activations held channel-blocked (layout.hpp) by the blocked kernel. A residual is added in the
+// blocked kernel's epilogue, otherwise by a pass over the output (the rounding of the unfused
+// conv -> add).
 inline Fn bind_conv(Ctx& c, ir::TensorId x, const Tensor& wt, std::shared_ptr<std::vector<float>> b, ir::TensorId y, const ops::Conv2d::Attrs& at,
-                    bool relu) {
+                    bool relu, std::optional<ir::TensorId> residual = std::nullopt) {
+  if (residual && !c.is_blocked(y)) {
+    Fn conv = bind_conv(c, x, wt, b, y, at, false), add = bind_residual_add(c, y, *residual, relu);
+    return [=] { conv(), add(); };
+  }
   const Shape &xs = c.shape(x), &ys = c.shape(y);
   ConvGeom g{xs[0], xs[1], xs[2], xs[3], wt.shape()[0], wt.shape()[2], wt.shape()[3], ys[2], ys[3], at.groups,
              at.stride[0], at.stride[1], at.padding[0], at.padding[1], at.dilation[0], at.dilation[1]};
@@ -108,12 +137,14 @@ inline Fn bind_conv(Ctx& c, ir::TensorId x, const Tensor& wt, std::shared_ptr<st
 #if defined(NPUSIM_CPU_AVX512)
   // A channel-blocked input or output (layout.hpp blocks only those of f32 single-group convs).
   if (c.is_blocked(x) || c.is_blocked(y)) {
-    if (dx != DType::f32 || dy != DType::f32 || !blocked_conv_supported(g)) c.unsupported("a blocked activation around a conv the blocked kernel cannot run (npusim bug)");
+    if (dx != DType::f32 || dy != DType::f32 || g.G != 1) c.unsupported("a blocked activation around a conv the blocked kernel cannot run (npusim bug)");
     auto bc = c.own(make_blocked_conv(g, wt.raw(), wt.dtype(), b ? b->data() : nullptr, relu, c.is_blocked(x), c.is_blocked(y)));
     auto pool = c.need_scratch(bc->scratch_bytes());
+    const auto* pr = residual ? c.ptr<const float>(*residual) : nullptr;
     return [=] {
       for (std::int64_t n = 0; n < g.N; ++n)
-        blocked_conv(*bc, reinterpret_cast<const float*>(px) + n * g.C * g.H * g.W, reinterpret_cast<float*>(py) + n * g.K * M, pool->get());
+        blocked_conv(*bc, reinterpret_cast<const float*>(px) + n * g.C * g.H * g.W, reinterpret_cast<float*>(py) + n * g.K * M, pool->get(),
+                     pr ? pr + n * g.K * M : nullptr);
     };
   }
 #endif
@@ -227,8 +258,9 @@ inline Fn bind_conv(Ctx& c, ir::TensorId x, const Tensor& wt, std::shared_ptr<st
   });
 }
 
-inline Fn bind_conv(Ctx& c, ir::TensorId x, ir::TensorId w, std::optional<ir::TensorId> bias, ir::TensorId y, const ops::Conv2d::Attrs& at, bool relu) {
-  return bind_conv(c, x, require_weight(c, w, "conv weight"), bias ? f32_copy(c, *bias) : nullptr, y, at, relu);
+inline Fn bind_conv(Ctx& c, ir::TensorId x, ir::TensorId w, std::optional<ir::TensorId> bias, ir::TensorId y, const ops::Conv2d::Attrs& at, bool relu,
+                    std::optional<ir::TensorId> residual = std::nullopt) {
+  return bind_conv(c, x, require_weight(c, w, "conv weight"), bias ? f32_copy(c, *bias) : nullptr, y, at, relu, residual);
 }
 
 }  // namespace npusim::inline NPUSIM_ABI::cpu

@@ -5,8 +5,9 @@
 //   - every member is an f32 [N, C, H, W] arena tensor with C a multiple of 16 and H W > 1, not a
 //     partition input or output, and not the storage of a view;
 //   - every kernel touching a member reads and writes that layout: the f32 convolutions (input
-//     and output each either way), pools, and elementwise kernels whose operands all have the
-//     output's shape (elementwise over the same bytes in any order);
+//     and output each either way; a fused residual in the output's), pools, and elementwise
+//     kernels whose operands all have the output's shape (elementwise over the same bytes in any
+//     order);
 //   - a convolution touches it (otherwise there is nothing to gain).
 // Everything else is NCHW, and what leaves the partition always is.
 #pragma once
@@ -27,7 +28,7 @@ namespace layout_detail {
 enum class Role { conv, pool, pointwise, other };
 
 inline Role role(const ir::Graph& g, const Kernel& k) {
-  if (k.kind == fusion::ConvBnRelu::name) return Role::conv;
+  if (k.kind == fusion::ConvBnRelu::name || k.kind == fusion::ConvAddRelu::name) return Role::conv;
   if (k.kind == fusion::EltwiseChain::name || k.kind == fusion::AddRelu::name || k.kind == fusion::SiluGate::name) return Role::pointwise;
   if (k.nodes.size() != 1 || k.kind == "view") return Role::other;
   const ir::Node& n = g.nodes.at(static_cast<std::size_t>(k.nodes[0]));
@@ -84,8 +85,11 @@ inline std::vector<bool> blocked_tensors(const ir::Graph& g, const std::vector<K
           break;
         }
         conv[at(c.inputs[0])] = conv[at(k.outputs[0])] = true;
+        // A residual (conv_add_relu) is added in the output's layout.
+        const ir::TensorId res = k.kind == fusion::ConvAddRelu::name ? k.inputs.at(c.inputs.size()) : ir::no_tensor;
+        if (res != ir::no_tensor) cls.join(at(res), at(k.outputs[0]));
         for (ir::TensorId t : k.inputs)  // the weights, bias and BatchNorm parameters are not activations
-          if (t != c.inputs[0]) nchw[at(t)] = true;
+          if (t != c.inputs[0] && t != res) nchw[at(t)] = true;
         break;
       }
       case Role::pool: {
