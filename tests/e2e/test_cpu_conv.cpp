@@ -123,3 +123,52 @@ INSTANTIATE_TEST_SUITE_P(Geometries, CpuConv,
                                            ConvCase{"k3_c80_cout200", 80, 200, 5, 9, 3, 1, 1, 1, 1},        // blocked: 4 groups of 64 + 8, 5 blocks in
                                            ConvCase{"k3_s2_d2_blocked", 32, 64, 13, 11, 3, 2, 2, 2, 1}),    // blocked: stride and dilation with padding
                          [](const auto& info) { return std::string(info.param.name); });
+
+#if defined(NPUSIM_CPU_AVX512)
+// The blocked convolution splits its work by the pool size it was bound with, so a pool shrunk
+// afterwards (cpu::set_threads) runs the same items on fewer threads within the same scratch. The
+// geometry (3 groups of 64 output channels, 24 pixel groups) is one where a split recomputed for
+// 3 threads would need more scratch per thread than a 4-thread binding reserved.
+TEST(CpuConvBlocked, RunsOnAPoolShrunkAfterBinding) {
+  const int before = cpu::pool().size();  // (max_threads() would promise kernels this many)
+  try {
+    cpu::set_threads(4);
+  } catch (const Error&) {
+    GTEST_SKIP() << "kernels were already bound for fewer threads in this process";
+  }
+  const std::int64_t C = 16, K = 192, H = 12;
+  const std::vector<float> x = bf16_exact(static_cast<std::size_t>(C * H * H), 4), wv = bf16_exact(static_cast<std::size_t>(K * C * 9), 5);
+  test::BoundKernel b;
+  const Shape xs{1, C, H, H}, ys{1, K, H, H};
+  const ir::TensorId xt = b.add("x", xs, DType::f32), yt = b.add("y", ys, DType::f32);
+  b.blocked = {true, true};
+  auto* px = reinterpret_cast<float*>(b.ptr(xt));
+  for (std::int64_t c = 0; c < C; ++c)
+    for (std::int64_t i = 0; i < H * H; ++i) px[cpu::blocked_index(xs, 0, c, i / H, i % H)] = x[static_cast<std::size_t>(c * H * H + i)];
+  Tensor w = Tensor::empty(DType::f32, {K, C, 3, 3});
+  std::copy(wv.begin(), wv.end(), w.data<float>());
+  ops::Conv2d::Attrs at;
+  at.padding = {1, 1};
+  b.bind("conv2d", [&](cpu::Ctx& c) { return cpu::bind_conv(c, xt, w, nullptr, yt, at, false); });
+  cpu::set_threads(3);
+  b.fn();
+  cpu::set_threads(before);
+  const auto* py = reinterpret_cast<const float*>(b.ptr(yt));
+  double num = 0, den = 0;
+  for (std::int64_t o = 0; o < K; ++o)
+    for (std::int64_t y = 0; y < H; ++y)
+      for (std::int64_t z = 0; z < H; ++z) {
+        double s = 0;
+        for (std::int64_t c = 0; c < C; ++c)
+          for (std::int64_t i = 0; i < 3; ++i)
+            for (std::int64_t j = 0; j < 3; ++j) {
+              const std::int64_t ih = y - 1 + i, iw = z - 1 + j;
+              if (ih >= 0 && ih < H && iw >= 0 && iw < H)
+                s += static_cast<double>(x[static_cast<std::size_t>((c * H + ih) * H + iw)]) * wv[static_cast<std::size_t>(((o * C + c) * 3 + i) * 3 + j)];
+            }
+        const double got = py[cpu::blocked_index(ys, 0, o, y, z)];
+        num += (got - s) * (got - s), den += s * s;
+      }
+  EXPECT_LE(std::sqrt(num / den), 1e-6) << "rel L2";
+}
+#endif

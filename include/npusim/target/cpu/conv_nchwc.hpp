@@ -60,23 +60,27 @@ struct BlockedConv {
   std::vector<std::int64_t> pix_off;  // per output pixel: its first input element in a block
   std::vector<std::int64_t> tap_off;  // per kernel position
   bool relu = false;
+  int threads = 1;  // the pool's size at bind time: the work split and the scratch it was sized for
 
   // Weights of pair j = (input block j / taps, kernel position j % taps) for 64-channel group og.
   const float* weights(std::int64_t og, std::int64_t j) const { return w.as<float>() + (og * cbn * taps + j) * inner * BCONV_OC; }
   std::int64_t groups() const { return (g.pixels() + BCONV_NP - 1) / BCONV_NP; }
-  std::int64_t parts(int threads) const { return std::min(groups(), (4 * threads + ogs - 1) / ogs); }
+  // Items are (64-channel group, range of pixel groups): about 4 per thread. The split depends only
+  // on the bind-time pool size, so a pool shrunk later (set_threads) runs the same items on fewer
+  // threads within the same scratch.
+  std::int64_t parts() const { return std::min(groups(), (4 * threads + ogs - 1) / ogs); }
   std::size_t input_bytes() const { return copy ? static_cast<std::size_t>(cbn * xcb) * 4 + 64 : 0; }
-  std::size_t thread_bytes(int threads) const {
-    const std::int64_t per = (groups() + parts(threads) - 1) / parts(threads);
+  std::size_t thread_bytes() const {
+    const std::int64_t per = (groups() + parts() - 1) / parts();
     return static_cast<std::size_t>(per * BCONV_NP * BCONV_OC) * 4 + 64;
   }
-  std::size_t scratch_bytes() const { return input_bytes() + static_cast<std::size_t>(max_threads()) * thread_bytes(max_threads()); }
+  std::size_t scratch_bytes() const { return input_bytes() + static_cast<std::size_t>(threads) * thread_bytes(); }
 };
 
 // Binds one single-group f32 conv: weights [K][C][kh][kw] in `dtype`, bias (or nullptr) as f32.
 inline BlockedConv make_blocked_conv(const ConvGeom& g, const void* wt, DType dtype, const float* bias, bool relu, bool in_blocked, bool out_blocked) {
   BlockedConv b;
-  b.g = g, b.relu = relu, b.in_blocked = in_blocked, b.out_blocked = out_blocked;
+  b.g = g, b.relu = relu, b.in_blocked = in_blocked, b.out_blocked = out_blocked, b.threads = max_threads();
   b.cbs = in_blocked || g.C >= CBLK ? CBLK : g.C;
   b.cbn = (g.C + b.cbs - 1) / b.cbs;
   const bool rows = b.cbn == 1 && g.dw == 1;
@@ -221,10 +225,9 @@ inline void blocked_conv(const BlockedConv& b, const float* x, float* y, std::by
     xs = xp;
   }
   std::byte* per_thread = scratch + b.input_bytes();
-  const int threads = max_threads();
-  const std::int64_t P = b.g.pixels(), groups = b.groups(), parts = b.parts(threads);
+  const std::int64_t P = b.g.pixels(), groups = b.groups(), parts = b.parts();
   parallel_for_t(b.ogs * parts, 1, [&](int tid, std::int64_t i0, std::int64_t i1) {
-    auto* partial = reinterpret_cast<float*>(thread_scratch(per_thread, tid, b.thread_bytes(threads)));
+    auto* partial = reinterpret_cast<float*>(thread_scratch(per_thread, tid, b.thread_bytes()));
     for (std::int64_t it = i0; it < i1; ++it) {
       const std::int64_t og = it / parts, part = it % parts, q0 = groups * part / parts, q1 = groups * (part + 1) / parts;
       for (std::int64_t j0 = 0, pairs = b.cbn * b.taps; j0 < pairs; j0 += b.kc) {
