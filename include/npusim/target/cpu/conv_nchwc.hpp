@@ -196,9 +196,8 @@ inline void run_group(const BlockedConv& b, const float* xs, std::int64_t og, co
     return;
   }
   const std::int64_t P = b.g.pixels(), nb = std::min<std::int64_t>(BCONV_NB, b.kb - og * BCONV_NB);
-  alignas(64) std::int32_t lanes[CBLK];
-  for (int l = 0; l < CBLK; ++l) lanes[l] = static_cast<std::int32_t>(l * P);
-  const __m512i idx = _mm512_load_si512(lanes);
+  // NCHW output: lane l (channel c0 + l) goes to y[(c0 + l) P + pixel].
+  const __m512i idx = _mm512_mullo_epi32(_mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0), _mm512_set1_epi32(static_cast<std::int32_t>(P)));
   for (std::int64_t v = 0; v < nb; ++v) {
     const std::int64_t c0 = (og * BCONV_NB + v) * CBLK;
     const __m512 bias = _mm512_loadu_ps(b.bias.data() + c0);

@@ -268,31 +268,36 @@ inline void max_pool_plane(const ops::MaxPool2d::Attrs& a, const float* in, std:
   }
 }
 
+// The input window [h0, h1) x [w0, w1) of avg_pool2d / adaptive_avg_pool2d output (oh, ow), and
+// its divisor.
+struct PoolWindow {
+  std::int64_t h0, h1, w0, w1, div;
+};
+template <class Op>
+PoolWindow avg_pool_window(const typename Op::Attrs& a, std::int64_t oh, std::int64_t ow, std::int64_t H, std::int64_t Wd, std::int64_t OH, std::int64_t OW) {
+  if constexpr (std::is_same_v<Op, ops::AvgPool2d>) {
+    std::int64_t h0 = oh * a.stride[0] - a.padding[0], w0 = ow * a.stride[1] - a.padding[1];
+    std::int64_t h1 = std::min(h0 + a.kernel_size[0], H + a.padding[0]), w1 = std::min(w0 + a.kernel_size[1], Wd + a.padding[1]);
+    const std::int64_t pool = (h1 - h0) * (w1 - w0);
+    h0 = std::max<std::int64_t>(h0, 0), w0 = std::max<std::int64_t>(w0, 0), h1 = std::min(h1, H), w1 = std::min(w1, Wd);
+    return {h0, h1, w0, w1, a.divisor_override ? *a.divisor_override : a.count_include_pad ? pool : (h1 - h0) * (w1 - w0)};
+  } else {
+    using P = ops::AdaptiveAvgPool2d;
+    const std::int64_t h0 = P::start(oh, H, OH), h1 = P::end(oh, H, OH), w0 = P::start(ow, Wd, OW), w1 = P::end(ow, Wd, OW);
+    return {h0, h1, w0, w1, (h1 - h0) * (w1 - w0)};
+  }
+}
+
 // avg_pool2d / adaptive_avg_pool2d of one plane.
 template <class Op>
 void avg_pool_plane(const typename Op::Attrs& a, const float* in, std::int64_t H, std::int64_t Wd, float* out, std::int64_t OH, std::int64_t OW) {
   for (std::int64_t oh = 0; oh < OH; ++oh)
     for (std::int64_t ow = 0; ow < OW; ++ow) {
-      float v;
-      if constexpr (std::is_same_v<Op, ops::AvgPool2d>) {
-        std::int64_t h0 = oh * a.stride[0] - a.padding[0], w0 = ow * a.stride[1] - a.padding[1];
-        std::int64_t h1 = std::min(h0 + a.kernel_size[0], H + a.padding[0]), w1 = std::min(w0 + a.kernel_size[1], Wd + a.padding[1]);
-        const std::int64_t pool = (h1 - h0) * (w1 - w0);
-        h0 = std::max<std::int64_t>(h0, 0), w0 = std::max<std::int64_t>(w0, 0), h1 = std::min(h1, H), w1 = std::min(w1, Wd);
-        float s = 0;
-        for (std::int64_t ih = h0; ih < h1; ++ih)
-          for (std::int64_t iw = w0; iw < w1; ++iw) s += in[ih * Wd + iw];
-        const std::int64_t div = a.divisor_override ? *a.divisor_override : a.count_include_pad ? pool : (h1 - h0) * (w1 - w0);
-        v = div > 0 ? s / static_cast<float>(div) : 0.f;
-      } else {
-        using P = ops::AdaptiveAvgPool2d;
-        const std::int64_t h0 = P::start(oh, H, OH), h1 = P::end(oh, H, OH), w0 = P::start(ow, Wd, OW), w1 = P::end(ow, Wd, OW);
-        float s = 0;
-        for (std::int64_t ih = h0; ih < h1; ++ih)
-          for (std::int64_t iw = w0; iw < w1; ++iw) s += in[ih * Wd + iw];
-        v = s / static_cast<float>((h1 - h0) * (w1 - w0));
-      }
-      out[oh * OW + ow] = v;
+      const PoolWindow pw = avg_pool_window<Op>(a, oh, ow, H, Wd, OH, OW);
+      float s = 0;
+      for (std::int64_t ih = pw.h0; ih < pw.h1; ++ih)
+        for (std::int64_t iw = pw.w0; iw < pw.w1; ++iw) s += in[ih * Wd + iw];
+      out[oh * OW + ow] = pw.div > 0 ? s / static_cast<float>(pw.div) : 0.f;
     }
 }
 
@@ -323,22 +328,11 @@ Fn bind_pool_blocked(const typename Op::Attrs& a, const float* x, float* y, std:
               }
             }
           } else {
-            std::int64_t h0, h1, w0, w1, div;
-            if constexpr (std::is_same_v<Op, ops::AvgPool2d>) {
-              h0 = oh * a.stride[0] - a.padding[0], w0 = ow * a.stride[1] - a.padding[1];
-              h1 = std::min(h0 + a.kernel_size[0], H + a.padding[0]), w1 = std::min(w0 + a.kernel_size[1], Wd + a.padding[1]);
-              const std::int64_t pool = (h1 - h0) * (w1 - w0);
-              h0 = std::max<std::int64_t>(h0, 0), w0 = std::max<std::int64_t>(w0, 0), h1 = std::min(h1, H), w1 = std::min(w1, Wd);
-              div = a.divisor_override ? *a.divisor_override : a.count_include_pad ? pool : (h1 - h0) * (w1 - w0);
-            } else {
-              using P = ops::AdaptiveAvgPool2d;
-              h0 = P::start(oh, H, OH), h1 = P::end(oh, H, OH), w0 = P::start(ow, Wd, OW), w1 = P::end(ow, Wd, OW);
-              div = (h1 - h0) * (w1 - w0);
-            }
+            const PoolWindow pw = avg_pool_window<Op>(a, oh, ow, H, Wd, OH, OW);
             fbatch s(0.0f);
-            for (std::int64_t ih = h0; ih < h1; ++ih)
-              for (std::int64_t iw = w0; iw < w1; ++iw) s += fbatch::load_aligned(in + (ih * Wd + iw) * 16);
-            v = div > 0 ? s / fbatch(static_cast<float>(div)) : fbatch(0.0f);
+            for (std::int64_t ih = pw.h0; ih < pw.h1; ++ih)
+              for (std::int64_t iw = pw.w0; iw < pw.w1; ++iw) s += fbatch::load_aligned(in + (ih * Wd + iw) * 16);
+            v = pw.div > 0 ? s / fbatch(static_cast<float>(pw.div)) : fbatch(0.0f);
           }
           v.store_aligned(y + ((blk * OH + oh) * OW + ow) * 16);
         }
