@@ -6,13 +6,17 @@
 // input with no im2col gather: per group of 6 output pixels and 64 output channels it keeps
 // 6 x 4 = 24 accumulators, and per input channel broadcasts the 6 pixels' values (one scalar load
 // each) against 4 weight vectors. K runs in chunks of (input block, kernel position) pairs of about
-// 144 rows (a 3x3 conv's block, nine 1x1 blocks); a chunk's weights stay in L1 while the thread's
-// pixel groups reuse them, and partial sums wait in thread scratch between chunks.
+// 576 rows (four 3x3 blocks, 36 1x1 blocks); a chunk's 144 KB of weights stay in L2 while the
+// thread's pixel groups reuse them, and partial sums wait in thread scratch between chunks (in
+// ResNet, chunks of 576 rows ran 2-4% faster than L1-sized ones of 144, and than unchunked K).
+// Each group also fetches its share of the next chunk's weights into L2, so weights that come from
+// DRAM (the 7 x 7 stage's 9.4 MB per layer) stream while the current chunk computes.
 //
-// Padding: a padded (or NCHW) input is first copied into a zero-bordered blocked buffer, so every
-// kernel position of every pixel reads inside it. An input with fewer than 16 channels (an image)
-// becomes one block of C channels. The output is written blocked, or to NCHW by scatter where the
-// consumer needs NCHW.
+// Padding: a blocked input is read in place. Per (pixel group, kernel position) a bit per pixel
+// says whether its input lies inside the image; a pixel outside reads a block of zeros. An NCHW
+// input (the stem's image) is copied into a zero-bordered blocked buffer instead; with fewer than
+// 16 channels it becomes one block of C channels. The output is written blocked, or to NCHW by
+// scatter where the consumer needs NCHW.
 #pragma once
 
 #include <algorithm>
@@ -40,11 +44,11 @@ inline std::int64_t blocked_index(const Shape& s, std::int64_t n, std::int64_t c
 
 inline constexpr int BCONV_NB = 4;                // output channel blocks per item (64 channels)
 inline constexpr int BCONV_NP = 6;                // output pixels per group
-inline constexpr std::int64_t BCONV_ROWS = 144;   // K rows per chunk (whole kernel positions of a block: a 3x3 block's 144)
+inline constexpr std::int64_t BCONV_ROWS = 576;   // K rows per chunk (whole kernel positions: four 3x3 blocks)
 inline constexpr std::int64_t BCONV_OC = BCONV_NB * CBLK;
 
 // A bound blocked convolution: geometry, packed weights and bias, the pixel and tap offsets into
-// the (padded) blocked input, and how work and scratch are shared out.
+// the blocked input it reads (in place, or the padded copy), and how work and scratch are shared out.
 struct BlockedConv {
   ConvGeom g{};
   bool in_blocked = false, out_blocked = false, copy = false;
@@ -53,12 +57,15 @@ struct BlockedConv {
   // input block and unit dilation along the rows, kw * cbs rows per kernel row i (the stem's
   // 7 x 3 inputs of a kernel row lie next to each other in the padded image).
   std::int64_t taps = 0, inner = 0;
-  std::int64_t kc = 0;                                       // (input block, kernel position) pairs per K chunk
-  std::int64_t Hp = 0, Wp = 0, xcb = 0;                               // the read input: padded rows, columns, floats per block
+  std::int64_t kc = 0;               // (input block, kernel position) pairs per K chunk
+  std::int64_t Hp = 0, Wp = 0, xcb = 0;  // the read input: rows, columns (with the border when copied), floats per block
   AlignedBuf w;                       // [og][cb][tap][ic][4][16]
   std::vector<float> bias;            // [ogs * 64], zero past K
   std::vector<std::int64_t> pix_off;  // per output pixel: its first input element in a block
   std::vector<std::int64_t> tap_off;  // per kernel position
+  // A padded blocked input is read in place: per (pixel group, kernel position), bit p says whether
+  // pixel p's input lies inside the image (else it reads zeros). Empty when nothing is outside.
+  std::vector<std::uint8_t> inside;
   bool relu = false;
   int threads = 1;  // the pool's size at bind time: the work split and the scratch it was sized for
 
@@ -83,16 +90,17 @@ inline BlockedConv make_blocked_conv(const ConvGeom& g, const void* wt, DType dt
   b.g = g, b.relu = relu, b.in_blocked = in_blocked, b.out_blocked = out_blocked, b.threads = max_threads();
   b.cbs = in_blocked || g.C >= CBLK ? CBLK : g.C;
   b.cbn = (g.C + b.cbs - 1) / b.cbs;
-  const bool rows = b.cbn == 1 && g.dw == 1;
+  // Blocked inputs are read in place; NCHW ones (the stem) are copied into a padded blocked buffer.
+  b.copy = !in_blocked;
+  const bool pad = g.ph || g.pw, rows = b.cbn == 1 && g.dw == 1 && (b.copy || !pad);
   b.taps = rows ? g.kh : g.kh * g.kw;
   b.inner = rows ? g.kw * b.cbs : b.cbs;
   b.kb = (g.K + CBLK - 1) / CBLK;
   b.ogs = (g.K + BCONV_OC - 1) / BCONV_OC;
-  // Chunks of about BCONV_ROWS rows, evened out (the stem's 49 x 3 rows: 2 x 25 pairs, not 48 + 1).
+  // Chunks of about BCONV_ROWS rows, evened out (a 3x3 conv of 5 input blocks, 45 pairs: 23 + 22, not 36 + 9).
   const std::int64_t pairs = b.cbn * b.taps, chunks = (pairs * b.inner + BCONV_ROWS - 1) / BCONV_ROWS;
   b.kc = (pairs + chunks - 1) / chunks;
-  b.copy = !in_blocked || g.ph || g.pw;
-  b.Hp = g.H + 2 * g.ph, b.Wp = g.W + 2 * g.pw;
+  b.Hp = b.copy ? g.H + 2 * g.ph : g.H, b.Wp = b.copy ? g.W + 2 * g.pw : g.W;
   b.xcb = b.Hp * b.Wp * b.cbs;
   const std::int64_t C = g.C, kk = g.kh * g.kw;
   // [og][cb][i][j][ic][64], which is [og][cb][tap][inner row][64] either way.
@@ -110,16 +118,27 @@ inline BlockedConv make_blocked_conv(const ConvGeom& g, const void* wt, DType dt
   }
   b.bias.assign(static_cast<std::size_t>(b.ogs * BCONV_OC), 0.0f);
   if (bias) std::copy(bias, bias + g.K, b.bias.begin());
+  // Offsets into the read input; in place, a border pixel's may point outside (never read).
+  const std::int64_t ph = b.copy ? 0 : g.ph, pw = b.copy ? 0 : g.pw;
   for (std::int64_t oh = 0; oh < g.OH; ++oh)
-    for (std::int64_t ow = 0; ow < g.OW; ++ow) b.pix_off.push_back((oh * g.sh * b.Wp + ow * g.sw) * b.cbs);
+    for (std::int64_t ow = 0; ow < g.OW; ++ow) b.pix_off.push_back(((oh * g.sh - ph) * b.Wp + ow * g.sw - pw) * b.cbs);
   for (std::int64_t i = 0; i < g.kh; ++i)
     for (std::int64_t j = 0; j < (rows ? 1 : g.kw); ++j) b.tap_off.push_back((i * g.dh * b.Wp + j * g.dw) * b.cbs);
+  if (!b.copy && pad) {
+    b.inside.assign(static_cast<std::size_t>(b.groups() * b.taps), 0);
+    for (std::int64_t px = 0; px < g.pixels(); ++px)
+      for (std::int64_t i = 0; i < g.kh; ++i)
+        for (std::int64_t j = 0; j < g.kw; ++j) {
+          const std::int64_t ih = px / g.OW * g.sh - ph + i * g.dh, iw = px % g.OW * g.sw - pw + j * g.dw;
+          if (ih >= 0 && ih < g.H && iw >= 0 && iw < g.W) b.inside[static_cast<std::size_t>(px / BCONV_NP * b.taps + i * g.kw + j)] |= static_cast<std::uint8_t>(1u << (px % BCONV_NP));
+        }
+  }
   return b;
 }
 
 namespace bconv_detail {
 
-// The input image (blocked or NCHW) into the zero-bordered blocked buffer xp [cbn][Hp][Wp][cbs].
+// An NCHW input into the zero-bordered blocked buffer xp [cbn][Hp][Wp][cbs].
 inline void copy_input(const BlockedConv& b, const float* x, float* xp) {
   const ConvGeom& g = b.g;
   parallel_for(b.cbn * b.Hp, 4, [&](std::int64_t r0, std::int64_t r1) {
@@ -133,11 +152,7 @@ inline void copy_input(const BlockedConv& b, const float* x, float* xp) {
       std::fill(dst, dst + g.pw * b.cbs, 0.0f);
       std::fill(dst + (g.pw + g.W) * b.cbs, dst + b.Wp * b.cbs, 0.0f);
       float* in = dst + g.pw * b.cbs;
-      if (b.in_blocked) {
-        std::copy(x + (cb * g.H + ih) * g.W * CBLK, x + (cb * g.H + ih + 1) * g.W * CBLK, in);
-        continue;
-      }
-      // NCHW: channel c of this block, row ih, interleaved.
+      // Channel c of this block, row ih, interleaved.
       for (std::int64_t ic = 0; ic < b.cbs; ++ic) {
         const std::int64_t c = cb * b.cbs + ic;
         if (c >= g.C) {
@@ -156,22 +171,30 @@ struct Chunk {
   std::int64_t j0, j1, cb0, t0;
 };
 
-// One group of NP output pixels (from pixel `pix`) x 64 channels over a chunk. PF: also fetch the
-// next chunk's weights into L2 as this one's are read (a 7 x 7 layer's 9.4 MB of weights come from
-// DRAM and each chunk serves only 9 groups; measured 4-12% faster there).
-template <int NP, bool PF>
-inline void group(const BlockedConv& b, const float* xs, std::int64_t og, const Chunk& k, std::int64_t pix, __m512 (&acc)[BCONV_NP][BCONV_NB]) {
-  const std::int64_t inner = b.inner, ahead = (k.j1 - k.j0) * inner * BCONV_OC;
+// Weights to fetch into L2 while a group computes: `lines` cache lines from `at`, spread over the
+// group's (input block, kernel position) pairs.
+struct Prefetch {
+  const float* at = nullptr;
+  std::int64_t lines = 0;
+};
+
+// One group of NP output pixels (from pixel `pix`) x 64 channels over a chunk, fetching its share
+// of the next chunk's weights on the way (a 7 x 7 layer's 9.4 MB of weights come from DRAM).
+template <int NP>
+inline void group(const BlockedConv& b, const float* xs, std::int64_t og, const Chunk& k, std::int64_t pix, Prefetch pf, __m512 (&acc)[BCONV_NP][BCONV_NB]) {
+  alignas(64) static constexpr float zeros[CBLK] = {};  // what a pixel outside the image reads
+  const std::uint8_t* inside = b.inside.empty() ? nullptr : b.inside.data() + pix / BCONV_NP * b.taps;
+  const std::int64_t inner = b.inner, per_pair = (pf.lines + (k.j1 - k.j0) - 1) / (k.j1 - k.j0);
   const float* w = b.weights(og, k.j0);
   for (std::int64_t j = k.j0, cb = k.cb0, t = k.t0; j < k.j1; ++j, w += inner * BCONV_OC) {
-    const float* x = xs + cb * b.xcb + b.tap_off[static_cast<std::size_t>(t)];
+    for (std::int64_t l = 0; l < per_pair && pf.lines > 0; ++l, --pf.lines, pf.at += CBLK) _mm_prefetch(reinterpret_cast<const char*>(pf.at), _MM_HINT_T1);
+    const std::int64_t x = cb * b.xcb + b.tap_off[static_cast<std::size_t>(t)];
+    const unsigned in = inside ? inside[t] : 0xffu;
     const float* xp[NP];
-    for (int p = 0; p < NP; ++p) xp[p] = x + b.pix_off[static_cast<std::size_t>(pix + p)];
+    for (int p = 0; p < NP; ++p) xp[p] = (in >> p) & 1u ? xs + (x + b.pix_off[static_cast<std::size_t>(pix + p)]) : zeros;
     for (std::int64_t ic = 0; ic < inner; ++ic) {
       __m512 wv[BCONV_NB];
       for (int v = 0; v < BCONV_NB; ++v) wv[v] = _mm512_load_ps(w + ic * BCONV_OC + v * CBLK);
-      if constexpr (PF)
-        for (int v = 0; v < BCONV_NB; ++v) _mm_prefetch(reinterpret_cast<const char*>(w + ahead + ic * BCONV_OC + v * CBLK), _MM_HINT_T1);
       for (int p = 0; p < NP; ++p) {
         const __m512 xv = _mm512_set1_ps(xp[p][ic]);
         for (int v = 0; v < BCONV_NB; ++v) acc[p][v] = _mm512_fmadd_ps(xv, wv[v], acc[p][v]);
@@ -183,13 +206,12 @@ inline void group(const BlockedConv& b, const float* xs, std::int64_t og, const 
 
 // Runs a chunk for one group (partial sums in/out of ps) and, at the last chunk, writes it.
 template <int NP>
-inline void run_group(const BlockedConv& b, const float* xs, std::int64_t og, const Chunk& k, std::int64_t pix, float* ps, float* y, const float* res, bool prefetch) {
+inline void run_group(const BlockedConv& b, const float* xs, std::int64_t og, const Chunk& k, std::int64_t pix, float* ps, float* y, const float* res, Prefetch pf) {
   const bool first = k.j0 == 0, last = k.j1 == b.cbn * b.taps;
   __m512 acc[BCONV_NP][BCONV_NB];
   for (int p = 0; p < NP; ++p)
     for (int v = 0; v < BCONV_NB; ++v) acc[p][v] = first ? _mm512_setzero_ps() : _mm512_load_ps(ps + (p * BCONV_NB + v) * CBLK);
-  if (prefetch) group<NP, true>(b, xs, og, k, pix, acc);
-  else group<NP, false>(b, xs, og, k, pix, acc);
+  group<NP>(b, xs, og, k, pix, pf, acc);
   if (!last) {
     for (int p = 0; p < NP; ++p)
       for (int v = 0; v < BCONV_NB; ++v) _mm512_store_ps(ps + (p * BCONV_NB + v) * CBLK, acc[p][v]);
@@ -227,13 +249,19 @@ inline void blocked_conv(const BlockedConv& b, const float* x, float* y, std::by
   const std::int64_t P = b.g.pixels(), groups = b.groups(), parts = b.parts();
   parallel_for_t(b.ogs * parts, 1, [&](int tid, std::int64_t i0, std::int64_t i1) {
     auto* partial = reinterpret_cast<float*>(thread_scratch(per_thread, tid, b.thread_bytes()));
+    const std::int64_t pairs = b.cbn * b.taps, chunk_lines = b.inner * (BCONV_OC / CBLK);
     for (std::int64_t it = i0; it < i1; ++it) {
       const std::int64_t og = it / parts, part = it % parts, q0 = groups * part / parts, q1 = groups * (part + 1) / parts;
-      for (std::int64_t j0 = 0, pairs = b.cbn * b.taps; j0 < pairs; j0 += b.kc) {
+      for (std::int64_t j0 = 0; j0 < pairs; j0 += b.kc) {
         const bconv_detail::Chunk k{j0, std::min(pairs, j0 + b.kc), j0 / b.taps, j0 % b.taps};
+        // The weights read next (this item's next chunk, or the next item's first), shared out
+        // over this chunk's groups.
+        bconv_detail::Prefetch next;
+        if (k.j1 < pairs) next = {b.weights(og, k.j1), (std::min(pairs, k.j1 + b.kc) - k.j1) * chunk_lines};
+        else if (it + 1 < i1) next = {b.weights((it + 1) / parts, 0), std::min(pairs, b.kc) * chunk_lines};
         for (std::int64_t q = q0; q < q1; ++q) {
-          const std::int64_t pix = q * BCONV_NP;
-          const bool pf = q == q0 && k.j1 < pairs;  // the chunk's first group fetches the next chunk's weights
+          const std::int64_t pix = q * BCONV_NP, l0 = next.lines * (q - q0) / (q1 - q0), l1 = next.lines * (q - q0 + 1) / (q1 - q0);
+          const bconv_detail::Prefetch pf{next.at + l0 * CBLK, l1 - l0};
           float* ps = partial + (q - q0) * BCONV_NP * BCONV_OC;
           switch (std::min<std::int64_t>(BCONV_NP, P - pix)) {
             case 6: bconv_detail::run_group<6>(b, xs, og, k, pix, ps, y, res, pf); break;
