@@ -30,23 +30,18 @@ std::vector<float> bf16_exact(std::size_t n, unsigned seed) {
   return v;
 }
 
-class CpuConv : public ::testing::TestWithParam<ConvCase> {};
+std::int64_t out_size(const ConvCase& cc, std::int64_t n) { return (n + 2 * cc.pad - cc.dil * (cc.k - 1) - 1) / cc.stride + 1; }
 
-}  // namespace
-
-TEST_P(CpuConv, MatchesADoublePrecisionConvolution) {
-  const ConvCase cc = GetParam();
-  const std::int64_t cg = cc.cin / cc.groups, kg = cc.cout / cc.groups;
-  const std::int64_t oh = (cc.h + 2 * cc.pad - cc.dil * (cc.k - 1) - 1) / cc.stride + 1, ow = (cc.w + 2 * cc.pad - cc.dil * (cc.k - 1) - 1) / cc.stride + 1;
-  const std::vector<float> x = bf16_exact(static_cast<std::size_t>(cc.cin * cc.h * cc.w), 1), wv = bf16_exact(static_cast<std::size_t>(cc.cout * cg * cc.k * cc.k), 2),
-                           bias = bf16_exact(static_cast<std::size_t>(cc.cout), 3);
-  // The reference, in double.
+// The convolution in double, NCHW: x [cin, h, w], weights [cout, cin / groups, k, k], bias (or
+// empty), then a relu when asked.
+std::vector<double> reference_conv(const ConvCase& cc, const std::vector<float>& x, const std::vector<float>& wv, const std::vector<float>& bias, bool relu) {
+  const std::int64_t cg = cc.cin / cc.groups, kg = cc.cout / cc.groups, oh = out_size(cc, cc.h), ow = out_size(cc, cc.w);
   std::vector<double> ref(static_cast<std::size_t>(cc.cout * oh * ow));
   for (std::int64_t o = 0; o < cc.cout; ++o) {
     const std::int64_t gi = o / kg;
     for (std::int64_t y = 0; y < oh; ++y)
       for (std::int64_t z = 0; z < ow; ++z) {
-        double s = bias[static_cast<std::size_t>(o)];
+        double s = bias.empty() ? 0.0 : bias[static_cast<std::size_t>(o)];
         for (std::int64_t c = 0; c < cg; ++c)
           for (std::int64_t i = 0; i < cc.k; ++i)
             for (std::int64_t j = 0; j < cc.k; ++j) {
@@ -55,9 +50,40 @@ TEST_P(CpuConv, MatchesADoublePrecisionConvolution) {
               s += static_cast<double>(x[static_cast<std::size_t>(((gi * cg + c) * cc.h + ih) * cc.w + iw)]) *
                    wv[static_cast<std::size_t>(((o * cg + c) * cc.k + i) * cc.k + j)];
             }
-        ref[static_cast<std::size_t>((o * oh + y) * ow + z)] = s > 0 ? s : 0.0;  // relu
+        ref[static_cast<std::size_t>((o * oh + y) * ow + z)] = relu && s < 0 ? 0.0 : s;
       }
   }
+  return ref;
+}
+
+// An NCHW image [C, H, W] into / out of a channel-blocked f32 buffer of shape s = {1, C, H, W}.
+void store_blocked(const Shape& s, const std::vector<float>& v, float* p) {
+  for (std::int64_t c = 0; c < s[1]; ++c)
+    for (std::int64_t i = 0; i < s[2] * s[3]; ++i) p[cpu::blocked_index(s, 0, c, i / s[3], i % s[3])] = v[static_cast<std::size_t>(c * s[2] * s[3] + i)];
+}
+std::vector<float> load_blocked(const Shape& s, const float* p) {
+  std::vector<float> v(static_cast<std::size_t>(s[1] * s[2] * s[3]));
+  for (std::int64_t c = 0; c < s[1]; ++c)
+    for (std::int64_t i = 0; i < s[2] * s[3]; ++i) v[static_cast<std::size_t>(c * s[2] * s[3] + i)] = p[cpu::blocked_index(s, 0, c, i / s[3], i % s[3])];
+  return v;
+}
+
+double rel_l2(const std::vector<float>& got, const std::vector<double>& ref) {
+  double num = 0, den = 0;
+  for (std::size_t i = 0; i < ref.size(); ++i) num += (got[i] - ref[i]) * (got[i] - ref[i]), den += ref[i] * ref[i];
+  return std::sqrt(num / den);
+}
+
+class CpuConv : public ::testing::TestWithParam<ConvCase> {};
+
+}  // namespace
+
+TEST_P(CpuConv, MatchesADoublePrecisionConvolution) {
+  const ConvCase cc = GetParam();
+  const std::int64_t cg = cc.cin / cc.groups, oh = out_size(cc, cc.h), ow = out_size(cc, cc.w);
+  const std::vector<float> x = bf16_exact(static_cast<std::size_t>(cc.cin * cc.h * cc.w), 1), wv = bf16_exact(static_cast<std::size_t>(cc.cout * cg * cc.k * cc.k), 2),
+                           bias = bf16_exact(static_cast<std::size_t>(cc.cout), 3);
+  const std::vector<double> ref = reference_conv(cc, x, wv, bias, true);
   // Each storage type in NCHW; f32 also with the input and/or output channel-blocked, where the
   // channel counts allow (the blocked kernel, conv_nchwc.hpp).
   struct Run {
@@ -65,8 +91,8 @@ TEST_P(CpuConv, MatchesADoublePrecisionConvolution) {
     bool xb, yb;
   };
   std::vector<Run> runs = {{DType::f32, false, false}, {DType::bf16, false, false}, {DType::f16, false, false}};
-#if defined(NPUSIM_CPU_AVX512)
   const Shape xs{1, cc.cin, cc.h, cc.w}, ys{1, cc.cout, oh, ow};
+#if defined(NPUSIM_CPU_AVX512)
   if (cc.groups == 1) {
     if (cpu::blockable(ys)) runs.push_back({DType::f32, false, true});
     if (cpu::blockable(xs)) runs.push_back({DType::f32, true, false});
@@ -76,15 +102,10 @@ TEST_P(CpuConv, MatchesADoublePrecisionConvolution) {
   for (const auto [dt, xb, yb] : runs) {
     SCOPED_TRACE(std::string(dtype_name(dt)) + (xb ? " x blocked" : "") + (yb ? " y blocked" : ""));
     test::BoundKernel b;
-    const ir::TensorId xt = b.add("x", {1, cc.cin, cc.h, cc.w}, dt), yt = b.add("y", {1, cc.cout, oh, ow}, dt);
+    const ir::TensorId xt = b.add("x", xs, dt), yt = b.add("y", ys, dt);
     b.blocked = {xb, yb};
-    if (xb) {
-      auto* p = reinterpret_cast<float*>(b.ptr(xt));
-      for (std::int64_t c = 0; c < cc.cin; ++c)
-        for (std::int64_t i = 0; i < cc.h * cc.w; ++i) p[cpu::blocked_index(xs, 0, c, i / cc.w, i % cc.w)] = x[static_cast<std::size_t>(c * cc.h * cc.w + i)];
-    } else {
-      cpu::store_row(dt, x.data(), b.ptr(xt), static_cast<std::int64_t>(x.size()));
-    }
+    if (xb) store_blocked(xs, x, reinterpret_cast<float*>(b.ptr(xt)));
+    else cpu::store_row(dt, x.data(), b.ptr(xt), static_cast<std::int64_t>(x.size()));
     Tensor w = Tensor::empty(DType::f32, {cc.cout, cg, cc.k, cc.k});
     std::copy(wv.begin(), wv.end(), w.data<float>());
     ops::Conv2d::Attrs at;
@@ -92,18 +113,11 @@ TEST_P(CpuConv, MatchesADoublePrecisionConvolution) {
     b.bind("conv2d", [&](cpu::Ctx& c) { return cpu::bind_conv(c, xt, w.to(dt), std::make_shared<std::vector<float>>(bias), yt, at, true); });
     b.fn();
     std::vector<float> got(ref.size());
-    if (yb) {
-      const auto* p = reinterpret_cast<const float*>(b.ptr(yt));
-      for (std::int64_t c = 0; c < cc.cout; ++c)
-        for (std::int64_t i = 0; i < oh * ow; ++i) got[static_cast<std::size_t>(c * oh * ow + i)] = p[cpu::blocked_index(ys, 0, c, i / ow, i % ow)];
-    } else {
-      cpu::load_row(dt, b.ptr(yt), got.data(), static_cast<std::int64_t>(got.size()));
-    }
-    double num = 0, den = 0;
-    for (std::size_t i = 0; i < ref.size(); ++i) num += (got[i] - ref[i]) * (got[i] - ref[i]), den += ref[i] * ref[i];
+    if (yb) got = load_blocked(ys, reinterpret_cast<const float*>(b.ptr(yt)));
+    else cpu::load_row(dt, b.ptr(yt), got.data(), static_cast<std::int64_t>(got.size()));
     // f32: accumulation order only. bf16/f16: the output's rounding (2^-9 / 2^-12 relative).
     const double tol = dt == DType::f32 ? 1e-6 : dt == DType::bf16 ? 4e-3 : 6e-4;
-    EXPECT_LE(std::sqrt(num / den), tol) << "rel L2";
+    EXPECT_LE(rel_l2(got, ref), tol) << "rel L2";
   }
 }
 
@@ -136,16 +150,14 @@ TEST(CpuConvBlocked, RunsOnAPoolShrunkAfterBinding) {
   } catch (const Error&) {
     GTEST_SKIP() << "kernels were already bound for fewer threads in this process";
   }
-  const std::int64_t C = 16, K = 192, H = 12;
-  const std::vector<float> x = bf16_exact(static_cast<std::size_t>(C * H * H), 4), wv = bf16_exact(static_cast<std::size_t>(K * C * 9), 5);
+  const ConvCase cc{"shrunk", 16, 192, 12, 12, 3, 1, 1, 1, 1};
+  const std::vector<float> x = bf16_exact(static_cast<std::size_t>(cc.cin * cc.h * cc.w), 4), wv = bf16_exact(static_cast<std::size_t>(cc.cout * cc.cin * 9), 5);
   test::BoundKernel b;
-  const Shape xs{1, C, H, H}, ys{1, K, H, H};
+  const Shape xs{1, cc.cin, cc.h, cc.w}, ys{1, cc.cout, cc.h, cc.w};
   const ir::TensorId xt = b.add("x", xs, DType::f32), yt = b.add("y", ys, DType::f32);
   b.blocked = {true, true};
-  auto* px = reinterpret_cast<float*>(b.ptr(xt));
-  for (std::int64_t c = 0; c < C; ++c)
-    for (std::int64_t i = 0; i < H * H; ++i) px[cpu::blocked_index(xs, 0, c, i / H, i % H)] = x[static_cast<std::size_t>(c * H * H + i)];
-  Tensor w = Tensor::empty(DType::f32, {K, C, 3, 3});
+  store_blocked(xs, x, reinterpret_cast<float*>(b.ptr(xt)));
+  Tensor w = Tensor::empty(DType::f32, {cc.cout, cc.cin, 3, 3});
   std::copy(wv.begin(), wv.end(), w.data<float>());
   ops::Conv2d::Attrs at;
   at.padding = {1, 1};
@@ -153,22 +165,6 @@ TEST(CpuConvBlocked, RunsOnAPoolShrunkAfterBinding) {
   cpu::set_threads(3);
   b.fn();
   cpu::set_threads(before);
-  const auto* py = reinterpret_cast<const float*>(b.ptr(yt));
-  double num = 0, den = 0;
-  for (std::int64_t o = 0; o < K; ++o)
-    for (std::int64_t y = 0; y < H; ++y)
-      for (std::int64_t z = 0; z < H; ++z) {
-        double s = 0;
-        for (std::int64_t c = 0; c < C; ++c)
-          for (std::int64_t i = 0; i < 3; ++i)
-            for (std::int64_t j = 0; j < 3; ++j) {
-              const std::int64_t ih = y - 1 + i, iw = z - 1 + j;
-              if (ih >= 0 && ih < H && iw >= 0 && iw < H)
-                s += static_cast<double>(x[static_cast<std::size_t>((c * H + ih) * H + iw)]) * wv[static_cast<std::size_t>(((o * C + c) * 3 + i) * 3 + j)];
-            }
-        const double got = py[cpu::blocked_index(ys, 0, o, y, z)];
-        num += (got - s) * (got - s), den += s * s;
-      }
-  EXPECT_LE(std::sqrt(num / den), 1e-6) << "rel L2";
+  EXPECT_LE(rel_l2(load_blocked(ys, reinterpret_cast<const float*>(b.ptr(yt))), reference_conv(cc, x, wv, {}, false)), 1e-6) << "rel L2";
 }
 #endif
