@@ -51,7 +51,7 @@ inline constexpr std::int64_t BCONV_OC = BCONV_NB * CBLK;
 // the blocked input it reads (in place, or the padded copy), and how work and scratch are shared out.
 struct BlockedConv {
   ConvGeom g{};
-  bool in_blocked = false, out_blocked = false, copy = false;
+  bool in_blocked = false, out_blocked = false;  // an NCHW input is copied into a padded blocked buffer
   std::int64_t cbs = 0, cbn = 0, ogs = 0, kb = 0;  // input block size, input blocks, 64-channel groups, output blocks
   // Per input block, `taps` kernel positions of `inner` rows each: cbs rows per (i, j), or, with one
   // input block and unit dilation along the rows, kw * cbs rows per kernel row i (the stem's
@@ -76,7 +76,7 @@ struct BlockedConv {
   // on the bind-time pool size, so a pool shrunk later (set_threads) runs the same items on fewer
   // threads within the same scratch.
   std::int64_t parts() const { return std::min(groups(), (4 * threads + ogs - 1) / ogs); }
-  std::size_t input_bytes() const { return copy ? static_cast<std::size_t>(cbn * xcb) * 4 + 64 : 0; }
+  std::size_t input_bytes() const { return in_blocked ? 0 : static_cast<std::size_t>(cbn * xcb) * 4 + 64; }
   std::size_t thread_bytes() const {
     const std::int64_t per = (groups() + parts() - 1) / parts();
     return static_cast<std::size_t>(per * BCONV_NP * BCONV_OC) * 4 + 64;
@@ -91,8 +91,7 @@ inline BlockedConv make_blocked_conv(const ConvGeom& g, const void* wt, DType dt
   b.cbs = in_blocked || g.C >= CBLK ? CBLK : g.C;
   b.cbn = (g.C + b.cbs - 1) / b.cbs;
   // Blocked inputs are read in place; NCHW ones (the stem) are copied into a padded blocked buffer.
-  b.copy = !in_blocked;
-  const bool pad = g.ph || g.pw, rows = b.cbn == 1 && g.dw == 1 && (b.copy || !pad);
+  const bool copy = !in_blocked, pad = g.ph || g.pw, rows = b.cbn == 1 && g.dw == 1 && (copy || !pad);
   b.taps = rows ? g.kh : g.kh * g.kw;
   b.inner = rows ? g.kw * b.cbs : b.cbs;
   b.kb = (g.K + CBLK - 1) / CBLK;
@@ -100,7 +99,7 @@ inline BlockedConv make_blocked_conv(const ConvGeom& g, const void* wt, DType dt
   // Chunks of about BCONV_ROWS rows, evened out (a 3x3 conv of 5 input blocks, 45 pairs: 23 + 22, not 36 + 9).
   const std::int64_t pairs = b.cbn * b.taps, chunks = (pairs * b.inner + BCONV_ROWS - 1) / BCONV_ROWS;
   b.kc = (pairs + chunks - 1) / chunks;
-  b.Hp = b.copy ? g.H + 2 * g.ph : g.H, b.Wp = b.copy ? g.W + 2 * g.pw : g.W;
+  b.Hp = copy ? g.H + 2 * g.ph : g.H, b.Wp = copy ? g.W + 2 * g.pw : g.W;
   b.xcb = b.Hp * b.Wp * b.cbs;
   const std::int64_t C = g.C, kk = g.kh * g.kw;
   // [og][cb][i][j][ic][64], which is [og][cb][tap][inner row][64] either way.
@@ -119,12 +118,12 @@ inline BlockedConv make_blocked_conv(const ConvGeom& g, const void* wt, DType dt
   b.bias.assign(static_cast<std::size_t>(b.ogs * BCONV_OC), 0.0f);
   if (bias) std::copy(bias, bias + g.K, b.bias.begin());
   // Offsets into the read input; in place, a border pixel's may point outside (never read).
-  const std::int64_t ph = b.copy ? 0 : g.ph, pw = b.copy ? 0 : g.pw;
+  const std::int64_t ph = copy ? 0 : g.ph, pw = copy ? 0 : g.pw;
   for (std::int64_t oh = 0; oh < g.OH; ++oh)
     for (std::int64_t ow = 0; ow < g.OW; ++ow) b.pix_off.push_back(((oh * g.sh - ph) * b.Wp + ow * g.sw - pw) * b.cbs);
   for (std::int64_t i = 0; i < g.kh; ++i)
     for (std::int64_t j = 0; j < (rows ? 1 : g.kw); ++j) b.tap_off.push_back((i * g.dh * b.Wp + j * g.dw) * b.cbs);
-  if (!b.copy && pad) {
+  if (!copy && pad) {
     b.inside.assign(static_cast<std::size_t>(b.groups() * b.taps), 0);
     for (std::int64_t px = 0; px < g.pixels(); ++px)
       for (std::int64_t i = 0; i < g.kh; ++i)
@@ -240,7 +239,7 @@ inline void run_group(const BlockedConv& b, const float* xs, std::int64_t og, co
 // shape added before the relu (blocked outputs only).
 inline void blocked_conv(const BlockedConv& b, const float* x, float* y, std::byte* scratch, const float* res = nullptr) {
   const float* xs = x;
-  if (b.copy) {
+  if (!b.in_blocked) {
     auto* xp = reinterpret_cast<float*>(thread_scratch(scratch, 0, 0));
     bconv_detail::copy_input(b, x, xp);
     xs = xp;
