@@ -4,7 +4,8 @@
 // 1, 2 and 3 (element gather), dilation, groups, 1x1 without and with padding. Inputs and weights
 // are bf16-representable, so every storage holds them exactly and the only differences left are
 // the accumulation order and the output's rounding. f32 runs also with channel-blocked inputs and
-// outputs (the layout the CPU target keeps between f32 convolutions).
+// outputs (the layout the CPU target keeps between f32 convolutions). Also the channel-blocked
+// max pool that follows a blocked convolution (ResNet's stem), against a plain one.
 #include <random>
 
 #include "../common/bound_kernel.hpp"
@@ -134,6 +135,7 @@ INSTANTIATE_TEST_SUITE_P(Geometries, CpuConv,
                                            ConvCase{"k3_g4", 32, 64, 8, 8, 3, 1, 1, 1, 4},                  // groups
                                            ConvCase{"k3_c512_7x7", 512, 512, 7, 7, 3, 1, 1, 1, 1},          // few blocks: one group
                                            ConvCase{"k5_narrow_rows", 8, 16, 20, 3, 5, 1, 2, 1, 1},         // 3-wide rows: many pieces
+                                           ConvCase{"k3_c5_w37", 5, 32, 6, 37, 3, 1, 1, 1, 1},              // NCHW input of 5 channels: 16-column interleave + tail
                                            ConvCase{"k3_c80_cout200", 80, 200, 5, 9, 3, 1, 1, 1, 1},        // blocked: 4 groups of 64 + 8, 5 blocks in
                                            ConvCase{"k3_s2_d2_blocked", 32, 64, 13, 11, 3, 2, 2, 2, 1}),    // blocked: stride and dilation with padding
                          [](const auto& info) { return std::string(info.param.name); });
@@ -166,5 +168,52 @@ TEST(CpuConvBlocked, RunsOnAPoolShrunkAfterBinding) {
   b.fn();
   cpu::set_threads(before);
   EXPECT_LE(rel_l2(load_blocked(ys, reinterpret_cast<const float*>(b.ptr(yt))), reference_conv(cc, x, wv, {}, false)), 1e-6) << "rel L2";
+}
+
+// The channel-blocked max pool against a plain one: padding on every side (windows cut at the
+// left, right, top and bottom), dilation, ceil_mode (windows running past the end), and NaN and
+// infinities in the input (a NaN in the window gives NaN; -inf is an ordinary value).
+TEST(CpuMaxPoolBlocked, MatchesAPlainMaxPool) {
+  struct PoolCase {
+    std::int64_t h, w, k, s, p, d;
+    bool ceil;
+  };
+  for (const PoolCase pc : {PoolCase{13, 11, 3, 2, 1, 1, false}, PoolCase{12, 12, 3, 2, 1, 1, false}, PoolCase{10, 9, 3, 1, 1, 2, false}, PoolCase{7, 8, 2, 2, 0, 1, true},
+                            PoolCase{9, 9, 3, 2, 1, 1, true}}) {
+    SCOPED_TRACE(testing::Message() << pc.h << "x" << pc.w << " k" << pc.k << " s" << pc.s << " p" << pc.p << " d" << pc.d << (pc.ceil ? " ceil" : ""));
+    ops::MaxPool2d::Attrs a;
+    a.kernel_size = {pc.k, pc.k}, a.stride = {pc.s, pc.s}, a.padding = {pc.p, pc.p}, a.dilation = {pc.d, pc.d}, a.ceil_mode = pc.ceil;
+    const std::int64_t C = 32, oh = ops::window_output_size(pc.h, pc.k, pc.s, pc.p, pc.d, pc.ceil, "test"), ow = ops::window_output_size(pc.w, pc.k, pc.s, pc.p, pc.d, pc.ceil, "test");
+    std::vector<float> x = bf16_exact(static_cast<std::size_t>(C * pc.h * pc.w), 6);
+    for (std::size_t i = 0; i < x.size(); i += 97) x[i] = std::numeric_limits<float>::quiet_NaN();
+    for (std::size_t i = 13; i < x.size(); i += 89) x[i] = -std::numeric_limits<float>::infinity();
+    for (std::size_t i = 29; i < x.size(); i += 151) x[i] = std::numeric_limits<float>::infinity();
+    std::vector<float> ref(static_cast<std::size_t>(C * oh * ow));
+    for (std::int64_t c = 0; c < C; ++c)
+      for (std::int64_t y = 0; y < oh; ++y)
+        for (std::int64_t z = 0; z < ow; ++z) {
+          float m = -std::numeric_limits<float>::infinity();
+          for (std::int64_t i = 0; i < pc.k; ++i)
+            for (std::int64_t j = 0; j < pc.k; ++j) {
+              const std::int64_t ih = y * pc.s - pc.p + i * pc.d, iw = z * pc.s - pc.p + j * pc.d;
+              if (ih < 0 || ih >= pc.h || iw < 0 || iw >= pc.w) continue;
+              const float v = x[static_cast<std::size_t>((c * pc.h + ih) * pc.w + iw)];
+              if (std::isnan(v) || v > m) m = std::isnan(m) ? m : v;
+            }
+          ref[static_cast<std::size_t>((c * oh + y) * ow + z)] = m;
+        }
+    const Shape xs{1, C, pc.h, pc.w}, ys{1, C, oh, ow};
+    cpu::AlignedBuf xb = cpu::AlignedBuf::make(static_cast<std::size_t>(C * pc.h * pc.w) * 4), yb = cpu::AlignedBuf::make(static_cast<std::size_t>(C * oh * ow) * 4);
+    store_blocked(xs, x, xb.as<float>());
+    cpu::bind_max_pool_blocked(a, xb.as<float>(), yb.as<float>(), C / cpu::CBLK, pc.h, pc.w, oh, ow)();
+    const std::vector<float> got = load_blocked(ys, yb.as<float>());
+    int nans = 0;
+    for (std::size_t i = 0; i < ref.size(); ++i) {
+      nans += std::isnan(ref[i]);
+      if (std::isnan(ref[i])) EXPECT_TRUE(std::isnan(got[i])) << "output " << i;
+      else EXPECT_EQ(got[i], ref[i]) << "output " << i;
+    }
+    EXPECT_GT(nans, 0) << "the case has no NaN window";
+  }
 }
 #endif

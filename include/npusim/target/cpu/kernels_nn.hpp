@@ -7,6 +7,7 @@
 #include <limits>
 
 #include "npusim/target/cpu/context.hpp"
+#include "npusim/target/cpu/conv_nchwc.hpp"
 #include "npusim/target/cpu/parallel.hpp"
 #include "npusim/target/cpu/simd.hpp"
 
@@ -302,39 +303,68 @@ void avg_pool_plane(const typename Op::Attrs& a, const float* in, std::int64_t H
 }
 
 #if defined(NPUSIM_CPU_AVX512)
-// Pooling of a channel-blocked f32 input ([blocks][H][W][16], layout.hpp) into a blocked output
-// (the same bytes as NCHW for a 1 x 1 output): the plane kernels' windows and rules, 16 channels
-// per vector.
+// max_pool2d of a channel-blocked f32 input ([blocks][H][W][16], layout.hpp) into a blocked
+// output, 16 channels per vector. The work is split by output row across all blocks, so a thread
+// reads the input rows the convolution before it wrote on the same thread (the convolutions split
+// by pixel ranges) rather than half of them from the other core's cache. Columns whose window lies
+// inside the row skip the bounds checks. NaN propagates (max_pool2d's rule): a NaN anywhere in
+// the window makes the output NaN.
+inline Fn bind_max_pool_blocked(const ops::MaxPool2d::Attrs& a, const float* x, float* y, std::int64_t blocks, std::int64_t H, std::int64_t Wd, std::int64_t OH,
+                                std::int64_t OW) {
+  const std::int64_t kh = a.kernel_size[0], kw = a.kernel_size[1], sh = a.stride[0], sw = a.stride[1];
+  const std::int64_t ph = a.padding[0], pw = a.padding[1], dh = a.dilation[0], dw = a.dilation[1];
+  // Output columns [lo, hi) read only columns inside the row.
+  std::int64_t lo = 0, hi = OW;
+  while (lo < OW && lo * sw - pw < 0) ++lo;
+  while (hi > lo && (hi - 1) * sw - pw + (kw - 1) * dw >= Wd) --hi;
+  return [=] {
+    parallel_for(OH * blocks, 1, [&](std::int64_t r0, std::int64_t r1) {
+      for (std::int64_t r = r0; r < r1; ++r) {
+        const std::int64_t oh = r / blocks, blk = r % blocks;
+        const float* in = x + blk * H * Wd * CBLK;
+        float* out = y + (blk * OH + oh) * OW * CBLK;
+        std::int64_t i0 = 0, i1 = kh;  // the kernel rows inside the image
+        while (i0 < kh && oh * sh - ph + i0 * dh < 0) ++i0;
+        while (i1 > i0 && oh * sh - ph + (i1 - 1) * dh >= H) --i1;
+        auto window = [&](std::int64_t ow, bool edge) {
+          fbatch v(-std::numeric_limits<float>::infinity());
+          xsimd::batch_bool<float> nan(false);
+          for (std::int64_t i = i0; i < i1; ++i) {
+            const float* row = in + (oh * sh - ph + i * dh) * Wd * CBLK;
+            for (std::int64_t j = 0; j < kw; ++j) {
+              const std::int64_t iw = ow * sw - pw + j * dw;
+              if (edge && (iw < 0 || iw >= Wd)) continue;
+              const fbatch e = fbatch::load_aligned(row + iw * CBLK);
+              nan = nan || xsimd::isnan(e);
+              v = xsimd::max(v, e);
+            }
+          }
+          xsimd::select(nan, fbatch(std::numeric_limits<float>::quiet_NaN()), v).store_aligned(out + ow * CBLK);
+        };
+        for (std::int64_t ow = 0; ow < lo; ++ow) window(ow, true);
+        for (std::int64_t ow = lo; ow < hi; ++ow) window(ow, false);
+        for (std::int64_t ow = hi; ow < OW; ++ow) window(ow, true);
+      }
+    });
+  };
+}
+
+// avg_pool2d / adaptive_avg_pool2d of a channel-blocked f32 input into a blocked output (the same
+// bytes as NCHW for a 1 x 1 output): the plane kernel's windows and rules, 16 channels per vector.
 template <class Op>
-Fn bind_pool_blocked(const typename Op::Attrs& a, const float* x, float* y, std::int64_t blocks, std::int64_t H, std::int64_t Wd, std::int64_t OH,
-                     std::int64_t OW) {
+Fn bind_avg_pool_blocked(const typename Op::Attrs& a, const float* x, float* y, std::int64_t blocks, std::int64_t H, std::int64_t Wd, std::int64_t OH,
+                         std::int64_t OW) {
   return [=] {
     parallel_for(blocks * OH, 1, [&](std::int64_t r0, std::int64_t r1) {
       for (std::int64_t r = r0; r < r1; ++r) {
         const std::int64_t blk = r / OH, oh = r % OH;
-        const float* in = x + blk * H * Wd * 16;
+        const float* in = x + blk * H * Wd * CBLK;
         for (std::int64_t ow = 0; ow < OW; ++ow) {
-          fbatch v;
-          if constexpr (std::is_same_v<Op, ops::MaxPool2d>) {
-            v = fbatch(-std::numeric_limits<float>::infinity());
-            for (std::int64_t i = 0; i < a.kernel_size[0]; ++i) {
-              const std::int64_t ih = oh * a.stride[0] - a.padding[0] + i * a.dilation[0];
-              if (ih < 0 || ih >= H) continue;
-              for (std::int64_t j = 0; j < a.kernel_size[1]; ++j) {
-                const std::int64_t iw = ow * a.stride[1] - a.padding[1] + j * a.dilation[1];
-                if (iw < 0 || iw >= Wd) continue;
-                const fbatch e = fbatch::load_aligned(in + (ih * Wd + iw) * 16);
-                v = xsimd::select(e > v || e != e, e, v);  // NaN propagates
-              }
-            }
-          } else {
-            const PoolWindow pw = avg_pool_window<Op>(a, oh, ow, H, Wd, OH, OW);
-            fbatch s(0.0f);
-            for (std::int64_t ih = pw.h0; ih < pw.h1; ++ih)
-              for (std::int64_t iw = pw.w0; iw < pw.w1; ++iw) s += fbatch::load_aligned(in + (ih * Wd + iw) * 16);
-            v = pw.div > 0 ? s / fbatch(static_cast<float>(pw.div)) : fbatch(0.0f);
-          }
-          v.store_aligned(y + ((blk * OH + oh) * OW + ow) * 16);
+          const PoolWindow pw = avg_pool_window<Op>(a, oh, ow, H, Wd, OH, OW);
+          fbatch s(0.0f);
+          for (std::int64_t ih = pw.h0; ih < pw.h1; ++ih)
+            for (std::int64_t iw = pw.w0; iw < pw.w1; ++iw) s += fbatch::load_aligned(in + (ih * Wd + iw) * CBLK);
+          (pw.div > 0 ? s / fbatch(static_cast<float>(pw.div)) : fbatch(0.0f)).store_aligned(y + ((blk * OH + oh) * OW + ow) * CBLK);
         }
       }
     });
@@ -353,7 +383,12 @@ Fn bind_pool(Ctx& c, const typename Op::Attrs& a) {
   std::byte* py = c.ptr(n.outputs[0]);
   const DType dx = c.storage(n.inputs[0]), dy = c.storage(n.outputs[0]);
 #if defined(NPUSIM_CPU_AVX512)
-  if (c.is_blocked(n.inputs[0])) return bind_pool_blocked<Op>(a, reinterpret_cast<const float*>(px), reinterpret_cast<float*>(py), planes / 16, H, Wd, OH, OW);
+  if (c.is_blocked(n.inputs[0])) {
+    const auto* bx = reinterpret_cast<const float*>(px);
+    auto* by = reinterpret_cast<float*>(py);
+    if constexpr (std::is_same_v<Op, ops::MaxPool2d>) return bind_max_pool_blocked(a, bx, by, planes / CBLK, H, Wd, OH, OW);
+    else return bind_avg_pool_blocked<Op>(a, bx, by, planes / CBLK, H, Wd, OH, OW);
+  }
 #endif
   return [=] {
     parallel_for(planes, 2, [&](std::int64_t p0, std::int64_t p1) {
