@@ -1,4 +1,5 @@
-# Configures SOURCE_DIR as a standalone project against the npusim installed in PREFIX, builds it
+# Configures SOURCE_DIR as a standalone project against the npusim installed in PREFIX (with the
+# cache arguments CONFIG, a ;-list, default -DCMAKE_BUILD_TYPE=Release), builds it
 # in WORK_DIR, runs WORK_DIR/EXE with ARGS (a ;-list), and checks exit code 0 and that the output
 # matches every regex in EXPECT (a ;-list). It also checks that find_package found the installed
 # tree, not the source or build tree.
@@ -10,7 +11,10 @@ macro(run)
     message(FATAL_ERROR "failed (${rc}): ${ARGN}")
   endif()
 endmacro()
-run(${CMAKE_COMMAND} -S "${SOURCE_DIR}" -B "${WORK_DIR}" "-DCMAKE_PREFIX_PATH=${PREFIX}" -DCMAKE_BUILD_TYPE=Release)
+if(NOT CONFIG)
+  set(CONFIG -DCMAKE_BUILD_TYPE=Release)
+endif()
+run(${CMAKE_COMMAND} -S "${SOURCE_DIR}" -B "${WORK_DIR}" "-DCMAKE_PREFIX_PATH=${PREFIX}" ${CONFIG})
 file(STRINGS "${WORK_DIR}/CMakeCache.txt" found REGEX "^npusim_DIR:")
 file(REAL_PATH "${PREFIX}" prefix_real)
 if(NOT found MATCHES "=${prefix_real}/")

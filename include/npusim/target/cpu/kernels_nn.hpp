@@ -328,7 +328,7 @@ inline Fn bind_max_pool_blocked(const ops::MaxPool2d::Attrs& a, const float* x, 
         while (i1 > i0 && oh * sh - ph + (i1 - 1) * dh >= H) --i1;
         auto window = [&](std::int64_t ow, bool edge) {
           fbatch v(-std::numeric_limits<float>::infinity());
-          xsimd::batch_bool<float> nan(false);
+          fbatch::batch_bool_type nan(false);
           for (std::int64_t i = i0; i < i1; ++i) {
             const float* row = in + (oh * sh - ph + i * dh) * Wd * CBLK;
             for (std::int64_t j = 0; j < kw; ++j) {

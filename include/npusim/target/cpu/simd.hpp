@@ -14,7 +14,18 @@
 
 namespace npusim::inline NPUSIM_ABI::cpu {
 
-using fbatch = xsimd::batch<float>;
+// The instruction set the float batches use: xsimd's best for the build flags, except that an
+// unoptimised AVX-512BW build (a Debug build with -march=native) uses xsimd's AVX-512F kernels.
+// xsimd 8.1's AVX-512BW select for 8- and 16-bit lanes, which its float math (exp, log) reaches,
+// does not compile without optimisation: GCC's unoptimised blend intrinsics are macros that cast
+// the batch object itself (fixed upstream after 8.1). Optimised builds are unchanged, and the float
+// kernels are the AVX-512F ones either way.
+#if defined(__AVX512BW__) && !defined(__OPTIMIZE__)
+using simd_arch = xsimd::avx512f;
+#else
+using simd_arch = xsimd::default_arch;
+#endif
+using fbatch = xsimd::batch<float, simd_arch>;
 inline constexpr std::size_t W = fbatch::size;  // floats per vector
 
 // Storage tags for the three float storages.
