@@ -170,7 +170,7 @@ TEST(CpuConvBlocked, RunsOnAPoolShrunkAfterBinding) {
   EXPECT_LE(rel_l2(load_blocked(ys, reinterpret_cast<const float*>(b.ptr(yt))), reference_conv(cc, x, wv, {}, false)), 1e-6) << "rel L2";
 }
 
-// The channel-blocked max pool against a plain one: padding on every side (windows cut at the
+// The channel-blocked max pool against the NCHW plane kernel (max_pool_plane): padding on every side (windows cut at the
 // left, right, top and bottom), dilation, ceil_mode (windows running past the end), and NaN and
 // infinities in the input (a NaN in the window gives NaN; -inf is an ordinary value).
 TEST(CpuMaxPoolBlocked, MatchesAPlainMaxPool) {
@@ -188,20 +188,8 @@ TEST(CpuMaxPoolBlocked, MatchesAPlainMaxPool) {
     for (std::size_t i = 0; i < x.size(); i += 97) x[i] = std::numeric_limits<float>::quiet_NaN();
     for (std::size_t i = 13; i < x.size(); i += 89) x[i] = -std::numeric_limits<float>::infinity();
     for (std::size_t i = 29; i < x.size(); i += 151) x[i] = std::numeric_limits<float>::infinity();
-    std::vector<float> ref(static_cast<std::size_t>(C * oh * ow));
-    for (std::int64_t c = 0; c < C; ++c)
-      for (std::int64_t y = 0; y < oh; ++y)
-        for (std::int64_t z = 0; z < ow; ++z) {
-          float m = -std::numeric_limits<float>::infinity();
-          for (std::int64_t i = 0; i < pc.k; ++i)
-            for (std::int64_t j = 0; j < pc.k; ++j) {
-              const std::int64_t ih = y * pc.s - pc.p + i * pc.d, iw = z * pc.s - pc.p + j * pc.d;
-              if (ih < 0 || ih >= pc.h || iw < 0 || iw >= pc.w) continue;
-              const float v = x[static_cast<std::size_t>((c * pc.h + ih) * pc.w + iw)];
-              if (std::isnan(v) || v > m) m = std::isnan(m) ? m : v;
-            }
-          ref[static_cast<std::size_t>((c * oh + y) * ow + z)] = m;
-        }
+    std::vector<float> ref(static_cast<std::size_t>(C * oh * ow));  // the NCHW kernel, plane by plane
+    for (std::int64_t c = 0; c < C; ++c) cpu::max_pool_plane(a, x.data() + c * pc.h * pc.w, pc.h, pc.w, ref.data() + c * oh * ow, oh, ow);
     const Shape xs{1, C, pc.h, pc.w}, ys{1, C, oh, ow};
     cpu::AlignedBuf xb = cpu::AlignedBuf::make(static_cast<std::size_t>(C * pc.h * pc.w) * 4), yb = cpu::AlignedBuf::make(static_cast<std::size_t>(C * oh * ow) * 4);
     store_blocked(xs, x, xb.as<float>());

@@ -139,34 +139,41 @@ namespace bconv_detail {
 
 // Interleaves n < 16 rows (row c at src + c * stride) into dst[w * n + c], 16 columns at a time:
 // output vector k of a 16-column step takes element e from row (16k + e) % n, column (16k + e) / n
-// (one masked permute per row and vector). Returns the columns done (a multiple of 16).
-inline std::int64_t interleave16(std::int64_t n, const float* src, std::int64_t stride, std::int64_t cols, float* dst) {
+// (one masked permute per row and vector). The tables are built once per copy.
+struct Interleave16 {
+  std::int64_t n = 0;
   __m512i idx[CBLK];
   __mmask16 take[CBLK][CBLK] = {};  // [vector k][row c]
-  for (std::int64_t k = 0; k < n; ++k) {
-    alignas(64) std::int32_t e16[CBLK];
-    for (std::int64_t e = 0; e < CBLK; ++e) {
-      e16[e] = static_cast<std::int32_t>((CBLK * k + e) / n);
-      take[k][(CBLK * k + e) % n] |= static_cast<__mmask16>(1u << e);
-    }
-    idx[k] = _mm512_load_si512(e16);
-  }
-  std::int64_t w = 0;
-  for (; w + CBLK <= cols; w += CBLK) {
-    __m512 rows[CBLK];
-    for (std::int64_t c = 0; c < n; ++c) rows[c] = _mm512_loadu_ps(src + c * stride + w);
+  explicit Interleave16(std::int64_t rows) : n(rows) {
     for (std::int64_t k = 0; k < n; ++k) {
-      __m512 v = _mm512_setzero_ps();
-      for (std::int64_t c = 0; c < n; ++c) v = _mm512_mask_permutexvar_ps(v, take[k][c], idx[k], rows[c]);
-      _mm512_storeu_ps(dst + w * n + k * CBLK, v);
+      alignas(64) std::int32_t e16[CBLK];
+      for (std::int64_t e = 0; e < CBLK; ++e) {
+        e16[e] = static_cast<std::int32_t>((CBLK * k + e) / n);
+        take[k][(CBLK * k + e) % n] |= static_cast<__mmask16>(1u << e);
+      }
+      idx[k] = _mm512_load_si512(e16);
     }
   }
-  return w;
-}
+  // Returns the columns done (a multiple of 16).
+  std::int64_t operator()(const float* src, std::int64_t stride, std::int64_t cols, float* dst) const {
+    std::int64_t w = 0;
+    for (; w + CBLK <= cols; w += CBLK) {
+      __m512 rows[CBLK];
+      for (std::int64_t c = 0; c < n; ++c) rows[c] = _mm512_loadu_ps(src + c * stride + w);
+      for (std::int64_t k = 0; k < n; ++k) {
+        __m512 v = _mm512_setzero_ps();
+        for (std::int64_t c = 0; c < n; ++c) v = _mm512_mask_permutexvar_ps(v, take[k][c], idx[k], rows[c]);
+        _mm512_storeu_ps(dst + w * n + k * CBLK, v);
+      }
+    }
+    return w;
+  }
+};
 
 // An NCHW input into the zero-bordered blocked buffer xp [cbn][Hp][Wp][cbs].
 inline void copy_input(const BlockedConv& b, const float* x, float* xp) {
   const ConvGeom& g = b.g;
+  const Interleave16 interleave(b.cbs < CBLK ? b.cbs : 0);
   parallel_for(b.cbn * b.Hp, 4, [&](std::int64_t r0, std::int64_t r1) {
     for (std::int64_t r = r0; r < r1; ++r) {
       const std::int64_t cb = r / b.Hp, hp = r % b.Hp, ih = hp - g.ph;
@@ -179,8 +186,8 @@ inline void copy_input(const BlockedConv& b, const float* x, float* xp) {
       std::fill(dst + (g.pw + g.W) * b.cbs, dst + b.Wp * b.cbs, 0.0f);
       float* in = dst + g.pw * b.cbs;
       std::int64_t iw0 = 0;
-      if (b.cbs < CBLK && (cb + 1) * b.cbs <= g.C) iw0 = interleave16(b.cbs, x + (cb * b.cbs * g.H + ih) * g.W, g.H * g.W, g.W, in);
-      // Channel c of this block, row ih, interleaved (the columns interleave16 left).
+      if (b.cbs < CBLK && (cb + 1) * b.cbs <= g.C) iw0 = interleave(x + (cb * b.cbs * g.H + ih) * g.W, g.H * g.W, g.W, in);
+      // Channel c of this block, row ih, interleaved (the columns the interleave left).
       for (std::int64_t ic = 0; ic < b.cbs; ++ic) {
         const std::int64_t c = cb * b.cbs + ic;
         if (c >= g.C) {
