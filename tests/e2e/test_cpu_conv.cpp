@@ -137,7 +137,9 @@ INSTANTIATE_TEST_SUITE_P(Geometries, CpuConv,
                                            ConvCase{"k5_narrow_rows", 8, 16, 20, 3, 5, 1, 2, 1, 1},         // 3-wide rows: many pieces
                                            ConvCase{"k3_c5_w37", 5, 32, 6, 37, 3, 1, 1, 1, 1},              // NCHW input of 5 channels: 16-column interleave + tail
                                            ConvCase{"k3_c80_cout200", 80, 200, 5, 9, 3, 1, 1, 1, 1},        // blocked: 4 groups of 64 + 8, 5 blocks in
-                                           ConvCase{"k3_s2_d2_blocked", 32, 64, 13, 11, 3, 2, 2, 2, 1}),    // blocked: stride and dilation with padding
+                                           ConvCase{"k3_s2_d2_blocked", 32, 64, 13, 11, 3, 2, 2, 2, 1},     // blocked: stride and dilation with padding
+                                           ConvCase{"k5_p2_blocked_w10", 16, 24, 9, 10, 5, 1, 2, 1, 1},     // blocked: two pixels of a row group outside at once
+                                           ConvCase{"k3_p1_blocked_w3", 32, 16, 11, 3, 3, 1, 1, 1, 1}),     // blocked, 3-wide rows: pixel groups span rows
                          [](const auto& info) { return std::string(info.param.name); });
 
 #if defined(NPUSIM_CPU_AVX512)
