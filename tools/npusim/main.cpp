@@ -313,12 +313,13 @@ int cmd_explain(const std::string& ir_path, const cli::TargetChoice& tc) {
   std::printf("%s on %s (%s): %lld IR nodes, %lld after passes, %zu partition(s)\n", ir_path.c_str(), p.target.c_str(),
               std::string(dtype_short_name(p.compute)).c_str(), static_cast<long long>(p.stats.nodes_in),
               static_cast<long long>(p.stats.nodes_after_passes), p.partitions.size());
-  // Re-derive the verdicts on the transformed graph the partitioner saw.
+  // Re-derive the verdicts on the transformed graph the partitioner saw: the compiler's own passes.
   ir::Graph t = g;
-  std::vector<weights::Recipe> recipes;
-  passes::normalize_inplace(t), passes::remove_noops(t), passes::fold_batch_norms(t, recipes);
-  passes::fold_constants(t, cli::compile_options(tc).evaluator), passes::eliminate_dead_code(t);
-  auto sup = partition::node_support(t, cli::target_info(tc), cli::compile_options(tc).force);
+  const partition::TargetInfo target = cli::target_info(tc);
+  const program::CompileOptions opt = cli::compile_options(tc);
+  program::CompiledProgram scratch;
+  program::run_passes(t, target, opt, scratch);
+  auto sup = partition::node_support(t, target, opt.force);
   int fallback = 0;
   for (std::size_t i = 0; i < sup.size(); ++i)
     if (!sup[i].on_target) {

@@ -27,6 +27,32 @@ struct CompileOptions {
   bool verify = false;                    // re-check every node after each pass (tests)
 };
 
+// The graph passes, in order, on a checked graph: what compile() runs before partitioning (and
+// what `npusim explain` runs to show the graph the partitioner saw). Weight recipes and pass
+// counts go to p; returns the dtype policy the later stages use.
+inline passes::DTypePolicy run_passes(ir::Graph& g, const partition::TargetInfo& target, const CompileOptions& opt, CompiledProgram& p) {
+  auto count = [&](const char* pass, std::int64_t n) {
+    p.stats.pass_counts.set(pass, ir::AttrValue(n));
+    if (opt.verify) passes::verify(g, pass);
+  };
+  count("normalize_inplace", passes::normalize_inplace(g));
+  count("remove_noops", passes::remove_noops(g));
+  if (opt.fold_batch_norm) {
+    auto r = passes::fold_batch_norms(g, p.recipes);
+    count("fold_batch_norm", r.folded);
+    p.stats.pass_counts.set("batch_norm_kept", ir::AttrValue(static_cast<std::int64_t>(r.kept)));
+  }
+  count("fold_constants", passes::fold_constants(g, opt.evaluator));
+  count("fold_broadcasts", passes::fold_broadcasts(g));
+  passes::DTypePolicy pol = passes::make_dtype_policy(g, opt.compute);
+  if (target.limits.channel_alignment_bytes > 0) {
+    const auto elems = target.limits.channel_alignment_bytes / static_cast<std::int64_t>(dtype_size(opt.compute));
+    count("pad_channels", passes::pad_channels(g, elems, p.recipes));
+  }
+  count("eliminate_dead_code", passes::eliminate_dead_code(g));
+  return pol;
+}
+
 inline CompiledProgram compile(ir::Graph g, const partition::TargetInfo& target, const CompileOptions& opt = {}) {
   CompiledProgram p;
   p.model_name = g.model_name;
@@ -42,25 +68,7 @@ inline CompiledProgram compile(ir::Graph g, const partition::TargetInfo& target,
   p.stats.nodes_in = static_cast<std::int64_t>(g.nodes.size());
 
   ops::check_graph(g);
-  auto count = [&](const char* pass, std::int64_t n) {
-    p.stats.pass_counts.set(pass, ir::AttrValue(n));
-    if (opt.verify) passes::verify(g, pass);
-  };
-  count("normalize_inplace", passes::normalize_inplace(g));
-  count("remove_noops", passes::remove_noops(g));
-  if (opt.fold_batch_norm) {
-    auto r = passes::fold_batch_norms(g, p.recipes);
-    count("fold_batch_norm", r.folded);
-    p.stats.pass_counts.set("batch_norm_kept", ir::AttrValue(static_cast<std::int64_t>(r.kept)));
-  }
-  count("fold_constants", passes::fold_constants(g, opt.evaluator));
-  count("fold_broadcasts", passes::fold_broadcasts(g));
-  const passes::DTypePolicy pol = passes::make_dtype_policy(g, opt.compute);
-  if (target.limits.channel_alignment_bytes > 0) {
-    const auto elems = target.limits.channel_alignment_bytes / static_cast<std::int64_t>(dtype_size(opt.compute));
-    count("pad_channels", passes::pad_channels(g, elems, p.recipes));
-  }
-  count("eliminate_dead_code", passes::eliminate_dead_code(g));
+  const passes::DTypePolicy pol = run_passes(g, target, opt, p);
   p.stats.nodes_after_passes = static_cast<std::int64_t>(g.nodes.size());
 
   auto sup = partition::node_support(g, target, opt.force);

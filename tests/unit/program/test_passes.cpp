@@ -1,5 +1,7 @@
 // Each compiler pass on real fixtures: what it changes, what it must leave alone, and that the
 // graph still type-checks afterwards (passes::verify).
+#include <set>
+
 #include <nlohmann/json.hpp>
 
 #include "../../common/compile_util.hpp"
@@ -14,6 +16,20 @@ namespace {
 ir::Graph read(const std::string& c) { return ir::read_ir_file(data(c + "/ir.json")); }
 int count_op(const ir::Graph& g, std::string_view op) {
   return static_cast<int>(std::count_if(g.nodes.begin(), g.nodes.end(), [&](const ir::Node& n) { return n.op_type == op; }));
+}
+// x + expand(b): the expand folds into the add's broadcast.
+ir::Graph expand_add_graph() {
+  auto j = nlohmann::json::parse(R"({
+    "graph_inputs": [{"name": "x", "shape": [2, 3, 8], "dtype": "float32"}, {"name": "b", "shape": [8], "dtype": "float32"}],
+    "graph_outputs": [{"name": "add", "shape": [2, 3, 8], "dtype": "float32"}],
+    "weights": [], "nodes": [
+      {"name": "expand", "op_type": "aten.expand.default", "inputs": [{"name": "b", "shape": [8], "dtype": "float32", "producer_node": "b", "producer_output_idx": 0}],
+       "outputs": [{"name": "expand", "shape": [2, 3, 8], "dtype": "float32"}], "attrs": {"size": [2, 3, 8]}},
+      {"name": "add", "op_type": "aten.add.Tensor", "inputs": [
+        {"name": "x", "shape": [2, 3, 8], "dtype": "float32", "producer_node": "x", "producer_output_idx": 0},
+        {"name": "expand", "shape": [2, 3, 8], "dtype": "float32", "producer_node": "expand", "producer_output_idx": 0}],
+       "outputs": [{"name": "add", "shape": [2, 3, 8], "dtype": "float32"}], "attrs": {}}]})");
+  return ir::read_ir_string(j.dump(), "bcast");
 }
 }  // namespace
 
@@ -101,17 +117,7 @@ TEST(Passes, ConstantFoldingEvaluatesCompileTimeValuesOnly) {
 }
 
 TEST(Passes, BroadcastFoldingRemovesExpandBeforeABroadcastingOp) {
-  auto j = nlohmann::json::parse(R"({
-    "graph_inputs": [{"name": "x", "shape": [2, 3, 8], "dtype": "float32"}, {"name": "b", "shape": [8], "dtype": "float32"}],
-    "graph_outputs": [{"name": "add", "shape": [2, 3, 8], "dtype": "float32"}],
-    "weights": [], "nodes": [
-      {"name": "expand", "op_type": "aten.expand.default", "inputs": [{"name": "b", "shape": [8], "dtype": "float32", "producer_node": "b", "producer_output_idx": 0}],
-       "outputs": [{"name": "expand", "shape": [2, 3, 8], "dtype": "float32"}], "attrs": {"size": [2, 3, 8]}},
-      {"name": "add", "op_type": "aten.add.Tensor", "inputs": [
-        {"name": "x", "shape": [2, 3, 8], "dtype": "float32", "producer_node": "x", "producer_output_idx": 0},
-        {"name": "expand", "shape": [2, 3, 8], "dtype": "float32", "producer_node": "expand", "producer_output_idx": 0}],
-       "outputs": [{"name": "add", "shape": [2, 3, 8], "dtype": "float32"}], "attrs": {}}]})");
-  ir::Graph g = ir::read_ir_string(j.dump(), "bcast");
+  ir::Graph g = expand_add_graph();
   EXPECT_EQ(passes::fold_broadcasts(g), 1);
   ASSERT_EQ(g.nodes.size(), 1u);
   EXPECT_EQ(g.tensor(g.nodes[0].inputs[1]).name, "b");
@@ -145,6 +151,30 @@ TEST(Passes, ChannelPaddingPadsConvChainsAndUnpadsOutputs) {
   bool saw = false;
   for (const auto& t : g.tensors) saw = saw || t.shape == Shape{1, 32, 12, 12};
   EXPECT_TRUE(saw);
+}
+
+// `npusim explain` re-derives the fallback verdicts on the graph run_passes() gives: it must be the
+// graph compile() partitioned, with every pass (here with channel padding and a broadcast to fold).
+TEST(Passes, RunPassesGivesTheGraphCompilePartitions) {
+  for (const char* c : {"models/resnet18", "models/qwen2_tiny_decode", "ops/conv_dilated", "expand + add"}) {
+    SCOPED_TRACE(c);
+    const ir::Graph in = std::string_view(c) == "expand + add" ? expand_add_graph() : read(c);
+    auto t = describe_target<ReferenceTarget>();
+    t.limits.channel_alignment_bytes = 128;
+    program::CompileOptions opt = test::reference_options();
+    opt.force = partition::ForceFallback::parse("max_pool2d,add,expand");
+    const program::CompiledProgram p = program::compile(in, t, opt);
+    ir::Graph g = in;
+    program::CompiledProgram scratch;
+    program::run_passes(g, t, opt, scratch);
+    EXPECT_EQ(static_cast<std::int64_t>(g.nodes.size()), p.stats.nodes_after_passes);
+    std::multiset<std::string> after, parted;
+    for (const ir::Node& n : g.nodes) after.insert(n.name);
+    for (const program::Partition& part : p.partitions)
+      for (const ir::Node& n : part.graph.nodes) parted.insert(n.name);
+    EXPECT_EQ(after, parted);
+    EXPECT_EQ(scratch.recipes.size(), p.recipes.size());
+  }
 }
 
 TEST(Passes, VerifyCatchesABrokenGraph) {
