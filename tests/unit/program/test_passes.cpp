@@ -156,9 +156,8 @@ TEST(Passes, ChannelPaddingPadsConvChainsAndUnpadsOutputs) {
 // `npusim explain` re-derives the fallback verdicts on the graph run_passes() gives: it must be the
 // graph compile() partitioned, with every pass (here with channel padding and a broadcast to fold).
 TEST(Passes, RunPassesGivesTheGraphCompilePartitions) {
-  for (const char* c : {"models/resnet18", "models/qwen2_tiny_decode", "ops/conv_dilated", "expand + add"}) {
-    SCOPED_TRACE(c);
-    const ir::Graph in = std::string_view(c) == "expand + add" ? expand_add_graph() : read(c);
+  for (const ir::Graph& in : {read("models/resnet18"), read("models/qwen2_tiny_decode"), read("ops/conv_dilated"), expand_add_graph()}) {
+    SCOPED_TRACE(in.source);
     auto t = describe_target<ReferenceTarget>();
     t.limits.channel_alignment_bytes = 128;
     program::CompileOptions opt = test::reference_options();
