@@ -207,3 +207,121 @@ TEST(CpuMaxPoolBlocked, MatchesAPlainMaxPool) {
   }
 }
 #endif
+
+// conv_max_pool (ResNet's stem followed by its max pool, fused: cpu/kernels_conv_pool.hpp). At
+// f32 the fused kernel computes the convolution rows into a ring and pools them, so its output
+// must equal the unfused blocked convolution followed by the blocked max pool bit for bit, and
+// the double-precision conv + relu + max pool to rounding; f16/bf16 run the two kernels in turn.
+// Cases: NCHW and blocked inputs and outputs, output channels that fill no block (NCHW output
+// only), more than one K chunk, 3-wide rows, pool dilation (a 5-row ring), ceil_mode, batch 2.
+namespace {
+
+struct ConvPoolCase {
+  const char* name;
+  ConvCase conv;
+  std::int64_t k, s, p, d;
+  bool ceil;
+  std::int64_t batch;
+};
+
+std::ostream& operator<<(std::ostream& os, const ConvPoolCase& c) { return os << c.name; }
+
+// max_pool2d in double over an NCHW [C, H, W] image.
+std::vector<double> reference_max_pool(const ConvPoolCase& pc, const std::vector<double>& x, std::int64_t C, std::int64_t H, std::int64_t W, std::int64_t OH,
+                                       std::int64_t OW) {
+  std::vector<double> y(static_cast<std::size_t>(C * OH * OW), -std::numeric_limits<double>::infinity());
+  for (std::int64_t c = 0; c < C; ++c)
+    for (std::int64_t oh = 0; oh < OH; ++oh)
+      for (std::int64_t ow = 0; ow < OW; ++ow)
+        for (std::int64_t i = 0; i < pc.k; ++i)
+          for (std::int64_t j = 0; j < pc.k; ++j) {
+            const std::int64_t ih = oh * pc.s - pc.p + i * pc.d, iw = ow * pc.s - pc.p + j * pc.d;
+            if (ih < 0 || ih >= H || iw < 0 || iw >= W) continue;
+            double& o = y[static_cast<std::size_t>((c * OH + oh) * OW + ow)];
+            o = std::max(o, x[static_cast<std::size_t>((c * H + ih) * W + iw)]);
+          }
+  return y;
+}
+
+class CpuConvMaxPool : public ::testing::TestWithParam<ConvPoolCase> {};
+
+}  // namespace
+
+TEST_P(CpuConvMaxPool, EqualsTheConvolutionThenTheMaxPool) {
+  const ConvPoolCase pc = GetParam();
+  const ConvCase& cc = pc.conv;
+  const std::int64_t N = pc.batch, oh = out_size(cc, cc.h), ow = out_size(cc, cc.w);
+  const std::int64_t ph = ops::window_output_size(oh, pc.k, pc.s, pc.p, pc.d, pc.ceil, "test"), pw = ops::window_output_size(ow, pc.k, pc.s, pc.p, pc.d, pc.ceil, "test");
+  ops::Conv2d::Attrs at;
+  at.stride = {cc.stride, cc.stride}, at.padding = {cc.pad, cc.pad}, at.dilation = {cc.dil, cc.dil};
+  ops::MaxPool2d::Attrs pa;
+  pa.kernel_size = {pc.k, pc.k}, pa.stride = {pc.s, pc.s}, pa.padding = {pc.p, pc.p}, pa.dilation = {pc.d, pc.d}, pa.ceil_mode = pc.ceil;
+  const Shape xs{N, cc.cin, cc.h, cc.w}, ms{N, cc.cout, oh, ow}, ys{N, cc.cout, ph, pw}, x1{1, cc.cin, cc.h, cc.w}, y1{1, cc.cout, ph, pw};
+  const std::vector<float> wv = bf16_exact(static_cast<std::size_t>(cc.cout * cc.cin * cc.k * cc.k), 8), bias = bf16_exact(static_cast<std::size_t>(cc.cout), 9);
+  std::vector<std::vector<float>> x;  // per image
+  std::vector<std::vector<double>> ref;
+  for (std::int64_t n = 0; n < N; ++n) {
+    x.push_back(bf16_exact(static_cast<std::size_t>(cc.cin * cc.h * cc.w), 10 + static_cast<unsigned>(n)));
+    ref.push_back(reference_max_pool(pc, reference_conv(cc, x.back(), wv, bias, true), cc.cout, oh, ow, ph, pw));
+  }
+  Tensor w = Tensor::empty(DType::f32, {cc.cout, cc.cin, cc.k, cc.k});
+  std::copy(wv.begin(), wv.end(), w.data<float>());
+  const std::int64_t xn = numel(x1), yn = numel(y1);
+
+  struct Run {
+    DType dt;
+    bool xb, yb;
+  };
+  std::vector<Run> runs = {{DType::f32, false, false}, {DType::bf16, false, false}, {DType::f16, false, false}};
+#if defined(NPUSIM_CPU_AVX512)
+  if (cpu::blockable(ys)) runs.push_back({DType::f32, false, true});
+  if (cpu::blockable(xs)) runs.push_back({DType::f32, true, false});
+  if (cpu::blockable(xs) && cpu::blockable(ys)) runs.push_back({DType::f32, true, true});
+#endif
+  for (const auto [dt, xb, yb] : runs) {
+    SCOPED_TRACE(std::string(dtype_name(dt)) + (xb ? " x blocked" : "") + (yb ? " y blocked" : ""));
+    test::BoundKernel b;
+    const ir::TensorId xt = b.add("x", xs, dt), mt = b.add("mid", ms, dt), yt = b.add("y", ys, dt);
+    b.blocked = {xb, false, yb};
+    for (std::int64_t n = 0; n < N; ++n) {
+      if (xb) store_blocked(x1, x[static_cast<std::size_t>(n)], reinterpret_cast<float*>(b.ptr(xt)) + n * xn);
+      else cpu::store_row(dt, x[static_cast<std::size_t>(n)].data(), b.ptr(xt) + static_cast<std::size_t>(n * xn) * dtype_size(dt), xn);
+    }
+    b.bind("conv_max_pool", [&](cpu::Ctx& c) { return cpu::bind_conv_max_pool(c, xt, w.to(dt), std::make_shared<std::vector<float>>(bias), mt, yt, at, true, pa); });
+    b.fn();
+    const double tol = dt == DType::f32 ? 1e-6 : dt == DType::bf16 ? 4e-3 : 6e-4;
+    for (std::int64_t n = 0; n < N; ++n) {
+      std::vector<float> got(static_cast<std::size_t>(yn));
+      if (yb) got = load_blocked(y1, reinterpret_cast<const float*>(b.ptr(yt)) + n * yn);
+      else cpu::load_row(dt, b.ptr(yt) + static_cast<std::size_t>(n * yn) * dtype_size(dt), got.data(), yn);
+      EXPECT_LE(rel_l2(got, ref[static_cast<std::size_t>(n)]), tol) << "image " << n << ": rel L2";
+#if defined(NPUSIM_CPU_AVX512)
+      // The unfused f32 pair: the blocked convolution into a blocked tensor, then the blocked max pool.
+      if (dt != DType::f32 || !cpu::blockable(ms)) continue;
+      test::BoundKernel u;
+      const Shape m1{1, cc.cout, oh, ow};
+      const ir::TensorId ux = u.add("x", x1, DType::f32), um = u.add("mid", m1, DType::f32);
+      u.blocked = {false, true};
+      cpu::store_row(DType::f32, x[static_cast<std::size_t>(n)].data(), u.ptr(ux), xn);
+      u.bind("conv2d", [&](cpu::Ctx& c) { return cpu::bind_conv(c, ux, w, std::make_shared<std::vector<float>>(bias), um, at, true); });
+      u.fn();
+      cpu::AlignedBuf pooled = cpu::AlignedBuf::make(static_cast<std::size_t>(yn) * 4);
+      cpu::bind_max_pool_blocked(pa, reinterpret_cast<const float*>(u.ptr(um)), pooled.as<float>(), cc.cout / cpu::CBLK, oh, ow, ph, pw)();
+      const std::vector<float> want = load_blocked(y1, pooled.as<float>());
+      std::int64_t differ = 0;
+      for (std::size_t i = 0; i < want.size(); ++i) differ += got[i] != want[i];
+      EXPECT_EQ(differ, 0) << "image " << n << ": outputs that differ from the unfused kernels'";
+#endif
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Geometries, CpuConvMaxPool,
+    ::testing::Values(ConvPoolCase{"stem", {"", 3, 64, 30, 26, 7, 2, 3, 1, 1}, 3, 2, 1, 1, false, 1},          // ResNet's stem and pool, smaller image
+                      ConvPoolCase{"blocked_cout80_ceil", {"", 32, 80, 9, 10, 3, 1, 1, 1, 1}, 2, 2, 0, 1, true, 1},  // two 64-channel groups, windows past the end
+                      ConvPoolCase{"cout40_dilated", {"", 16, 40, 12, 11, 3, 1, 1, 1, 1}, 3, 1, 1, 2, false, 1},    // a partial block; a 5-row ring
+                      ConvPoolCase{"rows_of_3", {"", 16, 16, 11, 3, 3, 1, 1, 1, 1}, 3, 2, 1, 1, false, 1},         // conv rows of 3 pixels
+                      ConvPoolCase{"two_k_chunks", {"", 80, 32, 8, 9, 3, 1, 1, 1, 1}, 3, 2, 1, 1, false, 1},       // 720 K rows: partial sums
+                      ConvPoolCase{"batch2_s1", {"", 16, 32, 10, 12, 3, 2, 1, 1, 1}, 2, 1, 0, 1, false, 2}),       // two images, stride-1 pool
+    [](const auto& info) { return std::string(info.param.name); });

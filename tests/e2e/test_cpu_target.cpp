@@ -112,17 +112,18 @@ TEST_P(CpuResNet, Float32ActivationsStayBlockedBetweenConvolutions) {
   for (const char* force : {"", "add"}) {
     SCOPED_TRACE(std::string("forcing '") + force + "'");
     const program::CompiledProgram p = compile_cpu(c.graph, DType::f32, force);
-    std::size_t convs = 0, blocked_outputs = 0, boundary = 0;
+    std::size_t convs = 0, blocked_outputs = 0, boundary = 0, stems = 0;
     for (const auto& part : p.partitions) {
       if (part.target != "cpu") continue;
       const std::vector<bool> blocked = cpu::blocked_tensors(part.graph, part.kernels, part.plan);
       for (const Kernel& k : part.kernels)
-        if (k.kind == fusion::ConvBnRelu::name || k.kind == fusion::ConvAddRelu::name || k.kind == ops::Conv2d::id)
-          ++convs, blocked_outputs += blocked[static_cast<std::size_t>(k.outputs[0])];
+        if (k.kind == fusion::ConvBnRelu::name || k.kind == fusion::ConvAddRelu::name || k.kind == fusion::ConvMaxPool::name || k.kind == ops::Conv2d::id)
+          ++convs, blocked_outputs += blocked[static_cast<std::size_t>(k.outputs[0])], stems += k.kind == fusion::ConvMaxPool::name;
       for (auto ts : {part.graph.inputs, part.graph.outputs})
         for (ir::TensorId t : ts) boundary += blocked[static_cast<std::size_t>(t)];
     }
     EXPECT_GT(convs, 0u);
+    EXPECT_EQ(stems, 1u);  // the stem with its max pool: conv_max_pool
 #if defined(NPUSIM_CPU_AVX512)
     // The convolutions whose output a fallback part reads (the residual branches) stay NCHW.
     if (*force) {

@@ -24,8 +24,10 @@ std::vector<PatternInfo> pattern_infos(meta::list<Ps...>) {
 
 // Every pattern npusim knows, in the default priority order (larger structures first; the
 // residual conv_add_relu after add_relu, so only a target that lists it first fuses a
-// conv -> add -> relu into it).
-using all_patterns = meta::list<Attention, GqaMatmul, MaskedSoftmax, RmsNorm, SiluGate, Rotary, ConvBnRelu, AddRelu, ConvAddRelu, MatmulTransB, EltwiseChain>;
+// conv -> add -> relu into it; likewise conv_max_pool after conv_bn_relu, which leaves it only a
+// conv feeding a max pool directly).
+using all_patterns =
+    meta::list<Attention, GqaMatmul, MaskedSoftmax, RmsNorm, SiluGate, Rotary, ConvBnRelu, ConvMaxPool, AddRelu, ConvAddRelu, MatmulTransB, EltwiseChain>;
 
 // A transpose/permute that only moves size-1 dims keeps the memory order: a view.
 inline bool permutation_is_view(const Shape& in, const ops::Ints& perm) {

@@ -67,6 +67,25 @@ TEST(Fusion, ConvAddReluTakesAResidualAddOnlyWhereListedBeforeAddRelu) {
   EXPECT_EQ(compile_case("ops/add_broadcast", {"add_relu"}).kinds.count("conv_add_relu"), 0u);
 }
 
+TEST(Fusion, ConvMaxPoolTakesTheStemOnlyWhereListedBeforeConvBnRelu) {
+  // The default order (the reference's) gives ResNet's stem conv -> relu to conv_bn_relu first.
+  EXPECT_EQ(compile_case("models/resnet18").kinds.count("conv_max_pool"), 0u);
+  // Without conv_bn_relu, the stem, its relu and the max pool are one kernel (the CPU target
+  // lists conv_max_pool first); the other convolutions feed no max pool.
+  auto r = compile_case("models/resnet18", {"conv_bn_relu"});
+  ASSERT_EQ(r.kinds["conv_max_pool"], 1);
+  EXPECT_EQ(r.kinds.count("max_pool2d"), 0u);
+  const Kernel* k = r.first("conv_max_pool");
+  EXPECT_EQ(k->nodes.size(), 3u);
+  EXPECT_TRUE(k->params.find("has_relu")->as_bool());
+  EXPECT_FALSE(k->params.find("has_bn")->as_bool());  // folded by the compiler
+  const ir::Graph& g = r.p.partitions[0].graph;
+  EXPECT_EQ(g.tensor(k->inputs.at(0)).shape, (Shape{1, 3, 224, 224}));
+  EXPECT_EQ(g.tensor(k->outputs.at(0)).shape, (Shape{1, 64, 56, 56}));
+  // conv -> batch_norm -> relu with no max pool after it is not one.
+  EXPECT_EQ(compile_case("ops/conv_bn_relu", {"conv_bn_relu"}).kinds.count("conv_max_pool"), 0u);
+}
+
 TEST(Fusion, RmsNormIsOneKernelWithEpsFromAttrs) {
   auto a = compile_case("ops/rmsnorm");
   ASSERT_EQ(a.kinds["rmsnorm"], 1);

@@ -93,7 +93,10 @@ struct BlockedConv {
 };
 
 // Binds one single-group f32 conv: weights [K][C][kh][kw] in `dtype`, bias (or nullptr) as f32.
-inline BlockedConv make_blocked_conv(const ConvGeom& g, const void* wt, DType dtype, const float* bias, bool relu, bool in_blocked, bool out_blocked) {
+// `row_groups`: pixel groups never cross output rows, even in rows of fewer than 4 pixels (for
+// kernels that compute the output row by row).
+inline BlockedConv make_blocked_conv(const ConvGeom& g, const void* wt, DType dtype, const float* bias, bool relu, bool in_blocked, bool out_blocked,
+                                     bool row_groups = false) {
   BlockedConv b;
   b.g = g, b.relu = relu, b.in_blocked = in_blocked, b.out_blocked = out_blocked, b.threads = max_threads();
   b.cbs = in_blocked || g.C >= CBLK ? CBLK : g.C;
@@ -126,8 +129,8 @@ inline BlockedConv make_blocked_conv(const ConvGeom& g, const void* wt, DType dt
   b.bias.assign(static_cast<std::size_t>(b.ogs * BCONV_OC), 0.0f);
   if (bias) std::copy(bias, bias + g.K, b.bias.begin());
   // Pixel groups: each output row in ceil(OW / 7) groups of even size; rows of fewer than 4 pixels
-  // are grouped across rows, 7 at a time.
-  if (g.OW >= 4) {
+  // are grouped across rows, 7 at a time (unless row_groups).
+  if (g.OW >= 4 || row_groups) {
     const std::int64_t n = (g.OW + BCONV_NP - 1) / BCONV_NP;
     for (std::int64_t oh = 0; oh < g.OH; ++oh)
       for (std::int64_t i = 0; i < n; ++i) b.first.push_back(oh * g.OW + g.OW * i / n);
@@ -271,9 +274,17 @@ inline void group(const BlockedConv& b, const float* xs, std::int64_t og, const 
   }
 }
 
+// Where a group's output goes: y holds output pixels from pix0 on, channel planes `plane` pixels
+// apart (blocked: block c / 16 at y + (c / 16) * plane * 16); the whole output is {y, P, 0}, and
+// one output row's block rows {row, OW, row's first pixel}.
+struct Out {
+  float* y;
+  std::int64_t plane, pix0;
+};
+
 // Runs a chunk for one group (partial sums in/out of ps) and, at the last chunk, writes it.
 template <int NP>
-inline void run_group(const BlockedConv& b, const float* xs, std::int64_t og, const Chunk& k, std::int64_t q, std::int64_t pix, float* ps, float* y, const float* res, Prefetch pf) {
+inline void run_group(const BlockedConv& b, const float* xs, std::int64_t og, const Chunk& k, std::int64_t q, std::int64_t pix, float* ps, Out out, const float* res, Prefetch pf) {
   const bool first = k.j0 == 0, last = k.j1 == b.cbn * b.taps;
   __m512 acc[BCONV_NP][BCONV_NB];
   for (int p = 0; p < NP; ++p)
@@ -284,9 +295,9 @@ inline void run_group(const BlockedConv& b, const float* xs, std::int64_t og, co
       for (int v = 0; v < BCONV_NB; ++v) _mm512_store_ps(ps + (p * BCONV_NB + v) * CBLK, acc[p][v]);
     return;
   }
-  const std::int64_t P = b.g.pixels(), nb = std::min<std::int64_t>(BCONV_NB, b.kb - og * BCONV_NB);
-  // NCHW output: lane l (channel c0 + l) goes to y[(c0 + l) P + pixel].
-  const __m512i idx = _mm512_mullo_epi32(_mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0), _mm512_set1_epi32(static_cast<std::int32_t>(P)));
+  const std::int64_t P = b.g.pixels(), nb = std::min<std::int64_t>(BCONV_NB, b.kb - og * BCONV_NB), at = pix - out.pix0;
+  // NCHW output: lane l (channel c0 + l) goes to y[(c0 + l) plane + pixel].
+  const __m512i idx = _mm512_mullo_epi32(_mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0), _mm512_set1_epi32(static_cast<std::int32_t>(out.plane)));
   for (std::int64_t v = 0; v < nb; ++v) {
     const std::int64_t c0 = (og * BCONV_NB + v) * CBLK;
     const __m512 bias = _mm512_loadu_ps(b.bias.data() + c0);
@@ -295,23 +306,41 @@ inline void run_group(const BlockedConv& b, const float* xs, std::int64_t og, co
       __m512 r = _mm512_add_ps(acc[p][v], bias);
       if (res) r = _mm512_add_ps(r, _mm512_loadu_ps(res + (c0 * P + (pix + p) * CBLK)));
       if (b.relu) r = _mm512_max_ps(r, _mm512_setzero_ps());
-      if (b.out_blocked) _mm512_storeu_ps(y + (c0 * P + (pix + p) * CBLK), r);
-      else _mm512_mask_i32scatter_ps(y + c0 * P + pix + p, live, idx, r, 4);
+      if (b.out_blocked) _mm512_storeu_ps(out.y + (c0 * out.plane + (at + p) * CBLK), r);
+      else _mm512_mask_i32scatter_ps(out.y + c0 * out.plane + at + p, live, idx, r, 4);
     }
+  }
+}
+
+// run_group for group q, whatever its size.
+inline void run_group_any(const BlockedConv& b, const float* xs, std::int64_t og, const Chunk& k, std::int64_t q, float* ps, Out out, const float* res, Prefetch pf) {
+  const std::int64_t pix = b.first[static_cast<std::size_t>(q)];
+  switch (b.first[static_cast<std::size_t>(q + 1)] - pix) {
+    case 7: run_group<7>(b, xs, og, k, q, pix, ps, out, res, pf); break;
+    case 6: run_group<6>(b, xs, og, k, q, pix, ps, out, res, pf); break;
+    case 5: run_group<5>(b, xs, og, k, q, pix, ps, out, res, pf); break;
+    case 4: run_group<4>(b, xs, og, k, q, pix, ps, out, res, pf); break;
+    case 3: run_group<3>(b, xs, og, k, q, pix, ps, out, res, pf); break;
+    case 2: run_group<2>(b, xs, og, k, q, pix, ps, out, res, pf); break;
+    default: run_group<1>(b, xs, og, k, q, pix, ps, out, res, pf); break;
   }
 }
 
 }  // namespace bconv_detail
 
+// The blocked input the convolution reads: x itself, or (an NCHW x) its zero-bordered blocked copy
+// at the start of the scratch.
+inline const float* blocked_input(const BlockedConv& b, const float* x, std::byte* scratch) {
+  if (b.in_blocked) return x;
+  auto* xp = reinterpret_cast<float*>(thread_scratch(scratch, 0, 0));
+  bconv_detail::copy_input(b, x, xp);
+  return xp;
+}
+
 // One image: x (blocked, or NCHW) -> y (blocked, or NCHW), f32. `res`: a blocked residual of y's
 // shape added before the relu (blocked outputs only).
 inline void blocked_conv(const BlockedConv& b, const float* x, float* y, std::byte* scratch, const float* res = nullptr) {
-  const float* xs = x;
-  if (!b.in_blocked) {
-    auto* xp = reinterpret_cast<float*>(thread_scratch(scratch, 0, 0));
-    bconv_detail::copy_input(b, x, xp);
-    xs = xp;
-  }
+  const float* xs = blocked_input(b, x, scratch);
   std::byte* per_thread = scratch + b.input_bytes();
   const std::int64_t groups = b.groups(), parts = b.parts();
   parallel_for_t(b.ogs * parts, 1, [&](int tid, std::int64_t i0, std::int64_t i1) {
@@ -327,18 +356,9 @@ inline void blocked_conv(const BlockedConv& b, const float* x, float* y, std::by
         if (k.j1 < pairs) next = {b.weights(og, k.j1), (std::min(pairs, k.j1 + b.kc) - k.j1) * chunk_lines};
         else if (it + 1 < i1) next = {b.weights((it + 1) / parts, 0), std::min(pairs, b.kc) * chunk_lines};
         for (std::int64_t q = q0; q < q1; ++q) {
-          const std::int64_t pix = b.first[static_cast<std::size_t>(q)], l0 = next.lines * (q - q0) / (q1 - q0), l1 = next.lines * (q - q0 + 1) / (q1 - q0);
+          const std::int64_t l0 = next.lines * (q - q0) / (q1 - q0), l1 = next.lines * (q - q0 + 1) / (q1 - q0);
           const bconv_detail::Prefetch pf{next.at + l0 * CBLK, l1 - l0};
-          float* ps = partial + (q - q0) * BCONV_NP * BCONV_OC;
-          switch (b.first[static_cast<std::size_t>(q + 1)] - pix) {
-            case 7: bconv_detail::run_group<7>(b, xs, og, k, q, pix, ps, y, res, pf); break;
-            case 6: bconv_detail::run_group<6>(b, xs, og, k, q, pix, ps, y, res, pf); break;
-            case 5: bconv_detail::run_group<5>(b, xs, og, k, q, pix, ps, y, res, pf); break;
-            case 4: bconv_detail::run_group<4>(b, xs, og, k, q, pix, ps, y, res, pf); break;
-            case 3: bconv_detail::run_group<3>(b, xs, og, k, q, pix, ps, y, res, pf); break;
-            case 2: bconv_detail::run_group<2>(b, xs, og, k, q, pix, ps, y, res, pf); break;
-            default: bconv_detail::run_group<1>(b, xs, og, k, q, pix, ps, y, res, pf); break;
-          }
+          bconv_detail::run_group_any(b, xs, og, k, q, partial + (q - q0) * BCONV_NP * BCONV_OC, {y, b.g.pixels(), 0}, res, pf);
         }
       }
     }

@@ -20,7 +20,7 @@ struct CpuTarget {
   static constexpr std::string_view name = "cpu";
   using op_list = ops::all_ops;
   using pattern_list = meta::list<fusion::Attention, fusion::GqaMatmul, fusion::MaskedSoftmax, fusion::RmsNorm, fusion::SiluGate, fusion::Rotary,
-                                  fusion::ConvAddRelu, fusion::ConvBnRelu, fusion::AddRelu, fusion::MatmulTransB, fusion::EltwiseChain>;
+                                  fusion::ConvMaxPool, fusion::ConvAddRelu, fusion::ConvBnRelu, fusion::AddRelu, fusion::MatmulTransB, fusion::EltwiseChain>;
   static constexpr DType dtypes[] = {DType::f32, DType::f16, DType::bf16};
   static constexpr std::string_view fallback_name = "reference";
   static auto evaluator() { return ReferenceTarget::evaluator(); }

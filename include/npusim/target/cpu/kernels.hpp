@@ -4,6 +4,7 @@
 
 #include "npusim/fusion/patterns.hpp"
 #include "npusim/target/cpu/kernels_attention.hpp"
+#include "npusim/target/cpu/kernels_conv_pool.hpp"
 #include "npusim/target/cpu/kernels_linalg.hpp"
 #include "npusim/target/cpu/kernels_misc.hpp"
 #include "npusim/target/cpu/kernels_movement.hpp"
@@ -226,27 +227,22 @@ struct kernel<fusion::ConvBnRelu, CpuTarget> {
   static constexpr bool provided = true;
   static cpu::Fns bind(cpu::Ctx& c) {
     const ir::Node& conv = c.node(0);
-    const bool relu = c.k.params.find("has_relu")->as_bool();
-    const auto bias = conv.inputs.size() == 3 ? std::optional(conv.inputs[2]) : std::nullopt;
-    if (!c.k.params.find("has_bn")->as_bool())
-      return {cpu::bind_conv(c, conv.inputs[0], conv.inputs[1], bias, c.out(), c.attrs<ops::Conv2d>(0), relu)};
-    // A BatchNorm the compiler could not fold (e.g. a shared conv output): fold it here, once.
-    const ir::Node& bn = c.node(1);
-    const bool affine = bn.inputs.size() == 5;
-    const double eps = c.attrs<ops::BatchNorm>(1).eps;
-    auto f64 = [&](ir::TensorId t) { return cpu::require_weight(c, t, "batch_norm parameter").to(DType::f64); };
-    Tensor w = f64(conv.inputs[1]), mean = f64(bn.inputs[affine ? 3 : 1]), var = f64(bn.inputs[affine ? 4 : 2]);
-    const std::int64_t cout = w.shape()[0], per = w.numel() / cout;
-    Tensor wf = Tensor::empty(DType::f32, w.shape());
-    auto b = c.own(std::vector<float>(static_cast<std::size_t>(cout)));
-    Tensor cb = bias ? f64(*bias) : Tensor(), gm = affine ? f64(bn.inputs[1]) : Tensor(), bt = affine ? f64(bn.inputs[2]) : Tensor();
-    for (std::int64_t o = 0; o < cout; ++o) {
-      const double sc = (gm.defined() ? gm.data<double>()[o] : 1.0) / std::sqrt(var.data<double>()[o] + eps);
-      for (std::int64_t i = 0; i < per; ++i) wf.data<float>()[o * per + i] = static_cast<float>(w.data<double>()[o * per + i] * sc);
-      (*b)[static_cast<std::size_t>(o)] =
-          static_cast<float>(((cb.defined() ? cb.data<double>()[o] : 0.0) - mean.data<double>()[o]) * sc + (bt.defined() ? bt.data<double>()[o] : 0.0));
-    }
-    return {cpu::bind_conv(c, conv.inputs[0], *c.own(wf), b, c.out(), c.attrs<ops::Conv2d>(0), relu)};
+    const bool has_bn = c.k.params.find("has_bn")->as_bool();
+    const cpu::ConvWeights w = cpu::conv_weights(c, conv, has_bn ? &c.node(1) : nullptr);
+    return {cpu::bind_conv(c, conv.inputs[0], w.w, w.bias, c.out(), c.attrs<ops::Conv2d>(0), c.k.params.find("has_relu")->as_bool())};
+  }
+};
+
+template <>
+struct kernel<fusion::ConvMaxPool, CpuTarget> {
+  static constexpr bool provided = true;
+  static cpu::Fns bind(cpu::Ctx& c) {
+    const ir::Node& conv = c.node(0);
+    const bool has_bn = c.k.params.find("has_bn")->as_bool();
+    const std::size_t last = c.k.nodes.size() - 1;
+    const cpu::ConvWeights w = cpu::conv_weights(c, conv, has_bn ? &c.node(1) : nullptr);
+    return {cpu::bind_conv_max_pool(c, conv.inputs[0], w.w, w.bias, c.node(last).inputs[0], c.out(), c.attrs<ops::Conv2d>(0),
+                                    c.k.params.find("has_relu")->as_bool(), c.attrs<ops::MaxPool2d>(last))};
   }
 };
 

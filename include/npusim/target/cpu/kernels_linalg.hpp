@@ -258,6 +258,32 @@ inline Fn bind_conv(Ctx& c, ir::TensorId x, const Tensor& wt, std::shared_ptr<st
   });
 }
 
+// A convolution's weights and f32 bias, with a BatchNorm the compiler could not fold (e.g. a
+// shared conv output) folded in here, once, in double.
+struct ConvWeights {
+  Tensor w;
+  std::shared_ptr<std::vector<float>> bias;  // may be null
+};
+inline ConvWeights conv_weights(Ctx& c, const ir::Node& conv, const ir::Node* bn) {
+  const auto bias = conv.inputs.size() == 3 ? std::optional(conv.inputs[2]) : std::nullopt;
+  if (!bn) return {require_weight(c, conv.inputs[1], "conv weight"), bias ? f32_copy(c, *bias) : nullptr};
+  const bool affine = bn->inputs.size() == 5;
+  const double eps = ops::read_attrs<ops::BatchNorm::Attrs>(bn->attrs, bn->op_type).eps;
+  auto f64 = [&](ir::TensorId t) { return require_weight(c, t, "batch_norm parameter").to(DType::f64); };
+  Tensor w = f64(conv.inputs[1]), mean = f64(bn->inputs[affine ? 3 : 1]), var = f64(bn->inputs[affine ? 4 : 2]);
+  const std::int64_t cout = w.shape()[0], per = w.numel() / cout;
+  Tensor wf = Tensor::empty(DType::f32, w.shape());
+  auto b = c.own(std::vector<float>(static_cast<std::size_t>(cout)));
+  Tensor cb = bias ? f64(*bias) : Tensor(), gm = affine ? f64(bn->inputs[1]) : Tensor(), bt = affine ? f64(bn->inputs[2]) : Tensor();
+  for (std::int64_t o = 0; o < cout; ++o) {
+    const double sc = (gm.defined() ? gm.data<double>()[o] : 1.0) / std::sqrt(var.data<double>()[o] + eps);
+    for (std::int64_t i = 0; i < per; ++i) wf.data<float>()[o * per + i] = static_cast<float>(w.data<double>()[o * per + i] * sc);
+    (*b)[static_cast<std::size_t>(o)] =
+        static_cast<float>(((cb.defined() ? cb.data<double>()[o] : 0.0) - mean.data<double>()[o]) * sc + (bt.defined() ? bt.data<double>()[o] : 0.0));
+  }
+  return {*c.own(wf), b};
+}
+
 inline Fn bind_conv(Ctx& c, ir::TensorId x, ir::TensorId w, std::optional<ir::TensorId> bias, ir::TensorId y, const ops::Conv2d::Attrs& at, bool relu,
                     std::optional<ir::TensorId> residual = std::nullopt) {
   return bind_conv(c, x, require_weight(c, w, "conv weight"), bias ? f32_copy(c, *bias) : nullptr, y, at, relu, residual);

@@ -8,6 +8,7 @@
 
 #include "npusim/target/cpu/context.hpp"
 #include "npusim/target/cpu/conv_nchwc.hpp"
+#include "npusim/target/cpu/max_pool_blocked.hpp"
 #include "npusim/target/cpu/parallel.hpp"
 #include "npusim/target/cpu/simd.hpp"
 
@@ -311,39 +312,14 @@ void avg_pool_plane(const typename Op::Attrs& a, const float* in, std::int64_t H
 // the window makes the output NaN.
 inline Fn bind_max_pool_blocked(const ops::MaxPool2d::Attrs& a, const float* x, float* y, std::int64_t blocks, std::int64_t H, std::int64_t Wd, std::int64_t OH,
                                 std::int64_t OW) {
-  const std::int64_t kh = a.kernel_size[0], kw = a.kernel_size[1], sh = a.stride[0], sw = a.stride[1];
-  const std::int64_t ph = a.padding[0], pw = a.padding[1], dh = a.dilation[0], dw = a.dilation[1];
-  // Output columns [lo, hi) read only columns inside the row.
-  std::int64_t lo = 0, hi = OW;
-  while (lo < OW && lo * sw - pw < 0) ++lo;
-  while (hi > lo && (hi - 1) * sw - pw + (kw - 1) * dw >= Wd) --hi;
+  const BlockedMaxPool mp = BlockedMaxPool::make(a, H, Wd, OH, OW);
   return [=] {
     parallel_for(OH * blocks, 1, [&](std::int64_t r0, std::int64_t r1) {
       for (std::int64_t r = r0; r < r1; ++r) {
         const std::int64_t oh = r / blocks, blk = r % blocks;
         const float* in = x + blk * H * Wd * CBLK;
         float* out = y + (blk * OH + oh) * OW * CBLK;
-        std::int64_t i0 = 0, i1 = kh;  // the kernel rows inside the image
-        while (i0 < kh && oh * sh - ph + i0 * dh < 0) ++i0;
-        while (i1 > i0 && oh * sh - ph + (i1 - 1) * dh >= H) --i1;
-        auto window = [&](std::int64_t ow, bool edge) {
-          fbatch v(-std::numeric_limits<float>::infinity());
-          fbatch::batch_bool_type nan(false);
-          for (std::int64_t i = i0; i < i1; ++i) {
-            const float* row = in + (oh * sh - ph + i * dh) * Wd * CBLK;
-            for (std::int64_t j = 0; j < kw; ++j) {
-              const std::int64_t iw = ow * sw - pw + j * dw;
-              if (edge && (iw < 0 || iw >= Wd)) continue;
-              const fbatch e = fbatch::load_aligned(row + iw * CBLK);
-              nan = nan || xsimd::isnan(e);
-              v = xsimd::max(v, e);
-            }
-          }
-          xsimd::select(nan, fbatch(std::numeric_limits<float>::quiet_NaN()), v).store_aligned(out + ow * CBLK);
-        };
-        for (std::int64_t ow = 0; ow < lo; ++ow) window(ow, true);
-        for (std::int64_t ow = lo; ow < hi; ++ow) window(ow, false);
-        for (std::int64_t ow = hi; ow < OW; ++ow) window(ow, true);
+        mp.row(oh, [&](std::int64_t ih) { return in + ih * Wd * CBLK; }, [&](std::int64_t ow, fbatch v) { v.store_aligned(out + ow * CBLK); });
       }
     });
   };
@@ -372,18 +348,19 @@ Fn bind_avg_pool_blocked(const typename Op::Attrs& a, const float* x, float* y, 
 }
 #endif
 
-// max/avg/adaptive-avg pooling over (N*C) planes.
+// max/avg/adaptive-avg pooling over (N*C) planes: x -> y.
 template <class Op>
-Fn bind_pool(Ctx& c, const typename Op::Attrs& a) {
-  const ir::Node& n = c.node();
-  const Shape &xs = c.shape(n.inputs[0]), &ys = c.shape(n.outputs[0]);
+Fn bind_pool(Ctx& c, const typename Op::Attrs& a, ir::TensorId x, ir::TensorId y) {
+  const Shape &xs = c.shape(x), &ys = c.shape(y);
   const std::size_t r = xs.size();
   const std::int64_t H = xs[r - 2], Wd = xs[r - 1], OH = ys[r - 2], OW = ys[r - 1], planes = numel(xs) / (H * Wd);
-  const std::byte* px = c.ptr(n.inputs[0]);
-  std::byte* py = c.ptr(n.outputs[0]);
-  const DType dx = c.storage(n.inputs[0]), dy = c.storage(n.outputs[0]);
+  const std::byte* px = c.ptr(x);
+  std::byte* py = c.ptr(y);
+  const DType dx = c.storage(x), dy = c.storage(y);
+  if (c.is_blocked(x) != c.is_blocked(y) && !(OH * OW == 1 && !c.is_blocked(y)))
+    c.unsupported("a pool between a blocked and an NCHW activation (npusim bug)");
 #if defined(NPUSIM_CPU_AVX512)
-  if (c.is_blocked(n.inputs[0])) {
+  if (c.is_blocked(x)) {
     const auto* bx = reinterpret_cast<const float*>(px);
     auto* by = reinterpret_cast<float*>(py);
     if constexpr (std::is_same_v<Op, ops::MaxPool2d>) return bind_max_pool_blocked(a, bx, by, planes / CBLK, H, Wd, OH, OW);
@@ -402,6 +379,10 @@ Fn bind_pool(Ctx& c, const typename Op::Attrs& a) {
       }
     });
   };
+}
+template <class Op>
+Fn bind_pool(Ctx& c, const typename Op::Attrs& a) {
+  return bind_pool<Op>(c, a, c.node().inputs[0], c.node().outputs[0]);
 }
 
 // Reductions over any dims (sum/mean/amax/amin) and argmax/argmin, accumulated in double.

@@ -5,7 +5,8 @@
 //   - every member is an f32 [N, C, H, W] arena tensor with C a multiple of 16 and H W > 1, not a
 //     partition input or output, and not the storage of a view;
 //   - every kernel touching a member reads and writes that layout: the f32 convolutions (input
-//     and output each either way; a fused residual in the output's), pools, and elementwise
+//     and output each either way; a fused residual in the output's; a fused max pool's output
+//     either way too), pools, and elementwise
 //     kernels whose operands all have the output's shape (elementwise over the same bytes in any
 //     order);
 //   - a convolution touches it (otherwise there is nothing to gain).
@@ -28,7 +29,7 @@ namespace layout_detail {
 enum class Role { conv, pool, pointwise, other };
 
 inline Role role(const ir::Graph& g, const Kernel& k) {
-  if (k.kind == fusion::ConvBnRelu::name || k.kind == fusion::ConvAddRelu::name) return Role::conv;
+  if (k.kind == fusion::ConvBnRelu::name || k.kind == fusion::ConvAddRelu::name || k.kind == fusion::ConvMaxPool::name) return Role::conv;
   if (k.kind == fusion::EltwiseChain::name || k.kind == fusion::AddRelu::name || k.kind == fusion::SiluGate::name) return Role::pointwise;
   if (k.nodes.size() != 1 || k.kind == "view") return Role::other;
   const ir::Node& n = g.nodes.at(static_cast<std::size_t>(k.nodes[0]));
@@ -78,8 +79,10 @@ inline std::vector<bool> blocked_tensors(const ir::Graph& g, const std::vector<K
       case Role::conv: {
         const ir::Node& c = g.nodes.at(static_cast<std::size_t>(k.nodes[0]));
         const auto a = ops::read_attrs<ops::Conv2d::Attrs>(c.attrs, c.op_type);
+        // conv_max_pool: the convolution's output (the pool's input, inside the kernel) too.
+        const ir::TensorId mid = k.kind == fusion::ConvMaxPool::name ? g.nodes.at(static_cast<std::size_t>(k.nodes.back())).inputs.at(0) : k.outputs[0];
         const bool ok = a.groups == 1 && k.outputs.size() == 1 && plan.tensors[at(c.inputs[0])].storage == DType::f32 &&
-                        plan.tensors[at(k.outputs[0])].storage == DType::f32;
+                        plan.tensors[at(k.outputs[0])].storage == DType::f32 && plan.tensors[at(mid)].storage == DType::f32;
         if (!ok) {
           all_nchw();
           break;
