@@ -7,7 +7,8 @@
 //                  large L3); "cold": iterations rotate over enough copies (>= 384 MiB in all) that
 //                  the weights come from DRAM, as they do in a 28-layer decode step.
 //   GEMM prefill   cpu::gemm, M = 128, same weights: FLOP/s (2 M N K). bf16 weights with bf16
-//                  activations take the AMX path where the CPU and OS allow it (label says which).
+//                  activations take the AMX path where the CPU and OS allow it, else AVX-512 BF16
+//                  dot products where the CPU has them (label says which).
 //   Conv           the conv2d kernel as the target binds it (cpu::bind_conv, bias + relu as a fused
 //                  conv-bn-relu), batch 1, ResNet shapes: f32 (im2col into tiles + cpu::conv_gemm)
 //                  and bf16 (AMX tiles where the CPU has them): FLOP/s (2 Cout Cin kh kw OH OW).
@@ -63,6 +64,7 @@ cpu::AlignedBuf random_buf(DType dt, std::int64_t n, float scale, unsigned seed)
 const char* gemm_path(std::int64_t M, DType w, DType a) {
   if (M <= 4) return w == DType::bf16 ? "gemv bf16 pairs" : "gemv panels";
   if (w == DType::bf16 && a == DType::bf16 && cpu::amx_enabled()) return "amx";
+  if (w == DType::bf16 && a == DType::bf16 && cpu::dpbf16_enabled()) return "avx512 bf16 dot products";
   return "avx512/fma micro-kernel";
 }
 

@@ -5,10 +5,17 @@
 // never stored wider). A (activations, any float storage, row-major or K-major) is packed per call
 // into 6-row f32 strips. Each thread owns a range of column panels, so a weight byte is read by one
 // thread exactly once per call: for M = 1 (decode) the kernel streams the weights at memory speed.
-// The micro-kernel is 6 x 32 (12 accumulator vectors), K blocked by 256.
+// The micro-kernel is 6 x 32 (12 accumulator vectors), K blocked by 256. bf16 x bf16 products of
+// more than 4 rows use the bf16 hardware instead: AMX tiles where the CPU and OS allow them
+// (amx_gemm), else AVX-512 BF16 dot products where the CPU has them (dpbf16_gemm, 12 x 32 tiles).
 #pragma once
 
+#include <algorithm>
+#include <array>
+#include <cstdlib>
+#include <cstring>
 #include <memory>
+#include <utility>
 #include <vector>
 
 #include "npusim/core/tensor.hpp"
@@ -17,6 +24,24 @@
 #include "npusim/target/cpu/simd.hpp"
 
 namespace npusim::inline NPUSIM_ABI::cpu {
+
+#if defined(NPUSIM_CPU_AVX512) && defined(__AVX512BF16__)
+#define NPUSIM_CPU_AVX512_BF16 1  // vdpbf16ps: bf16 pair dot products into f32
+#endif
+
+// Whether bf16 GEMMs may use the AVX-512 BF16 dot products (where AMX is not used;
+// NPUSIM_NO_DPBF16=1 turns them off, for comparisons).
+inline bool dpbf16_enabled() {
+#if defined(NPUSIM_CPU_AVX512_BF16)
+  static const bool ok = [] {
+    const char* e = std::getenv("NPUSIM_NO_DPBF16");
+    return !(e && *e && *e != '0');
+  }();
+  return ok;
+#else
+  return false;
+#endif
+}
 
 inline constexpr std::int64_t NR = 16;  // columns per panel (one AVX-512 vector of floats)
 inline constexpr std::int64_t MR = 6;   // rows per micro-tile
@@ -274,8 +299,9 @@ struct GemmScratch {
   static GemmScratch layout(std::int64_t M, std::int64_t K, std::int64_t N) {
     GemmScratch s{M, K, N};
     auto up = [](std::size_t b) { return (b + 63) / 64 * 64; };
-    s.a_bytes = up(std::max(static_cast<std::size_t>(((M + MR - 1) / MR) * MR * K) * 4,                 // packed f32 strips
-                            static_cast<std::size_t>(((M + 31) / 32 * 32) * ((K + 31) / 32 * 32)) * 2));  // padded bf16 rows (AMX)
+    s.a_bytes = up(std::max({static_cast<std::size_t>(((M + MR - 1) / MR) * MR * K) * 4,                 // packed f32 strips
+                             static_cast<std::size_t>(((M + 31) / 32 * 32) * ((K + 31) / 32 * 32)) * 2,  // padded bf16 rows (AMX)
+                             static_cast<std::size_t>(((M + 11) / 12 * 12) * ((K + 1) / 2)) * 4}));       // bf16 k-pair tiles (dpbf16)
     s.b_bytes = up(static_cast<std::size_t>(KC * 2 * NR) * 4);
     s.cb_bytes = up(static_cast<std::size_t>(MC * 2 * NR) * 4);
     s.c_bytes = M <= 4 ? up(static_cast<std::size_t>(M * ((N + NR - 1) / NR) * NR) * 4) : 0;
@@ -296,9 +322,17 @@ inline void write_c(const float* src, std::int64_t lds, std::int64_t m0, std::in
   tmp.resize(static_cast<std::size_t>(std::max(cols, rows)));
   const std::size_t es = dtype_size(c.dtype);
   if (!c.transposed) {
+    constexpr auto V = static_cast<std::int64_t>(W);
     for (std::int64_t r = 0; r < rows; ++r) {
       const float* s = src + r * lds;
-      for (std::int64_t j = 0; j < cols; ++j) {
+      std::int64_t j = 0;
+      for (; j + V <= cols; j += V) {
+        fbatch v = fbatch::load_unaligned(s + j);
+        if (ep.bias) v += fbatch::load_unaligned(ep.bias + n0 + j);
+        if (ep.relu) v = xsimd::select(v < fbatch(0.0f), fbatch(0.0f), v);
+        v.store_unaligned(tmp.data() + j);
+      }
+      for (; j < cols; ++j) {
         const float v = s[j] + (ep.bias ? ep.bias[n0 + j] : 0.0f);
         tmp[static_cast<std::size_t>(j)] = ep.relu && v < 0.0f ? 0.0f : v;
       }
@@ -353,6 +387,92 @@ inline void amx_gemm(const AView& a, std::int64_t M, const PackedB& b, const CVi
 }
 #endif
 
+#if defined(NPUSIM_CPU_AVX512_BF16)
+namespace gemm_detail {
+
+inline constexpr std::int64_t DP_MR = 12;  // rows per micro-tile: 12 x 2 accumulators + 2 weight vectors
+
+// A (bf16 rows) into 12-row tiles of k pairs: tile t holds, for every pair kk, the 32-bit values
+// (a[m][2kk], a[m][2kk + 1]) of its rows m = 12t.. (an odd K's last pair has a zero partner; rows
+// past M are zero). A micro-tile then reads A as one sequential stream.
+inline void pack_a_pairs(const AView& a, std::int64_t M, std::int64_t K, std::uint32_t* dst) {
+  const std::int64_t KP = (K + 1) / 2, tiles = (M + DP_MR - 1) / DP_MR;
+  const auto* A = static_cast<const std::uint16_t*>(a.data);
+  parallel_for(tiles, 1, [&](std::int64_t t0, std::int64_t t1) {
+    for (std::int64_t t = t0; t < t1; ++t) {
+      std::uint32_t* out = dst + t * KP * DP_MR;
+      for (std::int64_t r = 0; r < DP_MR; ++r) {
+        const std::int64_t m = t * DP_MR + r;
+        if (m >= M) {
+          for (std::int64_t kk = 0; kk < KP; ++kk) out[kk * DP_MR + r] = 0;
+          continue;
+        }
+        const std::uint16_t* row = A + m * a.ld;
+        for (std::int64_t kk = 0; kk < K / 2; ++kk) std::memcpy(out + kk * DP_MR + r, row + 2 * kk, 4);
+        if (K % 2) out[(K / 2) * DP_MR + r] = row[K - 1];
+      }
+    }
+  });
+}
+
+// Rows [0, R) of a packed A tile times the 32 columns of panels b0, b1 (bf16 k-pair layout) over
+// KP pairs, into ct (f32, row stride 32). One vdpbf16ps multiplies a k pair of 16 columns by the
+// row's pair, broadcast as one 32-bit value, and adds both products into f32.
+template <int R>
+inline void dp_rows(const std::uint32_t* at, std::int64_t KP, const std::uint16_t* b0, const std::uint16_t* b1, float* ct) {
+  __m512 acc[R][2];
+  for (int r = 0; r < R; ++r) acc[r][0] = acc[r][1] = _mm512_setzero_ps();
+  for (std::int64_t kk = 0; kk < KP; ++kk, at += DP_MR) {
+    const auto w0 = reinterpret_cast<__m512bh>(_mm512_load_si512(b0 + kk * 2 * NR)), w1 = reinterpret_cast<__m512bh>(_mm512_load_si512(b1 + kk * 2 * NR));
+    for (int r = 0; r < R; ++r) {
+      const auto a = reinterpret_cast<__m512bh>(_mm512_set1_epi32(static_cast<int>(at[r])));
+      acc[r][0] = _mm512_dpbf16_ps(acc[r][0], a, w0);
+      acc[r][1] = _mm512_dpbf16_ps(acc[r][1], a, w1);
+    }
+  }
+  for (int r = 0; r < R; ++r) {
+    _mm512_store_ps(ct + r * 2 * NR, acc[r][0]);
+    _mm512_store_ps(ct + r * 2 * NR + NR, acc[r][1]);
+  }
+}
+
+template <int... R>
+constexpr auto dp_rows_table(std::integer_sequence<int, R...>) {
+  using Fn = void (*)(const std::uint32_t*, std::int64_t, const std::uint16_t*, const std::uint16_t*, float*);
+  return std::array<Fn, sizeof...(R)>{&dp_rows<R + 1>...};
+}
+
+}  // namespace gemm_detail
+
+// bf16 x bf16 -> f32 with AVX-512 BF16 dot products (CPUs without AMX, e.g. AMD Zen 4). A is
+// packed once into 12-row tiles of k pairs (shared); then per thread a range of panel pairs (each
+// weight byte read by one thread), and for each pair the A tiles down M over the whole K, the
+// pair's weights staying in L2 meanwhile. vdpbf16ps flushes denormal inputs and outputs to zero
+// and rounds to nearest even.
+inline void dpbf16_gemm(const AView& a, std::int64_t M, const PackedB& b, const CView& c, const Epilogue& ep, const GemmScratch& s, std::byte* scratch) {
+  static constexpr auto rows = gemm_detail::dp_rows_table(std::make_integer_sequence<int, static_cast<int>(gemm_detail::DP_MR)>{});
+  const std::int64_t K = b.K, N = b.N, KP = (K + 1) / 2;
+  auto* ap = reinterpret_cast<std::uint32_t*>(s.a(scratch));
+  gemm_detail::pack_a_pairs(a, M, K, ap);
+  const std::int64_t pairs = (b.panels + 1) / 2;
+  parallel_for_t(pairs, 1, [&](int tid, std::int64_t q0, std::int64_t q1) {
+    float* ct = s.cblk(scratch, tid);  // DP_MR x 32 f32
+    for (std::int64_t q = q0; q < q1; ++q) {
+      const std::int64_t p = 2 * q;
+      const bool two = p + 1 < b.panels;
+      const auto* b0 = static_cast<const std::uint16_t*>(b.panel(p));
+      const auto* b1 = two ? static_cast<const std::uint16_t*>(b.panel(p + 1)) : b0;
+      const std::int64_t n0 = p * NR, cols = std::min(N, (p + (two ? 2 : 1)) * NR) - n0;
+      for (std::int64_t m0 = 0; m0 < M; m0 += gemm_detail::DP_MR) {
+        const std::int64_t r = std::min(gemm_detail::DP_MR, M - m0);
+        rows[static_cast<std::size_t>(r - 1)](ap + (m0 / gemm_detail::DP_MR) * KP * gemm_detail::DP_MR, KP, b0, b1, ct);
+        write_c(ct, 2 * NR, m0, r, n0, cols, c, ep);
+      }
+    }
+  });
+}
+#endif
+
 // C = A . B (+ epilogue). M rows of A; B packed (K x N).
 inline void gemm(const AView& a, std::int64_t M, const PackedB& b, const CView& c, const Epilogue& ep, const GemmScratch& s, std::byte* scratch) {
   const std::int64_t K = b.K, N = b.N;
@@ -360,6 +480,12 @@ inline void gemm(const AView& a, std::int64_t M, const PackedB& b, const CView& 
 #if defined(NPUSIM_CPU_AMX)
   if (M > 4 && b.pairs && a.dtype == DType::bf16 && !a.k_major && amx_enabled()) {
     amx_gemm(a, M, b, c, ep, s, scratch);
+    return;
+  }
+#endif
+#if defined(NPUSIM_CPU_AVX512_BF16)
+  if (M > 4 && b.pairs && a.dtype == DType::bf16 && !a.k_major && dpbf16_enabled()) {
+    dpbf16_gemm(a, M, b, c, ep, s, scratch);
     return;
   }
 #endif
