@@ -8,7 +8,9 @@
 #include <fstream>
 #include <random>
 #include <string>
+#include <vector>
 
+#include "npusim/core/dtype.hpp"
 #include "npusim/core/error.hpp"
 
 #ifndef NPUSIM_TEST_DATA
@@ -16,6 +18,15 @@
 #endif
 
 namespace npusim::test {
+
+// n values uniform in [-1, 1), each exactly representable in bf16 (so in f16 and f32 too).
+inline std::vector<float> bf16_exact(std::size_t n, unsigned seed) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> d(-1.0f, 1.0f);
+  std::vector<float> v(n);
+  for (auto& x : v) x = bf16_bits_to_f32(f32_to_bf16_bits(d(rng)));
+  return v;
+}
 
 inline std::string data(const std::string& rel) { return std::string(NPUSIM_TEST_DATA) + "/" + rel; }
 

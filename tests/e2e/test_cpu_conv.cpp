@@ -23,13 +23,7 @@ struct ConvCase {
 
 std::ostream& operator<<(std::ostream& os, const ConvCase& c) { return os << c.name; }
 
-std::vector<float> bf16_exact(std::size_t n, unsigned seed) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> d(-1.0f, 1.0f);
-  std::vector<float> v(n);
-  for (auto& x : v) x = bf16_bits_to_f32(f32_to_bf16_bits(d(rng)));
-  return v;
-}
+using test::bf16_exact;
 
 std::int64_t out_size(const ConvCase& cc, std::int64_t n) { return (n + 2 * cc.pad - cc.dil * (cc.k - 1) - 1) / cc.stride + 1; }
 

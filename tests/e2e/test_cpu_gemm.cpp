@@ -20,14 +20,6 @@ struct GemmCase {
   std::int64_t M, K, N;
 };
 
-std::vector<float> bf16_values(std::size_t n, unsigned seed) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> d(-1.0f, 1.0f);
-  std::vector<float> v(n);
-  for (auto& x : v) x = bf16_bits_to_f32(f32_to_bf16_bits(d(rng)));
-  return v;
-}
-
 }  // namespace
 
 TEST(CpuGemm, Bf16RowsMatchADoublePrecisionProduct) {
@@ -35,8 +27,8 @@ TEST(CpuGemm, Bf16RowsMatchADoublePrecisionProduct) {
     const auto [M, K, N] = gc;
     SCOPED_TRACE(testing::Message() << "M " << M << " K " << K << " N " << N);
     const std::int64_t lda = K + 1;  // one NaN after each row
-    const std::vector<float> a = bf16_values(static_cast<std::size_t>(M * K), 1), w = bf16_values(static_cast<std::size_t>(N * K), 2),
-                             bias = bf16_values(static_cast<std::size_t>(N), 3);
+    const std::vector<float> a = test::bf16_exact(static_cast<std::size_t>(M * K), 1), w = test::bf16_exact(static_cast<std::size_t>(N * K), 2),
+                             bias = test::bf16_exact(static_cast<std::size_t>(N), 3);
     std::vector<std::uint16_t> ab(static_cast<std::size_t>(M * lda), f32_to_bf16_bits(std::numeric_limits<float>::quiet_NaN())), wb(w.size());
     for (std::int64_t m = 0; m < M; ++m)
       for (std::int64_t k = 0; k < K; ++k) ab[static_cast<std::size_t>(m * lda + k)] = f32_to_bf16_bits(a[static_cast<std::size_t>(m * K + k)]);

@@ -54,6 +54,18 @@ inline bool is_last2_transpose(const GraphView& v, std::int32_t n) {
 inline bool is_last_dim(const GraphView& v, std::int64_t dim, TensorId t) {
   return normalize_dim(dim, static_cast<std::int64_t>(v.tensor(t).shape.size())) == static_cast<std::int64_t>(v.tensor(t).shape.size()) - 1;
 }
+// From conv2d node n: the single-use batch_norm and relu after it, if any, added to m.nodes with
+// the has_bn / has_relu params. Returns the last tensor of the chain.
+inline TensorId conv_bn_relu_chain(const GraphView& v, std::int32_t n, Match& m) {
+  m.nodes.push_back(n);
+  TensorId cur = v.out(n);
+  bool bn = false, relu = false;
+  if (std::int32_t c = v.only_consumer(cur); v.is<ops::BatchNorm>(c) && v.in(c, 0) == cur) m.nodes.push_back(c), cur = v.out(c), bn = true;
+  if (std::int32_t c = v.only_consumer(cur); v.is<ops::Relu>(c)) m.nodes.push_back(c), cur = v.out(c), relu = true;
+  m.params.set("has_bn", ir::AttrValue(bn));
+  m.params.set("has_relu", ir::AttrValue(relu));
+  return cur;
+}
 }  // namespace detail
 
 // conv2d [-> batch_norm (not folded)] [-> relu]: one kernel with has_bn / has_relu.
@@ -63,16 +75,8 @@ struct ConvBnRelu {
   static std::optional<Match> match(const GraphView& v, std::int32_t n) {
     if (!v.is<ops::Conv2d>(n)) return std::nullopt;
     Match m;
-    m.nodes = {n};
-    TensorId cur = v.out(n);
-    bool bn = false, relu = false;
-    if (std::int32_t c = v.only_consumer(cur); v.is<ops::BatchNorm>(c) && v.in(c, 0) == cur) {
-      m.nodes.push_back(c), cur = v.out(c), bn = true;
-    }
-    if (std::int32_t c = v.only_consumer(cur); v.is<ops::Relu>(c)) m.nodes.push_back(c), relu = true;
-    if (!bn && !relu) return std::nullopt;
-    m.params.set("has_bn", ir::AttrValue(bn));
-    m.params.set("has_relu", ir::AttrValue(relu));
+    detail::conv_bn_relu_chain(v, n, m);
+    if (m.nodes.size() == 1) return std::nullopt;
     return m;
   }
 };
@@ -86,16 +90,9 @@ struct ConvMaxPool {
   static std::optional<Match> match(const GraphView& v, std::int32_t n) {
     if (!v.is<ops::Conv2d>(n)) return std::nullopt;
     Match m;
-    m.nodes = {n};
-    TensorId cur = v.out(n);
-    bool bn = false, relu = false;
-    if (std::int32_t c = v.only_consumer(cur); v.is<ops::BatchNorm>(c) && v.in(c, 0) == cur) m.nodes.push_back(c), cur = v.out(c), bn = true;
-    if (std::int32_t c = v.only_consumer(cur); v.is<ops::Relu>(c)) m.nodes.push_back(c), cur = v.out(c), relu = true;
-    const std::int32_t pool = v.only_consumer(cur);
+    const std::int32_t pool = v.only_consumer(detail::conv_bn_relu_chain(v, n, m));
     if (!v.is<ops::MaxPool2d>(pool) || v.node(pool).outputs.size() != 1) return std::nullopt;
     m.nodes.push_back(pool);
-    m.params.set("has_bn", ir::AttrValue(bn));
-    m.params.set("has_relu", ir::AttrValue(relu));
     return m;
   }
 };

@@ -315,6 +315,20 @@ struct GemmScratch {
   float* cblk(std::byte* base, int t) const { return bblk(base, t) + b_bytes / 4; }
 };
 
+// Column panels p = 2q and p + 1 of a bf16 k-pair B (the second repeats the first when p is the
+// last panel): the unit of work of the bf16 tile kernels, and the C columns it covers.
+struct PanelPair {
+  const std::uint16_t *b0, *b1;
+  std::int64_t n0, cols;
+  PanelPair(const PackedB& b, std::int64_t q) {
+    const std::int64_t p = 2 * q;
+    const bool two = p + 1 < b.panels;
+    b0 = static_cast<const std::uint16_t*>(b.panel(p));
+    b1 = two ? static_cast<const std::uint16_t*>(b.panel(p + 1)) : b0;
+    n0 = p * NR, cols = std::min(b.N, (p + (two ? 2 : 1)) * NR) - n0;
+  }
+};
+
 // Writes f32 results (rows x cols at src, row stride lds) into C with bias/relu and conversion.
 inline void write_c(const float* src, std::int64_t lds, std::int64_t m0, std::int64_t rows, std::int64_t n0, std::int64_t cols, const CView& c,
                     const Epilogue& ep) {
@@ -356,7 +370,7 @@ inline void write_c(const float* src, std::int64_t lds, std::int64_t m0, std::in
 // 2x2 tiles, K in chunks of 32. A is read in place when its rows are already 32-aligned in M
 // and K, otherwise from a zero-padded copy.
 inline void amx_gemm(const AView& a, std::int64_t M, const PackedB& b, const CView& c, const Epilogue& ep, const GemmScratch& s, std::byte* scratch) {
-  const std::int64_t K = b.K, N = b.N, Kp = b.Kp, Mp = (M + 31) / 32 * 32;
+  const std::int64_t K = b.K, Kp = b.Kp, Mp = (M + 31) / 32 * 32;
   const std::uint16_t* A = static_cast<const std::uint16_t*>(a.data);
   std::int64_t lda = a.ld;
   if (M % 32 || K % 32) {
@@ -372,14 +386,10 @@ inline void amx_gemm(const AView& a, std::int64_t M, const PackedB& b, const CVi
     TileConfig cfg;
     _tile_loadconfig(&cfg);
     for (std::int64_t q = q0; q < q1; ++q) {
-      const std::int64_t p = 2 * q;
-      const bool two = p + 1 < b.panels;
-      const auto* b0 = static_cast<const std::uint16_t*>(b.panel(p));
-      const auto* b1 = two ? static_cast<const std::uint16_t*>(b.panel(p + 1)) : b0;
-      const std::int64_t n0 = p * NR, cols = std::min(N, (p + (two ? 2 : 1)) * NR) - n0;
+      const PanelPair pp(b, q);
       for (std::int64_t m0 = 0; m0 < Mp; m0 += 32) {
-        amx_block_32x32(A + m0 * lda, lda, b0, b1, 2 * NR * 2, Kp, ct);
-        write_c(ct, 32, m0, std::min<std::int64_t>(32, M - m0), n0, cols, c, ep);
+        amx_block_32x32(A + m0 * lda, lda, pp.b0, pp.b1, 2 * NR * 2, Kp, ct);
+        write_c(ct, 32, m0, std::min<std::int64_t>(32, M - m0), pp.n0, pp.cols, c, ep);
       }
     }
     _tile_release();
@@ -451,22 +461,18 @@ constexpr auto dp_rows_table(std::integer_sequence<int, R...>) {
 // and rounds to nearest even.
 inline void dpbf16_gemm(const AView& a, std::int64_t M, const PackedB& b, const CView& c, const Epilogue& ep, const GemmScratch& s, std::byte* scratch) {
   static constexpr auto rows = gemm_detail::dp_rows_table(std::make_integer_sequence<int, static_cast<int>(gemm_detail::DP_MR)>{});
-  const std::int64_t K = b.K, N = b.N, KP = (K + 1) / 2;
+  const std::int64_t K = b.K, KP = (K + 1) / 2;
   auto* ap = reinterpret_cast<std::uint32_t*>(s.a(scratch));
   gemm_detail::pack_a_pairs(a, M, K, ap);
   const std::int64_t pairs = (b.panels + 1) / 2;
   parallel_for_t(pairs, 1, [&](int tid, std::int64_t q0, std::int64_t q1) {
     float* ct = s.cblk(scratch, tid);  // DP_MR x 32 f32
     for (std::int64_t q = q0; q < q1; ++q) {
-      const std::int64_t p = 2 * q;
-      const bool two = p + 1 < b.panels;
-      const auto* b0 = static_cast<const std::uint16_t*>(b.panel(p));
-      const auto* b1 = two ? static_cast<const std::uint16_t*>(b.panel(p + 1)) : b0;
-      const std::int64_t n0 = p * NR, cols = std::min(N, (p + (two ? 2 : 1)) * NR) - n0;
+      const PanelPair pp(b, q);
       for (std::int64_t m0 = 0; m0 < M; m0 += gemm_detail::DP_MR) {
         const std::int64_t r = std::min(gemm_detail::DP_MR, M - m0);
-        rows[static_cast<std::size_t>(r - 1)](ap + (m0 / gemm_detail::DP_MR) * KP * gemm_detail::DP_MR, KP, b0, b1, ct);
-        write_c(ct, 2 * NR, m0, r, n0, cols, c, ep);
+        rows[static_cast<std::size_t>(r - 1)](ap + (m0 / gemm_detail::DP_MR) * KP * gemm_detail::DP_MR, KP, pp.b0, pp.b1, ct);
+        write_c(ct, 2 * NR, m0, r, pp.n0, pp.cols, c, ep);
       }
     }
   });
