@@ -10,8 +10,9 @@
 //                  activations take the AMX path where the CPU and OS allow it, else AVX-512 BF16
 //                  dot products where the CPU has them (label says which).
 //   Conv           the conv2d kernel as the target binds it (cpu::bind_conv, bias + relu as a fused
-//                  conv-bn-relu), batch 1, ResNet shapes: f32 (im2col into tiles + cpu::conv_gemm)
-//                  and bf16 (AMX tiles where the CPU has them): FLOP/s (2 Cout Cin kh kw OH OW).
+//                  conv-bn-relu), batch 1, ResNet shapes: f32 (pixel blocks) and bf16 (AMX tiles
+//                  where the CPU has them, else AVX-512 BF16 dot products where it has those; the
+//                  label says which): FLOP/s (2 Cout Cin kh kw OH OW).
 //                  "_blocked": f32 with channel-blocked input and output (cpu::blocked_conv).
 //                  ConvGemmOnly: cpu::conv_gemm alone on prebuilt tiles.
 //   Attention      the decode attention kernel (cpu::bind_attention, as the fused attention
@@ -126,8 +127,8 @@ struct Bound : test::BoundKernel {
 };
 
 // conv2d k x k (pad k / 2), stride s, Cin -> Cout, H x W input, + bias + relu, activations and
-// weights in `dt`: f32 takes pixel blocks (AVX-512), bf16 AMX tiles where available, f16 im2col +
-// conv_gemm.
+// weights in `dt`: f32 takes pixel blocks (AVX-512), bf16 AMX tiles or else the dot products where
+// available, f16 the f32 pixel blocks on a widened input (k > 1) or im2col + conv_gemm.
 void BM_Conv(benchmark::State& st, std::int64_t Cin, std::int64_t Cout, std::int64_t H, std::int64_t k, std::int64_t s, DType dt, bool blocked = false) {
   Bound b;
   const std::int64_t OH = (H + 2 * (k / 2) - k) / s + 1;
@@ -149,10 +150,13 @@ void BM_Conv(benchmark::State& st, std::int64_t Cin, std::int64_t Cout, std::int
   }
   st.counters["FLOP/s"] = benchmark::Counter(2.0 * static_cast<double>(Cout * Cin * k * k * OH * OH), benchmark::Counter::kIsIterationInvariantRate);
   st.counters["threads"] = cpu::max_threads();
-  st.SetLabel(blocked                                ? "channel-blocked, f32"
-              : dt == DType::bf16 && cpu::amx_enabled() ? "AMX tiles, bf16"
-              : dt == DType::f32                        ? "pixel blocks, f32"
-                                                        : "im2col + conv_gemm, " + std::string(dtype_name(dt)));
+  const char* small = OH * OH <= 64 ? " (small image: channel vectors)" : "";
+  st.SetLabel(blocked                                   ? "channel-blocked, f32"
+              : dt == DType::bf16 && cpu::amx_enabled()    ? "AMX tiles, bf16"
+              : dt == DType::bf16 && cpu::dpbf16_enabled() ? std::string("AVX-512 BF16 dot products, bf16") + small
+              : dt == DType::f32                           ? std::string("pixel blocks, f32") + small
+              : k > 1                                      ? std::string("widened to the f32 pixel blocks, ") + std::string(dtype_name(dt)) + small
+                                                           : "im2col + conv_gemm, " + std::string(dtype_name(dt)));
 }
 
 // Kept out of line with unknown arguments: GCC 12 reports a false
@@ -224,6 +228,8 @@ BENCHMARK_CAPTURE(BM_Conv, 7x7s2_c3to64_224_f32, 3, 64, 224, 7, 2, DType::f32)->
 BENCHMARK_CAPTURE(BM_Conv, 7x7s2_c3to64_224_bf16, 3, 64, 224, 7, 2, DType::bf16)->UseRealTime()->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(BM_Conv, 3x3_c256_14x14_f32, 256, 256, 14, 3, 1, DType::f32)->UseRealTime()->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(BM_Conv, 1x1_c1024to256_14x14_f32, 1024, 256, 14, 1, 1, DType::f32)->UseRealTime()->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_Conv, 3x3_c256_14x14_bf16, 256, 256, 14, 3, 1, DType::bf16)->UseRealTime()->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_Conv, 1x1_c1024to256_14x14_bf16, 1024, 256, 14, 1, 1, DType::bf16)->UseRealTime()->Unit(benchmark::kMillisecond);
 // The same f32 shapes with channel-blocked activations (input and output; the stem's 3-channel
 // input stays NCHW), as the CPU target keeps them between its f32 convolutions.
 BENCHMARK_CAPTURE(BM_Conv, 3x3_c64_56x56_f32_blocked, 64, 64, 56, 3, 1, DType::f32, true)->UseRealTime()->Unit(benchmark::kMillisecond);

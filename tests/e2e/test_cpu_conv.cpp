@@ -1,11 +1,13 @@
-// The CPU target's convolution kernels (f32 pixel blocks, AMX bf16 tiles where the CPU has them,
-// im2col + GEMM for f16) against a double-precision convolution, over geometries the fixtures do
-// not cover: tails of a 32-pixel block, output-channel counts that fill no strip or tile, strides
-// 1, 2 and 3 (element gather), dilation, groups, 1x1 without and with padding. Inputs and weights
+// The CPU target's convolution kernels (f32 pixel blocks; bf16 on AMX tiles, else AVX-512 BF16
+// dot products, whichever the CPU has; f16 widened to the f32 kernels, or im2col + GEMM) against
+// a double-precision convolution, over geometries the fixtures do not cover: tails of a 32-pixel
+// block, output-channel counts that fill no strip or tile, strides 1, 2 and 3 (element gather),
+// dilation, groups, 1x1 without and with padding, small images with an odd K. Inputs and weights
 // are bf16-representable, so every storage holds them exactly and the only differences left are
 // the accumulation order and the output's rounding. f32 runs also with channel-blocked inputs and
 // outputs (the layout the CPU target keeps between f32 convolutions). Also the channel-blocked
-// max pool that follows a blocked convolution (ResNet's stem), against a plain one.
+// max pool that follows a blocked convolution (ResNet's stem), against a plain one, and a residual
+// added in a convolution's epilogue against the unfused pair.
 #include <random>
 
 #include "../common/bound_kernel.hpp"
@@ -128,6 +130,7 @@ INSTANTIATE_TEST_SUITE_P(Geometries, CpuConv,
                                            ConvCase{"k3_s3_p1", 16, 24, 16, 16, 3, 3, 1, 1, 1},             // stride 3: element gather
                                            ConvCase{"k3_g4", 32, 64, 8, 8, 3, 1, 1, 1, 4},                  // groups
                                            ConvCase{"k3_c512_7x7", 512, 512, 7, 7, 3, 1, 1, 1, 1},          // few blocks: one group
+                                           ConvCase{"k3_c3_small_odd_k", 3, 20, 6, 7, 3, 1, 1, 1, 1},       // small image, K = 27: an odd last pair
                                            ConvCase{"k5_narrow_rows", 8, 16, 20, 3, 5, 1, 2, 1, 1},         // 3-wide rows: many pieces
                                            ConvCase{"k3_c5_w37", 5, 32, 6, 37, 3, 1, 1, 1, 1},              // NCHW input of 5 channels: 16-column interleave + tail
                                            ConvCase{"k3_c80_cout200", 80, 200, 5, 9, 3, 1, 1, 1, 1},        // blocked: 4 groups of 64 + 8, 5 blocks in
@@ -167,15 +170,16 @@ TEST(CpuConvBlocked, RunsOnAPoolShrunkAfterBinding) {
 }
 
 // The channel-blocked max pool against the NCHW plane kernel (max_pool_plane): padding on every side (windows cut at the
-// left, right, top and bottom), dilation, ceil_mode (windows running past the end), and NaN and
-// infinities in the input (a NaN in the window gives NaN; -inf is an ordinary value).
+// left, right, top and bottom), dilation, ceil_mode (windows running past the end), rows of more
+// than 16 outputs at strides 1 and 2 (the plane kernel's vector steps and their masked tails),
+// and NaN and infinities in the input (a NaN in the window gives NaN; -inf is an ordinary value).
 TEST(CpuMaxPoolBlocked, MatchesAPlainMaxPool) {
   struct PoolCase {
     std::int64_t h, w, k, s, p, d;
     bool ceil;
   };
   for (const PoolCase pc : {PoolCase{13, 11, 3, 2, 1, 1, false}, PoolCase{12, 12, 3, 2, 1, 1, false}, PoolCase{10, 9, 3, 1, 1, 2, false}, PoolCase{7, 8, 2, 2, 0, 1, true},
-                            PoolCase{9, 9, 3, 2, 1, 1, true}}) {
+                            PoolCase{9, 9, 3, 2, 1, 1, true}, PoolCase{6, 37, 3, 2, 1, 1, false}, PoolCase{5, 40, 3, 1, 1, 1, false}}) {
     SCOPED_TRACE(testing::Message() << pc.h << "x" << pc.w << " k" << pc.k << " s" << pc.s << " p" << pc.p << " d" << pc.d << (pc.ceil ? " ceil" : ""));
     ops::MaxPool2d::Attrs a;
     a.kernel_size = {pc.k, pc.k}, a.stride = {pc.s, pc.s}, a.padding = {pc.p, pc.p}, a.dilation = {pc.d, pc.d}, a.ceil_mode = pc.ceil;
@@ -319,3 +323,44 @@ INSTANTIATE_TEST_SUITE_P(
                       ConvPoolCase{"two_k_chunks", {"", 80, 32, 8, 9, 3, 1, 1, 1, 1}, 3, 2, 1, 1, false, 1},       // 720 K rows: partial sums
                       ConvPoolCase{"batch2_s1", {"", 16, 32, 10, 12, 3, 2, 1, 1, 1}, 2, 1, 0, 1, false, 2}),       // two images, stride-1 pool
     [](const auto& info) { return std::string(info.param.name); });
+
+// conv_add_relu in NCHW: the convolution with the residual added in its epilogue (the bf16
+// dot-product kernel, where it runs) must give the unfused pair's answer bit for bit — the
+// convolution's output rounded to its storage, then the residual added, then relu — in every
+// storage type, with a block tail and a partial strip (cout 40, 99 pixels) and two K chunks.
+TEST(CpuConvResidual, EqualsTheConvolutionThenTheAdd) {
+  for (const ConvCase& cc : {ConvCase{"tail", 24, 40, 9, 11, 3, 1, 1, 1, 1}, ConvCase{"k_chunks", 96, 32, 8, 8, 3, 1, 1, 1, 1}, ConvCase{"k1", 64, 48, 7, 9, 1, 1, 0, 1, 1}}) {
+    const std::int64_t oh = out_size(cc, cc.h), ow = out_size(cc, cc.w);
+    const Shape xs{1, cc.cin, cc.h, cc.w}, ys{1, cc.cout, oh, ow};
+    const std::vector<float> x = bf16_exact(static_cast<std::size_t>(numel(xs)), 21), wv = bf16_exact(static_cast<std::size_t>(cc.cout * cc.cin * cc.k * cc.k), 22),
+                             bias = bf16_exact(static_cast<std::size_t>(cc.cout), 23), res = bf16_exact(static_cast<std::size_t>(numel(ys)), 24);
+    Tensor w = Tensor::empty(DType::f32, {cc.cout, cc.cin, cc.k, cc.k});
+    std::copy(wv.begin(), wv.end(), w.data<float>());
+    ops::Conv2d::Attrs at;
+    at.stride = {cc.stride, cc.stride}, at.padding = {cc.pad, cc.pad}, at.dilation = {cc.dil, cc.dil};
+    for (const DType dt : {DType::f32, DType::bf16, DType::f16}) {
+      SCOPED_TRACE(std::string(cc.name) + " " + std::string(dtype_name(dt)));
+      // fused: 0 = conv then add (two kernels), 1 = conv with the residual.
+      std::vector<float> out[2];
+      for (int fused = 0; fused < 2; ++fused) {
+        test::BoundKernel b;
+        const ir::TensorId xt = b.add("x", xs, dt), yt = b.add("y", ys, dt), rt = b.add("r", ys, dt);
+        cpu::store_row(dt, x.data(), b.ptr(xt), numel(xs));
+        cpu::store_row(dt, res.data(), b.ptr(rt), numel(ys));
+        auto bias_p = std::make_shared<std::vector<float>>(bias);
+        b.bind("conv_add_relu", [&](cpu::Ctx& c) -> cpu::Fn {
+          if (fused) return cpu::bind_conv(c, xt, w.to(dt), bias_p, yt, at, true, rt);
+          cpu::Fn conv = cpu::bind_conv(c, xt, w.to(dt), bias_p, yt, at, false), add = cpu::bind_residual_add(c, yt, rt, true);
+          return [=] { conv(), add(); };
+        });
+        b.fn();
+        out[fused].resize(static_cast<std::size_t>(numel(ys)));
+        cpu::load_row(dt, b.ptr(yt), out[fused].data(), numel(ys));
+      }
+      std::int64_t differ = 0, zeros = 0;
+      for (std::size_t i = 0; i < out[0].size(); ++i) differ += out[0][i] != out[1][i], zeros += out[1][i] == 0.0f;
+      EXPECT_EQ(differ, 0) << "outputs that differ from the unfused pair's";
+      EXPECT_GT(zeros, 0) << "relu never applied";
+    }
+  }
+}

@@ -1,7 +1,7 @@
 // Convolution on AMX tiles for bf16 activations (bf16 x bf16 products, f32 accumulation).
 //
 // Per block of 32 output pixels, the im2col rows are gathered straight into the k-pair layout AMX
-// reads as its B operand (tile row kk = input rows 2kk and 2kk+1, interleaved, for 16 pixels):
+// reads as its B operand (conv_pairs.hpp; tile row kk = input rows 2kk and 2kk+1, interleaved):
 // the block's columns stay in the thread's cache and serve every output channel. The weights are
 // the A operand, packed once at load as zero-padded bf16 rows [Cout rounded to 32][K rounded to
 // 32]. Each 32 x 32 output block is four 16 x 16 f32 tiles (amx_block_32x32); the epilogue adds
@@ -12,7 +12,7 @@
 #include <cstring>
 
 #include "npusim/target/cpu/amx.hpp"
-#include "npusim/target/cpu/conv_block.hpp"
+#include "npusim/target/cpu/conv_pairs.hpp"
 #include "npusim/target/cpu/gemm.hpp"
 
 namespace npusim::inline NPUSIM_ABI::cpu {
@@ -44,83 +44,6 @@ inline AmxConvWeights pack_amx_conv_weights(const void* w, DType dtype, std::int
 inline std::size_t amx_conv_thread_bytes(std::int64_t Kp) { return static_cast<std::size_t>(Kp * CONV_PX * 2) + 32 * 32 * 4 + 64; }
 inline std::size_t amx_conv_scratch_bytes(std::int64_t Kp) { return static_cast<std::size_t>(max_threads()) * amx_conv_thread_bytes(Kp); }
 
-namespace amx_detail {
-
-// Interleaves rows into the pair layout: the first call holds a row, the second writes the pair.
-struct PairWriter {
-  std::uint16_t* tile;
-  std::int64_t kk = 0;
-  bool half = false;
-  __m512i held = _mm512_setzero_si512(), lo_idx, hi_idx;
-  explicit PairWriter(std::uint16_t* t) : tile(t) {
-    alignas(64) std::uint16_t lo[32], hi[32];
-    for (int q = 0; q < 16; ++q) lo[2 * q] = static_cast<std::uint16_t>(q), lo[2 * q + 1] = static_cast<std::uint16_t>(32 + q),
-                                 hi[2 * q] = static_cast<std::uint16_t>(16 + q), hi[2 * q + 1] = static_cast<std::uint16_t>(48 + q);
-    lo_idx = _mm512_load_si512(lo), hi_idx = _mm512_load_si512(hi);
-  }
-  void put(__m512i v) {
-    if (!half) {
-      held = v, half = true;
-      return;
-    }
-    _mm512_store_si512(tile + kk * 64, _mm512_permutex2var_epi16(held, lo_idx, v));
-    _mm512_store_si512(tile + kk * 64 + 32, _mm512_permutex2var_epi16(held, hi_idx, v));
-    ++kk, half = false;
-  }
-  // Pads with zero rows up to `pairs` pair rows.
-  void finish(std::int64_t pairs) {
-    if (half) put(_mm512_setzero_si512());
-    for (; kk < pairs; ++kk) _mm512_store_si512(tile + kk * 64, _mm512_setzero_si512()), _mm512_store_si512(tile + kk * 64 + 32, _mm512_setzero_si512());
-  }
-};
-
-// The B operand of block `blk`: pair row kk holds (row 2kk, row 2kk+1) for each of the 32 pixels,
-// built in registers from the block's run table (a stride-2 run is two loads and a compaction).
-inline void gather_pairs(const ConvGeom& g, const std::uint16_t* src, std::int64_t Kp, std::int64_t blk, std::uint16_t* tile) {
-  const ConvBlock b(g, blk);
-  const std::int64_t Cg = g.C / g.G, khw = g.kh * g.kw, plane = g.H * g.W;
-  PairWriter out(tile);
-  if (g.pointwise()) {
-    const __mmask32 colmask = static_cast<__mmask32>((std::uint64_t{1} << b.cols) - 1);
-    for (std::int64_t ch = 0; ch < Cg; ++ch) out.put(_mm512_maskz_loadu_epi16(colmask, src + ch * plane + b.p0));
-  } else if (b.vector) {
-    alignas(64) std::uint16_t ev[32];  // lane L <- element 2L of a 64-element pair of vectors
-    for (int q = 0; q < 32; ++q) ev[q] = static_cast<std::uint16_t>(2 * q);
-    const __m512i even_idx = _mm512_load_si512(ev);
-    for (std::int64_t ch = 0; ch < Cg; ++ch) {
-      // Masked-off lanes are not read; the address of lane 0 may lie before the plane, so it is
-      // formed as an integer.
-      const auto pl = reinterpret_cast<std::uintptr_t>(src + ch * plane);
-      for (std::int64_t t = 0; t < khw; ++t) {
-        const ConvBlock::Run* r = b.runs_at(t);
-        __m512i v = _mm512_setzero_si512();
-        for (int k = 0; k < b.nr; ++k) {
-          const auto at = pl + static_cast<std::uintptr_t>(r[k].off * 2);
-          if (g.sw == 1) {
-            v = _mm512_mask_loadu_epi16(v, r[k].lanes, reinterpret_cast<const void*>(at));
-          } else if (r[k].lanes) {
-            const __m512i lo = _mm512_maskz_loadu_epi16(_pdep_u32(r[k].lanes & 0xffffu, 0x55555555u), reinterpret_cast<const void*>(at)),
-                          hi = _mm512_maskz_loadu_epi16(_pdep_u32(r[k].lanes >> 16, 0x55555555u), reinterpret_cast<const void*>(at + 64));
-            v = _mm512_mask_mov_epi16(v, r[k].lanes, _mm512_permutex2var_epi16(lo, even_idx, hi));
-          }
-        }
-        out.put(v);
-      }
-    }
-  } else {
-    alignas(64) std::uint16_t row[CONV_PX];
-    for (std::int64_t ch = 0; ch < Cg; ++ch)
-      for (std::int64_t i = 0; i < g.kh; ++i)
-        for (std::int64_t j = 0; j < g.kw; ++j) {
-          b.gather_row(g, src + ch * plane, i, j, row);
-          out.put(_mm512_load_si512(row));
-        }
-  }
-  out.finish(Kp / 2);
-}
-
-}  // namespace amx_detail
-
 // One image, one group: C[rows][P] (NCHW, row stride P) = W . im2col(x), + bias, relu. `x` is
 // the group's first input plane (bf16). Work items are (pixel block, range of 32-channel tiles);
 // a thread gathers a block's columns once for all the ranges it runs on that block.
@@ -140,7 +63,7 @@ inline void amx_conv(const ConvGeom& g, const AmxConvWeights& w, const std::uint
       std::int64_t have = -1;
       for (std::int64_t it = i0; it < i1; ++it) {
         const std::int64_t blk = it / parts, part = it % parts, n0 = blk * CONV_PX, cols = std::min(CONV_PX, P - n0);
-        if (blk != have) amx_detail::gather_pairs(g, x, Kp, blk, tile), have = blk;
+        if (blk != have) gather_pairs(g, x, ConvBlock(g, blk), Kp / 2, tile), have = blk;
         for (std::int64_t mg = mgroups * part / parts; mg < mgroups * (part + 1) / parts; ++mg) {
           const std::int64_t m0 = mg * 32;
           amx_block_32x32(w.row(m0), Kp, tile, tile + 32, CONV_PX * 2 * 2, Kp, ct);

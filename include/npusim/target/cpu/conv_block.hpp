@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <cstring>
 
+#include "npusim/target/cpu/parallel.hpp"
 #include "npusim/target/cpu/simd.hpp"
 
 namespace npusim::inline NPUSIM_ABI::cpu {
@@ -115,12 +116,27 @@ inline std::int64_t conv_parts(std::int64_t groups, std::int64_t units, std::int
   return groups >= 4 * threads ? 1 : std::min(units, (4 * threads + groups - 1) / groups);
 }
 
+// Small images (few blocks) go as one group of blocks per item, so that each weight strip is read
+// once for all of them (a 7x7 layer's weights do not fit in L2); larger ones one block per item.
+inline std::int64_t conv_block_group(std::int64_t P) {
+  const std::int64_t blocks = (P + CONV_PX - 1) / CONV_PX;
+  return blocks <= 2 * max_threads() ? blocks : 1;
+}
+
 // W output values of one channel: + bias, relu, the first n stored in the output's storage.
 template <class SC>
 inline void store_output(typename SC::T* p, fbatch x, float bias, bool relu, std::int64_t n) {
   x = x + fbatch(bias);
   if (relu) x = xsimd::max(x, fbatch(0.0f));
   store_n(SC{}, p, x, n);
+}
+// The same with a residual `res` (the output's storage) added the way the unfused conv -> add
+// rounds: to the convolution's output as stored, then relu (none when res is null).
+template <class SC>
+inline void store_output(typename SC::T* p, fbatch x, float bias, bool relu, std::int64_t n, const typename SC::T* res) {
+  if (!res) return store_output<SC>(p, x, bias, relu, n);
+  store_output<SC>(p, x, bias, false, n);
+  store_output<SC>(p, load_n(SC{}, p, n) + load_n(SC{}, res, n), 0.0f, relu, n);
 }
 
 // Thread t's 64-byte aligned share of a scratch area of `per_thread` bytes per thread (each share

@@ -6,10 +6,11 @@
 // 12 channels x 32 pixels = 24 accumulators, K in chunks of 192 so the tile chunk stays in L1
 // while the strip streams. The weights are packed once at load into 12-row f32 strips
 // (pack_strips). Bias, relu and the output's storage are applied from the registers. Images of at
-// most 64 pixels take conv_f32_small (channels along the vectors), at the end of this file.
+// most 64 pixels take conv_small<ConvF32Step> (conv_small.hpp: channels along the vectors).
 #pragma once
 
 #include "npusim/target/cpu/conv_block.hpp"
+#include "npusim/target/cpu/conv_small.hpp"
 #include "npusim/target/cpu/gemm.hpp"
 
 namespace npusim::inline NPUSIM_ABI::cpu {
@@ -19,20 +20,13 @@ namespace npusim::inline NPUSIM_ABI::cpu {
 inline constexpr std::int64_t CONV_MR = 12;   // output channels per strip
 inline constexpr std::int64_t CONV_KC = 192;  // K chunk
 
-// Small images (few blocks) go as one group of blocks per item, so that each weight strip is read
-// once for all of them (a 7x7 layer's weights do not fit in L2); larger ones one block per item.
-inline std::int64_t conv_f32_group(std::int64_t P) {
-  const std::int64_t blocks = (P + CONV_PX - 1) / CONV_PX;
-  return blocks <= 2 * max_threads() ? blocks : 1;
-}
-
 // Per-thread scratch: the group's tiles [K][32] and partial sums [block][strip * 12][32] between
 // K chunks.
 inline std::size_t conv_f32_thread_bytes(std::int64_t K, std::int64_t strips, std::int64_t group) {
   return static_cast<std::size_t>(group * (K * CONV_PX + strips * CONV_MR * CONV_PX)) * 4 + 64;
 }
 inline std::size_t conv_f32_scratch_bytes(std::int64_t K, std::int64_t strips, std::int64_t P) {
-  return static_cast<std::size_t>(max_threads()) * conv_f32_thread_bytes(K, strips, conv_f32_group(P));
+  return static_cast<std::size_t>(max_threads()) * conv_f32_thread_bytes(K, strips, conv_block_group(P));
 }
 
 namespace conv_f32_detail {
@@ -106,7 +100,7 @@ inline void micro(const float* a, const float* b, std::int64_t kc, __m512 (&acc)
 // are (block group, strip range); a thread gathers a group once for the strip ranges it runs.
 inline void conv_f32(const ConvGeom& g, const PackedStrips& w, const float* x, void* y, DType ydt, const float* bias, bool relu, std::byte* scratch) {
   const std::int64_t P = g.pixels(), K = w.K, blocks = (P + CONV_PX - 1) / CONV_PX, threads = max_threads();
-  const std::int64_t nb = conv_f32_group(P), groups = (blocks + nb - 1) / nb;
+  const std::int64_t nb = conv_block_group(P), groups = (blocks + nb - 1) / nb;
   const std::int64_t parts = conv_parts(groups, w.strips, threads);
   parallel_for_t(groups * parts, 1, [&](int tid, std::int64_t i0, std::int64_t i1) {
     auto* tiles = reinterpret_cast<float*>(thread_scratch(scratch, tid, conv_f32_thread_bytes(K, w.strips, nb)));
@@ -150,105 +144,28 @@ inline void conv_f32(const ConvGeom& g, const PackedStrips& w, const float* x, v
   });
 }
 
-// Small images (at most 64 output pixels: ResNet's 7 x 7 stage). 49 pixels would fill two 32-pixel
-// blocks only 77%, so these run the other way round: output channels along the vectors, pixels
-// broadcast. The threads first gather the image's im2col columns into shared tiles of 28 pixels
-// ([K][32], lanes 28-31 zero), then each runs (strip of 48 channels, group of 7 pixels) items:
-// 7 x 3 = 21 accumulators, K in chunks of 64 so the weight chunk and the tile rows stay in L1
-// while the item's pixel groups reuse them. 49 = 7 groups of 7 and 512 channels = 10 strips of 48
-// + one of 32, so next to nothing is padding.
-inline constexpr std::int64_t CONV_CV_MR = 48;  // output channels per strip (3 vectors)
-inline constexpr std::int64_t CONV_CV_NP = 7;   // pixels per group
-inline constexpr std::int64_t CONV_CV_PX = 28;  // pixels per gathered tile (4 groups)
-inline constexpr std::int64_t CONV_CV_KC = 64;  // K chunk
-
-inline bool conv_f32_small_image(std::int64_t P) { return P <= 64; }
-
-// Scratch: the shared tiles, then per thread the partial sums of its groups between K chunks and a
-// transpose buffer.
-inline std::size_t conv_f32_small_tiles_bytes(std::int64_t K, std::int64_t P) {
-  return static_cast<std::size_t>((P + CONV_CV_PX - 1) / CONV_CV_PX * K * CONV_PX) * 4 + 64;
-}
-inline std::size_t conv_f32_small_thread_bytes(std::int64_t P) {
-  const std::int64_t groups = (P + CONV_CV_NP - 1) / CONV_CV_NP;
-  return static_cast<std::size_t>((groups + 1) * CONV_CV_NP * CONV_CV_MR) * 4 + 64;
-}
-inline std::size_t conv_f32_small_scratch_bytes(std::int64_t K, std::int64_t P) {
-  return conv_f32_small_tiles_bytes(K, P) + static_cast<std::size_t>(max_threads()) * conv_f32_small_thread_bytes(P);
-}
-
-namespace conv_f32_detail {
-
-// acc[p][v] += sum over the chunk's k of tile[k][p] * strip[k][16 v ..]: NV vectors of channels,
-// 7 pixels at t (row stride 32).
-template <int NV>
-inline void micro_cv(const float* w, const float* t, std::int64_t kc, __m512 (&acc)[CONV_CV_NP][3]) {
-  for (std::int64_t k = 0; k < kc; ++k) {
-    __m512 wv[NV];
-    for (int v = 0; v < NV; ++v) wv[v] = _mm512_load_ps(w + k * CONV_CV_MR + 16 * v);
-    for (int p = 0; p < CONV_CV_NP; ++p) {
-      const __m512 x = _mm512_set1_ps(t[k * CONV_PX + p]);
-      for (int v = 0; v < NV; ++v) acc[p][v] = _mm512_fmadd_ps(x, wv[v], acc[p][v]);
+// f32 steps for conv_small (conv_small.hpp): one im2col row per K step, the weights as f32
+// strips of 48 rows (pack_strips), a vector of channels times one pixel's value broadcast.
+struct ConvF32Step {
+  using Weights = PackedStrips;
+  using In = float;
+  using Unit = float;
+  static std::int64_t steps(const PackedStrips& w) { return w.K; }
+  static void gather(const ConvGeom& g, const float* x, const ConvBlock& b, std::int64_t, float* tile) { conv_f32_detail::gather(g, x, b, tile); }
+  // acc[p][v] += sum over the chunk's k of tile[k][p] * strip[k][16 v ..]: NV vectors of
+  // channels, 7 pixels at t (row stride 32).
+  template <int NV>
+  static void micro(const float* w, const float* t, std::int64_t kc, __m512 (&acc)[CONV_CV_NP][3]) {
+    for (std::int64_t k = 0; k < kc; ++k) {
+      __m512 wv[NV];
+      for (int v = 0; v < NV; ++v) wv[v] = _mm512_load_ps(w + k * CONV_CV_MR + 16 * v);
+      for (int p = 0; p < CONV_CV_NP; ++p) {
+        const __m512 x = _mm512_set1_ps(t[k * CONV_PX + p]);
+        for (int v = 0; v < NV; ++v) acc[p][v] = _mm512_fmadd_ps(x, wv[v], acc[p][v]);
+      }
     }
   }
-}
-
-}  // namespace conv_f32_detail
-
-// One image, one group, P <= 64 output pixels; weights packed in strips of 48 rows.
-inline void conv_f32_small(const ConvGeom& g, const PackedStrips& w, const float* x, void* y, DType ydt, const float* bias, bool relu, std::byte* scratch) {
-  const std::int64_t P = g.pixels(), K = w.K, tiles_n = (P + CONV_CV_PX - 1) / CONV_CV_PX, groups = (P + CONV_CV_NP - 1) / CONV_CV_NP;
-  auto* tiles = reinterpret_cast<float*>(thread_scratch(scratch, 0, 0));
-  std::byte* per_thread = scratch + conv_f32_small_tiles_bytes(K, P);
-  parallel_for(tiles_n, 1, [&](std::int64_t t0, std::int64_t t1) {
-    for (std::int64_t t = t0; t < t1; ++t)
-      conv_f32_detail::gather(g, x, ConvBlock(g, t * CONV_CV_PX, std::min(CONV_CV_PX, P - t * CONV_CV_PX), true), tiles + t * K * CONV_PX);
-  });
-  // Items: (strip, pixel group), strip-major; a thread runs its items strip by strip, all of a
-  // strip's groups per K chunk.
-  parallel_for_t(w.strips * groups, 1, [&](int tid, std::int64_t i0, std::int64_t i1) {
-    auto* partial = reinterpret_cast<float*>(thread_scratch(per_thread, tid, conv_f32_small_thread_bytes(P)));
-    float* tbuf = partial + groups * CONV_CV_NP * CONV_CV_MR;  // [7][48]
-    alignas(64) std::int32_t cols[16] = {};  // lane p <- tbuf[p][.]
-    for (int p = 0; p < CONV_CV_NP; ++p) cols[p] = static_cast<std::int32_t>(p * CONV_CV_MR);
-    const __m512i col = _mm512_load_si512(cols);
-    visit_float_storage(ydt, [&](auto ctag) {
-      using SC = decltype(ctag);
-      auto* C = static_cast<typename SC::T*>(y);
-      for (std::int64_t it = i0; it < i1;) {
-        const std::int64_t s = it / groups, q0 = it % groups, q1 = std::min(groups, q0 + (i1 - it));
-        const std::int64_t live = std::min(CONV_CV_MR, w.rows - s * CONV_CV_MR), nv = (live + 15) / 16;
-        for (std::int64_t k0 = 0; k0 < K; k0 += CONV_CV_KC) {
-          const std::int64_t kc = std::min(CONV_CV_KC, K - k0);
-          const bool first = k0 == 0, last = k0 + kc == K;
-          for (std::int64_t q = q0; q < q1; ++q) {
-            __m512 acc[CONV_CV_NP][3];
-            float* ps = partial + q * CONV_CV_NP * CONV_CV_MR;
-            for (int p = 0; p < CONV_CV_NP; ++p)
-              for (int v = 0; v < 3; ++v) acc[p][v] = first ? _mm512_setzero_ps() : _mm512_load_ps(ps + p * CONV_CV_MR + 16 * v);
-            const float* ws = w.strip(s) + k0 * CONV_CV_MR;
-            const float* ts = tiles + (q * CONV_CV_NP / CONV_CV_PX) * K * CONV_PX + k0 * CONV_PX + q * CONV_CV_NP % CONV_CV_PX;
-            if (nv == 3) conv_f32_detail::micro_cv<3>(ws, ts, kc, acc);
-            else if (nv == 2) conv_f32_detail::micro_cv<2>(ws, ts, kc, acc);
-            else conv_f32_detail::micro_cv<1>(ws, ts, kc, acc);
-            float* out = last ? tbuf : ps;
-            for (int p = 0; p < CONV_CV_NP; ++p)
-              for (int v = 0; v < 3; ++v) _mm512_store_ps(out + p * CONV_CV_MR + 16 * v, acc[p][v]);
-            if (!last) continue;
-            // Channel r's 7 pixels are column r of tbuf [7][48]: one gather each, then stored.
-            const std::int64_t pix = q * CONV_CV_NP, n = std::min(CONV_CV_NP, P - pix);
-            for (std::int64_t r = 0; r < live; ++r) {
-              const __m512 v = _mm512_mask_i32gather_ps(_mm512_setzero_ps(), static_cast<__mmask16>((1u << CONV_CV_NP) - 1), col, tbuf + r, 4);
-              const std::int64_t oc = s * CONV_CV_MR + r;
-              store_output<SC>(C + oc * P + pix, fbatch(v), bias ? bias[oc] : 0.0f, relu, n);
-            }
-          }
-        }
-        it += q1 - q0;
-      }
-    });
-  });
-}
+};
 
 #endif  // NPUSIM_CPU_AVX512
 

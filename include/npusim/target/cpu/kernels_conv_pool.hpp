@@ -14,9 +14,10 @@ namespace npusim::inline NPUSIM_ABI::cpu {
 // tensor, read for its shape and storage type only.
 inline Fn bind_conv_max_pool(Ctx& c, ir::TensorId x, const Tensor& wt, std::shared_ptr<std::vector<float>> b, ir::TensorId mid, ir::TensorId y,
                              const ops::Conv2d::Attrs& at, bool relu, const ops::MaxPool2d::Attrs& pa) {
-  const Shape &xs = c.shape(x), &ms = c.shape(mid), &ys = c.shape(y);
+  const Shape& ms = c.shape(mid);
 #if defined(NPUSIM_CPU_AVX512)
   if (at.groups == 1 && c.storage(x) == DType::f32 && c.storage(mid) == DType::f32 && c.storage(y) == DType::f32) {
+    const Shape &xs = c.shape(x), &ys = c.shape(y);
     const ConvGeom g{xs[0], xs[1], xs[2], xs[3], wt.shape()[0], wt.shape()[2], wt.shape()[3], ms[2], ms[3], 1,
                      at.stride[0], at.stride[1], at.padding[0], at.padding[1], at.dilation[0], at.dilation[1]};
     auto f = c.own(make_blocked_conv_max_pool(g, wt.raw(), wt.dtype(), b ? b->data() : nullptr, relu, c.is_blocked(x), pa, ys[2], ys[3], c.is_blocked(y)));

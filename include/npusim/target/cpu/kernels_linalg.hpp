@@ -1,13 +1,14 @@
 // Matrix kernels: linear (weights packed once, GEMM or weight-streaming GEMV), matmul and the
 // grouped/transposed variants between activations (Eigen on float32 copies), addmm, and conv2d
-// by pixel blocks (f32: AVX-512 strips, conv_f32.hpp; bf16: AMX tiles, conv_amx.hpp; otherwise
-// im2col + packed GEMM, 1x1 convs reading the input directly), depthwise convs direct.
+// by pixel blocks (f32: AVX-512 strips, conv_f32.hpp; bf16: AMX tiles, conv_amx.hpp, or AVX-512
+// BF16 dot products, conv_dpbf16.hpp; otherwise im2col + packed GEMM), depthwise convs direct.
 #pragma once
 
 #include <Eigen/Core>
 
 #include "npusim/target/cpu/context.hpp"
 #include "npusim/target/cpu/conv_amx.hpp"
+#include "npusim/target/cpu/conv_dpbf16.hpp"
 #include "npusim/target/cpu/conv_f32.hpp"
 #include "npusim/target/cpu/conv_nchwc.hpp"
 #include "npusim/target/cpu/gemm.hpp"
@@ -118,14 +119,10 @@ inline Fn bind_residual_add(Ctx& c, ir::TensorId y, ir::TensorId r, bool relu) {
 // conv2d (+ bias, [+ residual], + relu), per image and group: depthwise direct; otherwise by pixel
 // blocks (AMX for bf16, AVX-512 strips for f32) or im2col + the packed GEMM, writing NCHW; f32
 // activations held channel-blocked (layout.hpp) by the blocked kernel. A residual is added in the
-// blocked kernel's epilogue, otherwise by a pass over the output (the rounding of the unfused
-// conv -> add).
+// epilogue of the blocked kernel and of the bf16 dot-product one, otherwise by a pass over the
+// output (the rounding of the unfused conv -> add, which the bf16 epilogue keeps).
 inline Fn bind_conv(Ctx& c, ir::TensorId x, const Tensor& wt, std::shared_ptr<std::vector<float>> b, ir::TensorId y, const ops::Conv2d::Attrs& at,
                     bool relu, std::optional<ir::TensorId> residual = std::nullopt) {
-  if (residual && !c.is_blocked(y)) {
-    Fn conv = bind_conv(c, x, wt, b, y, at, false), add = bind_residual_add(c, y, *residual, relu);
-    return [=] { conv(), add(); };
-  }
   const Shape &xs = c.shape(x), &ys = c.shape(y);
   ConvGeom g{xs[0], xs[1], xs[2], xs[3], wt.shape()[0], wt.shape()[2], wt.shape()[3], ys[2], ys[3], at.groups,
              at.stride[0], at.stride[1], at.padding[0], at.padding[1], at.dilation[0], at.dilation[1]};
@@ -134,6 +131,19 @@ inline Fn bind_conv(Ctx& c, ir::TensorId x, const Tensor& wt, std::shared_ptr<st
   std::byte* py = c.ptr(y);
   const DType dx = c.storage(x), dy = c.storage(y);
   const std::size_t ex = dtype_size(dx), ey = dtype_size(dy);
+  // bf16 activations on AVX-512 BF16 dot products (below), where AMX is not used; their epilogue
+  // adds a residual held in the output's type.
+  const bool dp = [&] {
+#if defined(NPUSIM_CPU_CONV_DPBF16)
+    return dx == DType::bf16 && dpbf16_enabled() && !amx_enabled() && !(Cg == 1 && Kg == 1);
+#else
+    return false;
+#endif
+  }();
+  if (residual && !c.is_blocked(y) && !(dp && c.storage(*residual) == dy)) {
+    Fn conv = bind_conv(c, x, wt, b, y, at, false), add = bind_residual_add(c, y, *residual, relu);
+    return [=] { conv(), add(); };
+  }
 #if defined(NPUSIM_CPU_AVX512)
   // A channel-blocked input or output (layout.hpp blocks only those of f32 single-group convs).
   if (c.is_blocked(x) || c.is_blocked(y)) {
@@ -206,16 +216,33 @@ inline Fn bind_conv(Ctx& c, ir::TensorId x, const Tensor& wt, std::shared_ptr<st
     });
   }
 #endif
+#if defined(NPUSIM_CPU_CONV_DPBF16)
+  // bf16 activations where AMX is not used, on AVX-512 BF16 dot products: pixel blocks gathered as
+  // k pairs, the weights as strips of bf16 pairs; small images with channels along the vectors
+  // (ResNet on an AMD EPYC: see docs/benchmarks.md).
+  if (dp) {
+    const bool small = conv_small_image(M);
+    auto packs = pack_groups([&](const std::byte* w) { return pack_pair_strips(w, wt.dtype(), Kg, KK, small ? CONV_CV_MR : DPCONV_MR); });
+    auto pool = c.need_scratch(small ? conv_small_scratch_bytes(packs[0]->KP, M) : conv_dpbf16_scratch_bytes(packs[0]->KP, packs[0]->strips, M));
+    const std::byte* pr = residual ? c.ptr(*residual) : nullptr;
+    return each_group(packs, [=](const PairStrips& w, const std::byte* in, std::byte* out, const float* bias) {
+      const auto* x16 = reinterpret_cast<const std::uint16_t*>(in);
+      const void* res = pr ? pr + (out - py) : nullptr;
+      if (small) conv_small<ConvDpbf16Step>(g, w, x16, out, dy, bias, relu, pool->get(), res);
+      else conv_dpbf16(g, w, x16, out, dy, bias, relu, pool->get(), res);
+    });
+  }
+#endif
 #if defined(NPUSIM_CPU_AVX512)
-  // f16 activations, and bf16 where AMX is not used, kh x kw > 1: the input widened once into
+  // f16 activations, and bf16 where neither AMX nor the dot products are used, kh x kw > 1: the input widened once into
   // f32 scratch, then the f32 kernels below, whose epilogue stores the output's type (ResNet-50
   // bf16 on an AMD EPYC: its 3x3 layers 0.6-0.7x the time of im2col + GEMM on widened tiles; its
   // 1x1 layers, which the GEMM reads in place, 1.0-1.15x, so they stay there).
   if (dx != DType::f32 && g.kh * g.kw > 1) {
-    const bool small = conv_f32_small_image(M);
+    const bool small = conv_small_image(M);
     auto packs = pack_groups([&](const std::byte* w) { return pack_strips(w, wt.dtype(), Kg, KK, small ? CONV_CV_MR : CONV_MR); });
     const std::size_t conv_bytes =
-        ((small ? conv_f32_small_scratch_bytes(KK, M) : conv_f32_scratch_bytes(KK, packs[0]->strips, M)) + 63) / 64 * 64;
+        ((small ? conv_small_scratch_bytes(KK, M) : conv_f32_scratch_bytes(KK, packs[0]->strips, M)) + 63) / 64 * 64;
     const std::int64_t xn = g.N * g.C * g.H * g.W;
     auto pool = c.need_scratch(conv_bytes + static_cast<std::size_t>(xn) * 4);
     return [=] {
@@ -232,17 +259,17 @@ inline Fn bind_conv(Ctx& c, ir::TensorId x, const Tensor& wt, std::shared_ptr<st
           std::byte* out = py + static_cast<std::size_t>((n * g.K + gi * Kg) * M) * ey;
           const float* bias = b ? b->data() + gi * Kg : nullptr;
           const PackedStrips& w = *packs[static_cast<std::size_t>(gi)];
-          if (small) conv_f32_small(g, w, in, out, dy, bias, relu, base);
+          if (small) conv_small<ConvF32Step>(g, w, in, out, dy, bias, relu, base);
           else conv_f32(g, w, in, out, dy, bias, relu, base);
         }
     };
   }
   // f32 activations, small images (<= 64 pixels): channels along the vectors, 48-channel strips.
-  if (dx == DType::f32 && conv_f32_small_image(M)) {
+  if (dx == DType::f32 && conv_small_image(M)) {
     auto packs = pack_groups([&](const std::byte* w) { return pack_strips(w, wt.dtype(), Kg, KK, CONV_CV_MR); });
-    auto pool = c.need_scratch(conv_f32_small_scratch_bytes(KK, M));
+    auto pool = c.need_scratch(conv_small_scratch_bytes(KK, M));
     return each_group(packs, [=](const PackedStrips& w, const std::byte* in, std::byte* out, const float* bias) {
-      conv_f32_small(g, w, reinterpret_cast<const float*>(in), out, dy, bias, relu, pool->get());
+      conv_small<ConvF32Step>(g, w, reinterpret_cast<const float*>(in), out, dy, bias, relu, pool->get());
     });
   }
   // f32 activations: pixel blocks gathered per thread, 12-channel strips.

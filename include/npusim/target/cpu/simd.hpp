@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <cstring>
+#include <type_traits>
 #include <xsimd/xsimd.hpp>
 
 #include "npusim/core/dtype.hpp"
@@ -54,6 +55,9 @@ inline fbatch load(SF32, const float* p) { return fbatch::load_unaligned(p); }
 // The vector width xsimd picked decides which intrinsics apply (AVX-512: 16 floats; AVX2: 8).
 #if defined(__AVX512F__)
 #define NPUSIM_CPU_AVX512 1
+#if defined(__AVX512BW__) && defined(__AVX512VL__)
+#define NPUSIM_CPU_MASKED_TAILS 1  // store_n / load_n of a partial vector as one masked access
+#endif
 #elif defined(__AVX2__) && defined(__F16C__)
 #define NPUSIM_CPU_AVX2 1
 #endif
@@ -84,15 +88,20 @@ inline fbatch load(SF16, const std::uint16_t* p) {
 }
 
 inline void store(SF32, float* p, fbatch v) { v.store_unaligned(p); }
-inline void store(SBf16, std::uint16_t* p, fbatch v) {
 #if defined(NPUSIM_CPU_AVX512)
-  // Round to nearest even: add 0x7fff + lsb, keep NaNs quiet.
+// 16 floats to bf16 bits, rounded to nearest even (add 0x7fff + lsb), NaNs kept quiet.
+inline __m256i bf16_bits(__m512 v) {
   __m512i u = _mm512_castps_si512(v);
   __m512i lsb = _mm512_and_si512(_mm512_srli_epi32(u, 16), _mm512_set1_epi32(1));
   __m512i r = _mm512_srli_epi32(_mm512_add_epi32(u, _mm512_add_epi32(_mm512_set1_epi32(0x7fff), lsb)), 16);
   __mmask16 nan = _mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q);
   r = _mm512_mask_mov_epi32(r, nan, _mm512_or_si512(_mm512_srli_epi32(u, 16), _mm512_set1_epi32(0x40)));
-  _mm256_storeu_si256(reinterpret_cast<__m256i*>(p), _mm512_cvtepi32_epi16(r));
+  return _mm512_cvtepi32_epi16(r);
+}
+#endif
+inline void store(SBf16, std::uint16_t* p, fbatch v) {
+#if defined(NPUSIM_CPU_AVX512)
+  _mm256_storeu_si256(reinterpret_cast<__m256i*>(p), bf16_bits(v));
 #else
   alignas(64) float tmp[W];
   v.store_aligned(tmp);
@@ -118,9 +127,35 @@ inline void store_n(S, typename S::T* p, fbatch v, std::int64_t n) {
     store(S{}, p, v);
     return;
   }
+#if defined(NPUSIM_CPU_MASKED_TAILS)
+  // Masked-off lanes are not written.
+  if (n <= 0) return;
+  const auto m = static_cast<__mmask16>((1u << n) - 1);
+  if constexpr (std::is_same_v<S, SF32>) _mm512_mask_storeu_ps(p, m, v);
+  else if constexpr (std::is_same_v<S, SBf16>) _mm256_mask_storeu_epi16(p, m, bf16_bits(v));
+  else _mm256_mask_storeu_epi16(p, m, _mm512_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+#else
   alignas(64) float t[W];
   v.store_aligned(t);
   for (std::int64_t j = 0; j < n; ++j) p[j] = from_f32(S{}, t[j]);
+#endif
+}
+
+// Loads the first n values (all W when n >= W), the other lanes zero.
+template <class S>
+inline fbatch load_n(S, const typename S::T* p, std::int64_t n) {
+  if (n >= static_cast<std::int64_t>(W)) return load(S{}, p);
+#if defined(NPUSIM_CPU_MASKED_TAILS)
+  // Masked-off lanes are not read.
+  if (n <= 0) return fbatch(0.0f);
+  const auto m = static_cast<__mmask16>((1u << n) - 1);
+  if constexpr (std::is_same_v<S, SF32>) return fbatch(_mm512_maskz_loadu_ps(m, p));
+  else if constexpr (std::is_same_v<S, SBf16>) return fbatch(_mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm256_maskz_loadu_epi16(m, p)), 16)));
+  else return fbatch(_mm512_cvtph_ps(_mm256_maskz_loadu_epi16(m, p)));
+#endif
+  alignas(64) float t[W] = {};
+  for (std::int64_t j = 0; j < n; ++j) t[j] = to_f32(S{}, p[j]);
+  return fbatch::load_aligned(t);
 }
 
 // Converts n values between any two float storages (or copies).
