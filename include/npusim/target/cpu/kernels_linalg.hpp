@@ -117,7 +117,8 @@ inline Fn bind_residual_add(Ctx& c, ir::TensorId y, ir::TensorId r, bool relu) {
 }
 
 // conv2d (+ bias, [+ residual], + relu), per image and group: depthwise direct; otherwise by pixel
-// blocks (AMX for bf16, AVX-512 strips for f32) or im2col + the packed GEMM, writing NCHW; f32
+// blocks (bf16: AMX tiles, else AVX-512 BF16 dot products; f32, and f16 widened: AVX-512 strips)
+// or im2col + the packed GEMM, writing NCHW; f32
 // activations held channel-blocked (layout.hpp) by the blocked kernel. A residual is added in the
 // epilogue of the blocked kernel and of the bf16 dot-product one, otherwise by a pass over the
 // output (the rounding of the unfused conv -> add, which the bf16 epilogue keeps).
@@ -234,10 +235,11 @@ inline Fn bind_conv(Ctx& c, ir::TensorId x, const Tensor& wt, std::shared_ptr<st
   }
 #endif
 #if defined(NPUSIM_CPU_AVX512)
-  // f16 activations, and bf16 where neither AMX nor the dot products are used, kh x kw > 1: the input widened once into
-  // f32 scratch, then the f32 kernels below, whose epilogue stores the output's type (ResNet-50
-  // bf16 on an AMD EPYC: its 3x3 layers 0.6-0.7x the time of im2col + GEMM on widened tiles; its
-  // 1x1 layers, which the GEMM reads in place, 1.0-1.15x, so they stay there).
+  // f16 activations, and bf16 where neither AMX nor the dot products are used, kh x kw > 1: the
+  // input widened once into f32 scratch, then the f32 kernels below, whose epilogue stores the
+  // output's type (ResNet-50 bf16 on an AMD EPYC: its 3x3 layers 0.6-0.7x the time of im2col +
+  // GEMM on widened tiles; its 1x1 layers, which the GEMM reads in place, 1.0-1.15x, so they stay
+  // there).
   if (dx != DType::f32 && g.kh * g.kw > 1) {
     const bool small = conv_small_image(M);
     auto packs = pack_groups([&](const std::byte* w) { return pack_strips(w, wt.dtype(), Kg, KK, small ? CONV_CV_MR : CONV_MR); });
