@@ -1,33 +1,21 @@
-// f32 convolution by blocks of output pixels (AVX-512 builds).
+// f32 convolution by blocks of output pixels (AVX-512 builds): ConvF32Step for the shared drivers,
+// conv_blocks (conv_blocks.hpp: 32-pixel blocks, 12 channels x 32 pixels per register block, K in
+// chunks of 192) and conv_small (conv_small.hpp: images of at most 64 pixels, channels along the
+// vectors).
 //
-// Per block of 32 output pixels a thread gathers the block's im2col columns into its own f32
-// tile [K][32] (two masked loads per row, or per row piece where the block's pieces read at
-// different shifts, from the block's run table), then every output-channel strip multiplies it:
-// 12 channels x 32 pixels = 24 accumulators, K in chunks of 192 so the tile chunk stays in L1
-// while the strip streams. The weights are packed once at load into 12-row f32 strips
-// (pack_strips). Bias, relu and the output's storage are applied from the registers. Images of at
-// most 64 pixels take conv_small<ConvF32Step> (conv_small.hpp: channels along the vectors).
+// A block's im2col columns are gathered into an f32 tile [K][32] (two masked loads per row, or
+// per row piece where the block's pieces read at different shifts, from the block's run table).
+// The weights are packed once at load into f32 strips (pack_strips: 12 rows for conv_blocks, 48
+// for conv_small).
 #pragma once
 
-#include "npusim/target/cpu/conv_block.hpp"
+#include "npusim/target/cpu/conv_blocks.hpp"
 #include "npusim/target/cpu/conv_small.hpp"
 #include "npusim/target/cpu/gemm.hpp"
 
 namespace npusim::inline NPUSIM_ABI::cpu {
 
 #if defined(NPUSIM_CPU_AVX512)
-
-inline constexpr std::int64_t CONV_MR = 12;   // output channels per strip
-inline constexpr std::int64_t CONV_KC = 192;  // K chunk
-
-// Per-thread scratch: the group's tiles [K][32] and partial sums [block][strip * 12][32] between
-// K chunks.
-inline std::size_t conv_f32_thread_bytes(std::int64_t K, std::int64_t strips, std::int64_t group) {
-  return static_cast<std::size_t>(group * (K * CONV_PX + strips * CONV_MR * CONV_PX)) * 4 + 64;
-}
-inline std::size_t conv_f32_scratch_bytes(std::int64_t K, std::int64_t strips, std::int64_t P) {
-  return static_cast<std::size_t>(max_threads()) * conv_f32_thread_bytes(K, strips, conv_block_group(P));
-}
 
 namespace conv_f32_detail {
 
@@ -80,82 +68,32 @@ inline void gather(const ConvGeom& g, const float* src, const ConvBlock& b, floa
   }
 }
 
-// acc[0..R)[2] += the first R rows of a strip chunk (kc x 12) . tile chunk (kc x 32). R < 12 for
-// a last strip with fewer rows (64 channels = 5 strips + 4 rows), so no products of its zero rows.
-template <int R>
-inline void micro(const float* a, const float* b, std::int64_t kc, __m512 (&acc)[CONV_MR][2]) {
-  for (std::int64_t k = 0; k < kc; ++k) {
-    const __m512 b0 = _mm512_load_ps(b + k * CONV_PX), b1 = _mm512_load_ps(b + k * CONV_PX + 16);
-    for (int r = 0; r < R; ++r) {
-      const __m512 av = _mm512_set1_ps(a[k * CONV_MR + r]);
-      acc[r][0] = _mm512_fmadd_ps(av, b0, acc[r][0]);
-      acc[r][1] = _mm512_fmadd_ps(av, b1, acc[r][1]);
-    }
-  }
-}
-
 }  // namespace conv_f32_detail
 
-// One image, one group: C[rows][P] (NCHW, row stride P) = W . im2col(x), + bias, relu. Work items
-// are (block group, strip range); a thread gathers a group once for the strip ranges it runs.
-inline void conv_f32(const ConvGeom& g, const PackedStrips& w, const float* x, void* y, DType ydt, const float* bias, bool relu, std::byte* scratch) {
-  const std::int64_t P = g.pixels(), K = w.K, blocks = (P + CONV_PX - 1) / CONV_PX, threads = max_threads();
-  const std::int64_t nb = conv_block_group(P), groups = (blocks + nb - 1) / nb;
-  const std::int64_t parts = conv_parts(groups, w.strips, threads);
-  parallel_for_t(groups * parts, 1, [&](int tid, std::int64_t i0, std::int64_t i1) {
-    auto* tiles = reinterpret_cast<float*>(thread_scratch(scratch, tid, conv_f32_thread_bytes(K, w.strips, nb)));
-    float* partial = tiles + nb * K * CONV_PX;
-    visit_float_storage(ydt, [&](auto ctag) {
-      using SC = decltype(ctag);
-      auto* C = static_cast<typename SC::T*>(y);
-      std::int64_t have = -1;
-      for (std::int64_t it = i0; it < i1; ++it) {
-        const std::int64_t grp = it / parts, part = it % parts, b0 = grp * nb, nbv = std::min(nb, blocks - b0);
-        if (grp != have) {
-          for (std::int64_t b = 0; b < nbv; ++b) conv_f32_detail::gather(g, x, ConvBlock(g, b0 + b), tiles + b * K * CONV_PX);
-          have = grp;
-        }
-        const std::int64_t s0 = w.strips * part / parts, s1 = w.strips * (part + 1) / parts;
-        for (std::int64_t k0 = 0; k0 < K; k0 += CONV_KC) {
-          const std::int64_t kc = std::min(CONV_KC, K - k0);
-          const bool first = k0 == 0, last = k0 + kc == K;
-          for (std::int64_t s = s0; s < s1; ++s)
-            for (std::int64_t b = 0; b < nbv; ++b) {
-              __m512 acc[CONV_MR][2];
-              float* ps = partial + (b * w.strips + s) * CONV_MR * CONV_PX;
-              for (int r = 0; r < CONV_MR; ++r)
-                for (int v = 0; v < 2; ++v) acc[r][v] = first ? _mm512_setzero_ps() : _mm512_load_ps(ps + r * CONV_PX + v * 16);
-              const float *sa = w.strip(s) + k0 * CONV_MR, *sb = tiles + b * K * CONV_PX + k0 * CONV_PX;
-              if (const std::int64_t live = w.rows - s * CONV_MR; live <= 4) conv_f32_detail::micro<4>(sa, sb, kc, acc);
-              else if (live <= 8) conv_f32_detail::micro<8>(sa, sb, kc, acc);
-              else conv_f32_detail::micro<CONV_MR>(sa, sb, kc, acc);
-              if (!last) {
-                for (int r = 0; r < CONV_MR; ++r)
-                  for (int v = 0; v < 2; ++v) _mm512_store_ps(ps + r * CONV_PX + v * 16, acc[r][v]);
-                continue;
-              }
-              const std::int64_t r0 = s * CONV_MR, rows = std::min(CONV_MR, w.rows - r0), n0 = (b0 + b) * CONV_PX, cols = std::min(CONV_PX, P - n0);
-              for (std::int64_t r = 0; r < rows; ++r)
-                for (int v = 0; v < 2; ++v) store_output<SC>(C + (r0 + r) * P + n0 + v * 16, fbatch(acc[r][v]), bias ? bias[r0 + r] : 0.0f, relu, cols - v * 16);
-            }
-        }
-      }
-    });
-  });
-}
-
-// f32 steps for conv_small (conv_small.hpp): one im2col row per K step, the weights as f32
-// strips of 48 rows (pack_strips), a vector of channels times one pixel's value broadcast.
+// f32 steps: one im2col row per K step, f32 weight strips (pack_strips), products by FMA.
 struct ConvF32Step {
   using Weights = PackedStrips;
   using In = float;
   using Unit = float;
+  static constexpr std::int64_t block_kc = 192;
   static std::int64_t steps(const PackedStrips& w) { return w.K; }
   static void gather(const ConvGeom& g, const float* x, const ConvBlock& b, std::int64_t, float* tile) { conv_f32_detail::gather(g, x, b, tile); }
-  // acc[p][v] += sum over the chunk's k of tile[k][p] * strip[k][16 v ..]: NV vectors of
-  // channels, 7 pixels at t (row stride 32).
+  // conv_blocks: acc[0..R)[2] += the first R rows of a strip chunk (kc x 12) . tile chunk (kc x 32).
+  template <int R>
+  static void block_micro(const float* a, const float* b, std::int64_t kc, __m512 (&acc)[CONV_MR][2]) {
+    for (std::int64_t k = 0; k < kc; ++k) {
+      const __m512 b0 = _mm512_load_ps(b + k * CONV_PX), b1 = _mm512_load_ps(b + k * CONV_PX + 16);
+      for (int r = 0; r < R; ++r) {
+        const __m512 av = _mm512_set1_ps(a[k * CONV_MR + r]);
+        acc[r][0] = _mm512_fmadd_ps(av, b0, acc[r][0]);
+        acc[r][1] = _mm512_fmadd_ps(av, b1, acc[r][1]);
+      }
+    }
+  }
+  // conv_small: acc[p][v] += sum over the chunk's k of tile[k][p] * strip[k][16 v ..]: NV
+  // vectors of channels, 7 pixels at t (row stride 32).
   template <int NV>
-  static void micro(const float* w, const float* t, std::int64_t kc, __m512 (&acc)[CONV_CV_NP][3]) {
+  static void small_micro(const float* w, const float* t, std::int64_t kc, __m512 (&acc)[CONV_CV_NP][3]) {
     for (std::int64_t k = 0; k < kc; ++k) {
       __m512 wv[NV];
       for (int v = 0; v < NV; ++v) wv[v] = _mm512_load_ps(w + k * CONV_CV_MR + 16 * v);

@@ -223,14 +223,14 @@ inline Fn bind_conv(Ctx& c, ir::TensorId x, const Tensor& wt, std::shared_ptr<st
   // (ResNet on an AMD EPYC: see docs/benchmarks.md).
   if (dp) {
     const bool small = conv_small_image(M);
-    auto packs = pack_groups([&](const std::byte* w) { return pack_pair_strips(w, wt.dtype(), Kg, KK, small ? CONV_CV_MR : DPCONV_MR); });
-    auto pool = c.need_scratch(small ? conv_small_scratch_bytes(packs[0]->KP, M) : conv_dpbf16_scratch_bytes(packs[0]->KP, packs[0]->strips, M));
+    auto packs = pack_groups([&](const std::byte* w) { return pack_pair_strips(w, wt.dtype(), Kg, KK, small ? CONV_CV_MR : CONV_MR); });
+    auto pool = c.need_scratch(small ? conv_small_scratch_bytes(packs[0]->KP, M) : conv_blocks_scratch_bytes(packs[0]->KP, packs[0]->strips, M));
     const std::byte* pr = residual ? c.ptr(*residual) : nullptr;
     return each_group(packs, [=](const PairStrips& w, const std::byte* in, std::byte* out, const float* bias) {
       const auto* x16 = reinterpret_cast<const std::uint16_t*>(in);
       const void* res = pr ? pr + (out - py) : nullptr;
       if (small) conv_small<ConvDpbf16Step>(g, w, x16, out, dy, bias, relu, pool->get(), res);
-      else conv_dpbf16(g, w, x16, out, dy, bias, relu, pool->get(), res);
+      else conv_blocks<ConvDpbf16Step>(g, w, x16, out, dy, bias, relu, pool->get(), res);
     });
   }
 #endif
@@ -244,7 +244,7 @@ inline Fn bind_conv(Ctx& c, ir::TensorId x, const Tensor& wt, std::shared_ptr<st
     const bool small = conv_small_image(M);
     auto packs = pack_groups([&](const std::byte* w) { return pack_strips(w, wt.dtype(), Kg, KK, small ? CONV_CV_MR : CONV_MR); });
     const std::size_t conv_bytes =
-        ((small ? conv_small_scratch_bytes(KK, M) : conv_f32_scratch_bytes(KK, packs[0]->strips, M)) + 63) / 64 * 64;
+        ((small ? conv_small_scratch_bytes(KK, M) : conv_blocks_scratch_bytes(KK, packs[0]->strips, M)) + 63) / 64 * 64;
     const std::int64_t xn = g.N * g.C * g.H * g.W;
     auto pool = c.need_scratch(conv_bytes + static_cast<std::size_t>(xn) * 4);
     return [=] {
@@ -262,7 +262,7 @@ inline Fn bind_conv(Ctx& c, ir::TensorId x, const Tensor& wt, std::shared_ptr<st
           const float* bias = b ? b->data() + gi * Kg : nullptr;
           const PackedStrips& w = *packs[static_cast<std::size_t>(gi)];
           if (small) conv_small<ConvF32Step>(g, w, in, out, dy, bias, relu, base);
-          else conv_f32(g, w, in, out, dy, bias, relu, base);
+          else conv_blocks<ConvF32Step>(g, w, in, out, dy, bias, relu, base);
         }
     };
   }
@@ -277,9 +277,9 @@ inline Fn bind_conv(Ctx& c, ir::TensorId x, const Tensor& wt, std::shared_ptr<st
   // f32 activations: pixel blocks gathered per thread, 12-channel strips.
   if (dx == DType::f32) {
     auto packs = pack_groups([&](const std::byte* w) { return pack_strips(w, wt.dtype(), Kg, KK, CONV_MR); });
-    auto pool = c.need_scratch(conv_f32_scratch_bytes(KK, packs[0]->strips, M));
+    auto pool = c.need_scratch(conv_blocks_scratch_bytes(KK, packs[0]->strips, M));
     return each_group(packs, [=](const PackedStrips& w, const std::byte* in, std::byte* out, const float* bias) {
-      conv_f32(g, w, reinterpret_cast<const float*>(in), out, dy, bias, relu, pool->get());
+      conv_blocks<ConvF32Step>(g, w, reinterpret_cast<const float*>(in), out, dy, bias, relu, pool->get());
     });
   }
 #endif

@@ -1,0 +1,93 @@
+// Convolutions by blocks of 32 output pixels, for the pixel-block kernels of every type (AVX-512
+// builds): the work split and K-chunk loop that conv_f32.hpp (f32) and conv_dpbf16.hpp (bf16 dot
+// products) share. Per block a thread gathers the block's im2col columns into its own tile
+// ([K steps][32 pixels] of 32-bit units), then every output-channel strip multiplies it: 12
+// channels x 32 pixels = 24 accumulators, K in chunks so the tile chunk stays in L1 while the
+// strip streams. Bias, relu, a residual (the unfused add's rounding) and the output's storage are
+// applied from the registers.
+//
+// A Step policy supplies what depends on the type, as for conv_small.hpp: `Weights` (12-row
+// strips: `rows`, `strips`, `strip(s)`), `In`, `Unit`, `steps(w)`, `gather(g, x, block, steps,
+// tile)`, plus `block_kc` (K steps per chunk) and `block_micro<R>(strip chunk, tile chunk, steps,
+// acc)`, which adds the chunk's products of the strip's first R rows into acc[R][2].
+#pragma once
+
+#include "npusim/target/cpu/conv_block.hpp"
+
+namespace npusim::inline NPUSIM_ABI::cpu {
+
+#if defined(NPUSIM_CPU_AVX512)
+
+inline constexpr std::int64_t CONV_MR = 12;  // output channels per strip
+
+// Per-thread scratch: the group's tiles [steps][32] and partial sums [block][strip * 12][32]
+// between K chunks.
+inline std::size_t conv_blocks_thread_bytes(std::int64_t steps, std::int64_t strips, std::int64_t group) {
+  return static_cast<std::size_t>(group * (steps * CONV_PX + strips * CONV_MR * CONV_PX)) * 4 + 64;
+}
+inline std::size_t conv_blocks_scratch_bytes(std::int64_t steps, std::int64_t strips, std::int64_t P) {
+  return static_cast<std::size_t>(max_threads()) * conv_blocks_thread_bytes(steps, strips, conv_block_group(P));
+}
+
+// One image, one group: C[rows][P] (NCHW, row stride P) = W . im2col(x), + bias, [+ residual,
+// laid out as C in its storage], relu. Work items are (block group, strip range); a thread gathers
+// a group once for the strip ranges it runs.
+template <class Step>
+inline void conv_blocks(const ConvGeom& g, const typename Step::Weights& w, const typename Step::In* x, void* y, DType ydt, const float* bias, bool relu,
+                        std::byte* scratch, const void* residual = nullptr) {
+  using U = typename Step::Unit;
+  static_assert(sizeof(U) == 4);
+  const std::int64_t P = g.pixels(), K = Step::steps(w), blocks = (P + CONV_PX - 1) / CONV_PX, threads = max_threads();
+  const std::int64_t nb = conv_block_group(P), groups = (blocks + nb - 1) / nb;
+  const std::int64_t parts = conv_parts(groups, w.strips, threads);
+  parallel_for_t(groups * parts, 1, [&](int tid, std::int64_t i0, std::int64_t i1) {
+    auto* tiles = reinterpret_cast<U*>(thread_scratch(scratch, tid, conv_blocks_thread_bytes(K, w.strips, nb)));
+    auto* partial = reinterpret_cast<float*>(tiles + nb * K * CONV_PX);
+    visit_float_storage(ydt, [&](auto ctag) {
+      using SC = decltype(ctag);
+      auto* C = static_cast<typename SC::T*>(y);
+      const auto* R = static_cast<const typename SC::T*>(residual);
+      std::int64_t have = -1;
+      for (std::int64_t it = i0; it < i1; ++it) {
+        const std::int64_t grp = it / parts, part = it % parts, b0 = grp * nb, nbv = std::min(nb, blocks - b0);
+        if (grp != have) {
+          for (std::int64_t b = 0; b < nbv; ++b) Step::gather(g, x, ConvBlock(g, b0 + b), K, tiles + b * K * CONV_PX);
+          have = grp;
+        }
+        const std::int64_t s0 = w.strips * part / parts, s1 = w.strips * (part + 1) / parts;
+        for (std::int64_t k0 = 0; k0 < K; k0 += Step::block_kc) {
+          const std::int64_t kc = std::min(Step::block_kc, K - k0);
+          const bool first = k0 == 0, last = k0 + kc == K;
+          for (std::int64_t s = s0; s < s1; ++s)
+            for (std::int64_t b = 0; b < nbv; ++b) {
+              __m512 acc[CONV_MR][2];
+              float* ps = partial + (b * w.strips + s) * CONV_MR * CONV_PX;
+              for (int r = 0; r < CONV_MR; ++r)
+                for (int v = 0; v < 2; ++v) acc[r][v] = first ? _mm512_setzero_ps() : _mm512_load_ps(ps + r * CONV_PX + v * 16);
+              const auto* sa = w.strip(s) + k0 * CONV_MR;
+              const U* sb = tiles + (b * K + k0) * CONV_PX;
+              // A last strip with fewer rows (64 channels = 5 strips + 4 rows) skips its zero rows.
+              if (const std::int64_t live = w.rows - s * CONV_MR; live <= 4) Step::template block_micro<4>(sa, sb, kc, acc);
+              else if (live <= 8) Step::template block_micro<8>(sa, sb, kc, acc);
+              else Step::template block_micro<CONV_MR>(sa, sb, kc, acc);
+              if (!last) {
+                for (int r = 0; r < CONV_MR; ++r)
+                  for (int v = 0; v < 2; ++v) _mm512_store_ps(ps + r * CONV_PX + v * 16, acc[r][v]);
+                continue;
+              }
+              const std::int64_t r0 = s * CONV_MR, rows = std::min(CONV_MR, w.rows - r0), n0 = (b0 + b) * CONV_PX, cols = std::min(CONV_PX, P - n0);
+              for (std::int64_t r = 0; r < rows; ++r)
+                for (int v = 0; v < 2; ++v) {
+                  const std::int64_t at = (r0 + r) * P + n0 + v * 16;
+                  store_output<SC>(C + at, fbatch(acc[r][v]), bias ? bias[r0 + r] : 0.0f, relu, cols - v * 16, R ? R + at : nullptr);
+                }
+            }
+        }
+      }
+    });
+  });
+}
+
+#endif  // NPUSIM_CPU_AVX512
+
+}  // namespace npusim::inline NPUSIM_ABI::cpu
