@@ -169,6 +169,85 @@ TEST(CpuConvBlocked, RunsOnAPoolShrunkAfterBinding) {
   EXPECT_LE(rel_l2(load_blocked(ys, reinterpret_cast<const float*>(b.ptr(yt))), reference_conv(cc, x, wv, {}, false)), 1e-6) << "rel L2";
 }
 
+// parallel_for_cost (how conv_blocks shares out its items): every item exactly once, in contiguous
+// ranges in thread order, each thread's total cost within half an item of its share at either end
+// (uniform, one heavy item, 24.5 blocks as a 28 x 28 image, zero costs, and none at all).
+TEST(CpuParallelForCost, CoversEveryItemOnceInBalancedRanges) {
+  const std::vector<std::vector<double>> patterns = {std::vector<double>(7, 1.0), {1, 1, 1, 10, 1, 1, 1, 1}, [] {
+                                                       std::vector<double> c(50, 2.0);
+                                                       c[48] = c[49] = 1.0;
+                                                       return c;
+                                                     }(),
+                                                     {0, 0, 3, 0, 5, 0, 0, 2}, std::vector<double>(5, 0.0), {4.0}};
+  const int threads = cpu::max_threads();
+  for (const std::vector<double>& c : patterns) {
+    SCOPED_TRACE(testing::Message() << c.size() << " items");
+    const auto n = static_cast<std::int64_t>(c.size());
+    std::vector<int> seen(c.size(), 0);
+    std::vector<std::pair<std::int64_t, std::int64_t>> range(static_cast<std::size_t>(threads), {-1, -1});
+    cpu::parallel_for_cost(n, [&](std::int64_t i) { return c[static_cast<std::size_t>(i)]; }, [&](int t, std::int64_t b, std::int64_t e) {
+      range[static_cast<std::size_t>(t)] = {b, e};
+      for (std::int64_t i = b; i < e; ++i) ++seen[static_cast<std::size_t>(i)];
+    });
+    for (std::size_t i = 0; i < seen.size(); ++i) EXPECT_EQ(seen[i], 1) << "item " << i;
+    double total = 0, biggest = 0;
+    for (double x : c) total += x, biggest = std::max(biggest, x);
+    std::int64_t next = 0;
+    for (const auto& [b, e] : range) {
+      if (b < 0) continue;
+      EXPECT_EQ(b, next) << "ranges out of order";
+      next = e;
+      double share = 0;
+      for (std::int64_t i = b; i < e; ++i) share += c[static_cast<std::size_t>(i)];
+      if (total > 0 && threads > 1) {
+        EXPECT_LE(share, total / std::min<double>(threads, static_cast<double>(n)) + biggest) << "an unbalanced share";
+      }
+    }
+  }
+}
+
+// The NCHW plane kernel (max_pool_plane: window rows, then window columns) against max_pool2d's
+// definition, element by element: strides 1, 2 (the vector paths) and 3 (the gathered one),
+// unequal kernel sides, strides and paddings, dilation, ceil_mode, rows of more than 16 outputs,
+// and NaN and infinities in the input.
+TEST(CpuMaxPoolPlane, MatchesTheDefinition) {
+  struct PoolCase {
+    std::int64_t h, w, kh, kw, sh, sw, ph, pw, dh, dw;
+    bool ceil;
+  };
+  for (const PoolCase& pc : {PoolCase{112, 112, 3, 3, 2, 2, 1, 1, 1, 1, false}, PoolCase{9, 41, 3, 3, 1, 1, 1, 1, 1, 1, false}, PoolCase{10, 50, 3, 3, 3, 3, 1, 1, 1, 1, true},
+                            PoolCase{11, 37, 2, 4, 1, 2, 1, 2, 2, 1, false}, PoolCase{8, 70, 3, 2, 2, 3, 0, 1, 1, 2, true}, PoolCase{7, 5, 3, 3, 2, 1, 1, 1, 1, 2, true}}) {
+    SCOPED_TRACE(testing::Message() << pc.h << "x" << pc.w << " k" << pc.kh << "x" << pc.kw << " s" << pc.sh << "x" << pc.sw << " p" << pc.ph << "x" << pc.pw << " d"
+                                    << pc.dh << "x" << pc.dw << (pc.ceil ? " ceil" : ""));
+    ops::MaxPool2d::Attrs a;
+    a.kernel_size = {pc.kh, pc.kw}, a.stride = {pc.sh, pc.sw}, a.padding = {pc.ph, pc.pw}, a.dilation = {pc.dh, pc.dw}, a.ceil_mode = pc.ceil;
+    const std::int64_t oh = ops::window_output_size(pc.h, pc.kh, pc.sh, pc.ph, pc.dh, pc.ceil, "test"), ow = ops::window_output_size(pc.w, pc.kw, pc.sw, pc.pw, pc.dw, pc.ceil, "test");
+    std::vector<float> x = bf16_exact(static_cast<std::size_t>(pc.h * pc.w), 7);
+    for (std::size_t i = 0; i < x.size(); i += 97) x[i] = std::numeric_limits<float>::quiet_NaN();
+    for (std::size_t i = 13; i < x.size(); i += 89) x[i] = -std::numeric_limits<float>::infinity();
+    for (std::size_t i = 29; i < x.size(); i += 151) x[i] = std::numeric_limits<float>::infinity();
+    std::vector<float> got(static_cast<std::size_t>(oh * ow), 12345.0f);
+    cpu::max_pool_plane(a, x.data(), pc.h, pc.w, got.data(), oh, ow);
+    int nans = 0;
+    for (std::int64_t r = 0; r < oh; ++r)
+      for (std::int64_t c = 0; c < ow; ++c) {
+        float want = -std::numeric_limits<float>::infinity();
+        for (std::int64_t i = 0; i < pc.kh; ++i)
+          for (std::int64_t j = 0; j < pc.kw; ++j) {
+            const std::int64_t ih = r * pc.sh - pc.ph + i * pc.dh, iw = c * pc.sw - pc.pw + j * pc.dw;
+            if (ih < 0 || ih >= pc.h || iw < 0 || iw >= pc.w) continue;
+            const float v = x[static_cast<std::size_t>(ih * pc.w + iw)];
+            if (v > want || std::isnan(v)) want = v;
+          }
+        const float g = got[static_cast<std::size_t>(r * ow + c)];
+        nans += std::isnan(want);
+        if (std::isnan(want)) EXPECT_TRUE(std::isnan(g)) << "output " << r << "," << c;
+        else EXPECT_EQ(g, want) << "output " << r << "," << c;
+      }
+    EXPECT_GT(nans, 0) << "the case has no NaN window";
+  }
+}
+
 // The channel-blocked max pool against the NCHW plane kernel (max_pool_plane): padding on every side (windows cut at the
 // left, right, top and bottom), dilation, ceil_mode (windows running past the end), rows of more
 // than 16 outputs at strides 1 and 2 (the plane kernel's vector steps and their masked tails),

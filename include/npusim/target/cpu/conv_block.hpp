@@ -80,7 +80,9 @@ struct ConvBlock {
 
   // The piece's lanes [lo, hi) (relative to its first lane) whose input column lies in the plane.
   static std::pair<std::int64_t, std::int64_t> inside(const ConvGeom& g, const Piece& pc, std::int64_t off) {
-    const std::int64_t first = off >= 0 ? 0 : (-off + g.sw - 1) / g.sw, last = g.W - off <= 0 ? 0 : (g.W - off - 1) / g.sw + 1;
+    // x / sw for x >= 0, without a division at strides 1 and 2 (the stem's table has 49 x 2 rows).
+    auto over_sw = [&](std::int64_t x) { return g.sw == 1 ? x : g.sw == 2 ? x >> 1 : x / g.sw; };
+    const std::int64_t first = off >= 0 ? 0 : over_sw(-off + g.sw - 1), last = g.W - off <= 0 ? 0 : over_sw(g.W - off - 1) + 1;
     const std::int64_t lo = std::clamp<std::int64_t>(first - pc.ow, 0, pc.len), hi = std::clamp<std::int64_t>(last - pc.ow, lo, pc.len);
     return {lo, hi};
   }

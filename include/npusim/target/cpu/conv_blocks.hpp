@@ -4,12 +4,14 @@
 // ([K steps][32 pixels] of 32-bit units), then every output-channel strip multiplies it: 12
 // channels x 32 pixels = 24 accumulators, K in chunks so the tile chunk stays in L1 while the
 // strip streams. Bias, relu, a residual (the unfused add's rounding) and the output's storage are
-// applied from the registers.
+// applied from the registers. A block of at most 16 pixels (the last of a 14 x 14 image) is
+// computed one vector wide, and the threads' shares are balanced by products, not by items.
 //
 // A Step policy supplies what depends on the type, as for conv_small.hpp: `Weights` (12-row
 // strips: `rows`, `strips`, `strip(s)`), `In`, `Unit`, `steps(w)`, `gather(g, x, block, steps,
-// tile)`, plus `block_kc` (K steps per chunk) and `block_micro<R>(strip chunk, tile chunk, steps,
-// acc)`, which adds the chunk's products of the strip's first R rows into acc[R][2].
+// tile)`, plus `block_kc` (K steps per chunk) and `block_micro<R, V>(strip chunk, tile chunk, steps,
+// acc)`, which adds the chunk's products of the strip's first R rows and first 16 V pixels into
+// acc[R][V].
 #pragma once
 
 #include "npusim/target/cpu/conv_block.hpp"
@@ -29,6 +31,27 @@ inline std::size_t conv_blocks_scratch_bytes(std::int64_t steps, std::int64_t st
   return static_cast<std::size_t>(max_threads()) * conv_blocks_thread_bytes(steps, strips, conv_block_group(P));
 }
 
+// One K chunk [k0, k0 + kc) of strip s times one block tile `tile` ([K][32] units): the partial
+// sums `ps` ([12][32] floats) in and out between chunks, or after the last one the finished
+// register block to epilogue(acc) (without bias). V: vectors of pixels computed, 1 for a block of
+// at most 16 pixels (acc[.][1] then stays zero). A last strip with fewer rows (64 channels =
+// 5 strips + 4 rows) skips its zero rows.
+template <class Step, int V, class Epilogue>
+inline void block_chunk(const typename Step::Weights& w, std::int64_t s, const typename Step::Unit* tile, std::int64_t k0, std::int64_t kc, bool first,
+                        bool last, float* ps, Epilogue& epilogue) {
+  __m512 acc[CONV_MR][2];
+  for (int r = 0; r < CONV_MR; ++r)
+    for (int v = 0; v < 2; ++v) acc[r][v] = first || v >= V ? _mm512_setzero_ps() : _mm512_load_ps(ps + r * CONV_PX + v * 16);
+  const auto* sa = w.strip(s) + k0 * CONV_MR;
+  const auto* sb = tile + k0 * CONV_PX;
+  if (const std::int64_t live = w.rows - s * CONV_MR; live <= 4) Step::template block_micro<4, V>(sa, sb, kc, acc);
+  else if (live <= 8) Step::template block_micro<8, V>(sa, sb, kc, acc);
+  else Step::template block_micro<CONV_MR, V>(sa, sb, kc, acc);
+  if (last) return epilogue(acc);
+  for (int r = 0; r < CONV_MR; ++r)
+    for (int v = 0; v < V; ++v) _mm512_store_ps(ps + r * CONV_PX + v * 16, acc[r][v]);
+}
+
 // One image, one group: C[rows][P] (NCHW, row stride P) = W . im2col(x), + bias, [+ residual,
 // laid out as C in its storage], relu. Work items are (block group, strip range); a thread gathers
 // a group once for the strip ranges it runs.
@@ -39,8 +62,22 @@ inline void conv_blocks(const ConvGeom& g, const typename Step::Weights& w, cons
   static_assert(sizeof(U) == 4);
   const std::int64_t P = g.pixels(), K = Step::steps(w), blocks = (P + CONV_PX - 1) / CONV_PX, threads = max_threads();
   const std::int64_t nb = conv_block_group(P), groups = (blocks + nb - 1) / nb;
-  const std::int64_t parts = conv_parts(groups, w.strips, threads);
-  parallel_for_t(groups * parts, 1, [&](int tid, std::int64_t i0, std::int64_t i1) {
+  // Work items small enough (16 a thread) that threads get about equal products, split by cost: a
+  // strip costs its live rows, as block_chunk runs them, and a block of at most 16 pixels half. A
+  // 28 x 28 image has 24.5 blocks (2 strip ranges each), a 14 x 14 one 6.125 (5).
+  const std::int64_t parts = std::min(w.strips, std::max(conv_parts(groups, w.strips, threads), (16 * threads + groups - 1) / groups));
+  auto vectors = [&](std::int64_t blk) { return std::min(CONV_PX, P - blk * CONV_PX) <= 16 ? 1 : 2; };
+  auto cost = [&](std::int64_t it) {
+    const std::int64_t grp = it / parts, part = it % parts;
+    std::int64_t rows = 0, vecs = 0;
+    for (std::int64_t s = w.strips * part / parts; s < w.strips * (part + 1) / parts; ++s) {
+      const std::int64_t live = w.rows - s * CONV_MR;
+      rows += live <= 4 ? 4 : live <= 8 ? 8 : CONV_MR;
+    }
+    for (std::int64_t blk = grp * nb; blk < std::min(blocks, (grp + 1) * nb); ++blk) vecs += vectors(blk);
+    return static_cast<double>(rows * vecs);
+  };
+  parallel_for_cost(groups * parts, cost, [&](int tid, std::int64_t i0, std::int64_t i1) {
     auto* tiles = reinterpret_cast<U*>(thread_scratch(scratch, tid, conv_blocks_thread_bytes(K, w.strips, nb)));
     auto* partial = reinterpret_cast<float*>(tiles + nb * K * CONV_PX);
     visit_float_storage(ydt, [&](auto ctag) {
@@ -60,27 +97,18 @@ inline void conv_blocks(const ConvGeom& g, const typename Step::Weights& w, cons
           const bool first = k0 == 0, last = k0 + kc == K;
           for (std::int64_t s = s0; s < s1; ++s)
             for (std::int64_t b = 0; b < nbv; ++b) {
-              __m512 acc[CONV_MR][2];
+              const std::int64_t r0 = s * CONV_MR, n0 = (b0 + b) * CONV_PX, cols = std::min(CONV_PX, P - n0);
+              auto epilogue = [&](__m512 (&acc)[CONV_MR][2]) {
+                for (std::int64_t r = 0; r < std::min(CONV_MR, w.rows - r0); ++r)
+                  for (int v = 0; v < 2; ++v) {
+                    const std::int64_t at = (r0 + r) * P + n0 + v * 16;
+                    store_output<SC>(C + at, fbatch(acc[r][v]), bias ? bias[r0 + r] : 0.0f, relu, cols - v * 16, R ? R + at : nullptr);
+                  }
+              };
+              const U* tile = tiles + b * K * CONV_PX;
               float* ps = partial + (b * w.strips + s) * CONV_MR * CONV_PX;
-              for (int r = 0; r < CONV_MR; ++r)
-                for (int v = 0; v < 2; ++v) acc[r][v] = first ? _mm512_setzero_ps() : _mm512_load_ps(ps + r * CONV_PX + v * 16);
-              const auto* sa = w.strip(s) + k0 * CONV_MR;
-              const U* sb = tiles + (b * K + k0) * CONV_PX;
-              // A last strip with fewer rows (64 channels = 5 strips + 4 rows) skips its zero rows.
-              if (const std::int64_t live = w.rows - s * CONV_MR; live <= 4) Step::template block_micro<4>(sa, sb, kc, acc);
-              else if (live <= 8) Step::template block_micro<8>(sa, sb, kc, acc);
-              else Step::template block_micro<CONV_MR>(sa, sb, kc, acc);
-              if (!last) {
-                for (int r = 0; r < CONV_MR; ++r)
-                  for (int v = 0; v < 2; ++v) _mm512_store_ps(ps + r * CONV_PX + v * 16, acc[r][v]);
-                continue;
-              }
-              const std::int64_t r0 = s * CONV_MR, rows = std::min(CONV_MR, w.rows - r0), n0 = (b0 + b) * CONV_PX, cols = std::min(CONV_PX, P - n0);
-              for (std::int64_t r = 0; r < rows; ++r)
-                for (int v = 0; v < 2; ++v) {
-                  const std::int64_t at = (r0 + r) * P + n0 + v * 16;
-                  store_output<SC>(C + at, fbatch(acc[r][v]), bias ? bias[r0 + r] : 0.0f, relu, cols - v * 16, R ? R + at : nullptr);
-                }
+              if (vectors(b0 + b) == 1) block_chunk<Step, 1>(w, s, tile, k0, kc, first, last, ps, epilogue);
+              else block_chunk<Step, 2>(w, s, tile, k0, kc, first, last, ps, epilogue);
             }
         }
       }

@@ -59,16 +59,17 @@ struct ConvDpbf16Step {
   static void gather(const ConvGeom& g, const std::uint16_t* x, const ConvBlock& b, std::int64_t pairs, std::uint32_t* tile) {
     gather_pairs(g, x, b, pairs, reinterpret_cast<std::uint16_t*>(tile));
   }
-  // conv_blocks: acc[0..R)[2] += the first R rows of a strip chunk (kc pairs x 12) . tile chunk
-  // (kc pairs x 32 pixels): per pair, one vdpbf16ps per row and 16 pixels.
-  template <int R>
+  // conv_blocks: acc[0..R)[0..V) += the first R rows of a strip chunk (kc pairs x 12) . tile
+  // chunk (kc pairs x the first 16 V of its 32 pixels): per pair, one vdpbf16ps per row and 16
+  // pixels.
+  template <int R, int V>
   static void block_micro(const std::uint32_t* a, const std::uint32_t* b, std::int64_t kc, __m512 (&acc)[CONV_MR][2]) {
     for (std::int64_t kk = 0; kk < kc; ++kk) {
-      const auto b0 = reinterpret_cast<__m512bh>(_mm512_load_si512(b + kk * CONV_PX)), b1 = reinterpret_cast<__m512bh>(_mm512_load_si512(b + kk * CONV_PX + 16));
+      __m512bh bv[V];
+      for (int v = 0; v < V; ++v) bv[v] = reinterpret_cast<__m512bh>(_mm512_load_si512(b + kk * CONV_PX + 16 * v));
       for (int r = 0; r < R; ++r) {
         const auto av = reinterpret_cast<__m512bh>(_mm512_set1_epi32(static_cast<int>(a[kk * CONV_MR + r])));
-        acc[r][0] = _mm512_dpbf16_ps(acc[r][0], av, b0);
-        acc[r][1] = _mm512_dpbf16_ps(acc[r][1], av, b1);
+        for (int v = 0; v < V; ++v) acc[r][v] = _mm512_dpbf16_ps(acc[r][v], av, bv[v]);
       }
     }
   }

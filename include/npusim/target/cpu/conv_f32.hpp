@@ -78,15 +78,16 @@ struct ConvF32Step {
   static constexpr std::int64_t block_kc = 192;
   static std::int64_t steps(const PackedStrips& w) { return w.K; }
   static void gather(const ConvGeom& g, const float* x, const ConvBlock& b, std::int64_t, float* tile) { conv_f32_detail::gather(g, x, b, tile); }
-  // conv_blocks: acc[0..R)[2] += the first R rows of a strip chunk (kc x 12) . tile chunk (kc x 32).
-  template <int R>
+  // conv_blocks: acc[0..R)[0..V) += the first R rows of a strip chunk (kc x 12) . tile chunk (kc x
+  // the first 16 V of its 32 pixels).
+  template <int R, int V>
   static void block_micro(const float* a, const float* b, std::int64_t kc, __m512 (&acc)[CONV_MR][2]) {
     for (std::int64_t k = 0; k < kc; ++k) {
-      const __m512 b0 = _mm512_load_ps(b + k * CONV_PX), b1 = _mm512_load_ps(b + k * CONV_PX + 16);
+      __m512 bv[V];
+      for (int v = 0; v < V; ++v) bv[v] = _mm512_load_ps(b + k * CONV_PX + 16 * v);
       for (int r = 0; r < R; ++r) {
         const __m512 av = _mm512_set1_ps(a[k * CONV_MR + r]);
-        acc[r][0] = _mm512_fmadd_ps(av, b0, acc[r][0]);
-        acc[r][1] = _mm512_fmadd_ps(av, b1, acc[r][1]);
+        for (int v = 0; v < V; ++v) acc[r][v] = _mm512_fmadd_ps(av, bv[v], acc[r][v]);
       }
     }
   }

@@ -58,9 +58,8 @@ inline void blocked_conv_max_pool(const BlockedConvMaxPool& f, const float* x, f
     auto* ring = reinterpret_cast<float*>(thread_scratch(per_thread, tid, f.thread_bytes()));
     float* partial = ring + f.span * f.row_floats();
     auto slot = [&](std::int64_t r) { return ring + r % f.span * f.row_floats(); };
-    // The convolution rows [r0, r1] the band's windows cover. (With dilation a window's first and
-    // last rows inside the image are not monotonic in the pool row, but its unclipped ends are.)
-    const std::int64_t r0 = std::max<std::int64_t>(0, mp.in_row(p0, 0)), r1 = std::min(b.g.OH - 1, mp.in_row(p1 - 1, mp.kh - 1));
+    // The convolution rows [r0, r1] the band's windows cover.
+    const auto [r0, r1] = mp.rows_read(p0, p1);
     std::int64_t p = p0;
     for (std::int64_t r = r0; r <= r1; ++r) {
       const bconv_detail::Out out{slot(r), b.g.OW, r * b.g.OW};

@@ -9,6 +9,7 @@
 #include "npusim/target/cpu/context.hpp"
 #include "npusim/target/cpu/conv_nchwc.hpp"
 #include "npusim/target/cpu/max_pool_blocked.hpp"
+#include "npusim/target/cpu/max_pool_row.hpp"
 #include "npusim/target/cpu/parallel.hpp"
 #include "npusim/target/cpu/simd.hpp"
 
@@ -243,53 +244,17 @@ inline Fn bind_batch_norm(Ctx& c, const ops::BatchNorm::Attrs& a) {
   };
 }
 
-// max_pool2d of one plane. Branch-free in the inner loop: for each tap (i, j), the output
-// columns whose input column lies inside the plane form one contiguous range; NaN propagates
-// (max_pool2d's rule: a NaN in the window is the result).
+// max_pool2d of one plane (NaN propagates: max_pool2d's rule).
 inline void max_pool_plane(const ops::MaxPool2d::Attrs& a, const float* in, std::int64_t H, std::int64_t Wd, float* out, std::int64_t OH,
                            std::int64_t OW) {
-  const std::int64_t kh = a.kernel_size[0], kw = a.kernel_size[1], sh = a.stride[0], sw = a.stride[1];
-  const std::int64_t ph = a.padding[0], pw = a.padding[1], dh = a.dilation[0], dw = a.dilation[1];
+  const MaxPoolGeom mp = MaxPoolGeom::make(a, H, Wd, OH, OW);
+  const std::int64_t wf = mp.work_floats();
+  float* work = row_buffer(2, OH * wf);
   for (std::int64_t oh = 0; oh < OH; ++oh) {
-    float* o = out + oh * OW;
-    std::fill(o, o + OW, -std::numeric_limits<float>::infinity());
-    for (std::int64_t i = 0; i < kh; ++i) {
-      const std::int64_t ih = oh * sh - ph + i * dh;
-      if (ih < 0 || ih >= H) continue;
-      const float* row = in + ih * Wd;
-      for (std::int64_t j = 0; j < kw; ++j) {
-        const std::int64_t off = j * dw - pw;  // iw = ow * sw + off
-        const std::int64_t lo = off >= 0 ? 0 : (-off + sw - 1) / sw;
-        const std::int64_t hi = std::min(OW, Wd - off <= 0 ? 0 : (Wd - off - 1) / sw + 1);
-        std::int64_t ow = lo;
-#if defined(NPUSIM_CPU_AVX512)
-        // 16 output columns per step (stride 1: one load; stride 2: the even lanes of two), the
-        // tail masked; masked-off lanes are not read.
-        if (sw <= 2)
-          for (; ow < hi; ow += 16) {
-            const std::int64_t n = std::min<std::int64_t>(16, hi - ow);
-            const float* src = row + ow * sw + off;
-            __m512 x;
-            if (sw == 1) {
-              x = _mm512_maskz_loadu_ps(static_cast<__mmask16>((1u << n) - 1), src);
-            } else {
-              const auto m = static_cast<std::uint32_t>((std::uint64_t{1} << (2 * n - 1)) - 1);
-              const __m512 a0 = _mm512_maskz_loadu_ps(static_cast<__mmask16>(m), src), a1 = _mm512_maskz_loadu_ps(static_cast<__mmask16>(m >> 16), src + 16);
-              x = _mm512_permutex2var_ps(a0, _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30), a1);
-            }
-            const __mmask16 live = static_cast<__mmask16>((1u << n) - 1);
-            const __m512 cur = _mm512_maskz_loadu_ps(live, o + ow);
-            const __mmask16 take = _mm512_cmp_ps_mask(x, cur, _CMP_GT_OQ) | _mm512_cmp_ps_mask(x, x, _CMP_UNORD_Q);
-            _mm512_mask_storeu_ps(o + ow, live, _mm512_mask_mov_ps(cur, take, x));
-          }
-#endif
-        for (; ow < hi; ++ow) {
-          const float x = row[ow * sw + off];
-          o[ow] = (x > o[ow] || x != x) ? x : o[ow];
-        }
-      }
-    }
+    mp.pad_work(work + oh * wf);
+    mp.rows_max(oh, [&](std::int64_t ih) { return in + ih * Wd; }, work + oh * wf);
   }
+  for (std::int64_t oh = 0; oh < OH; ++oh) mp.cols_max(work + oh * wf, out + oh * OW);
 }
 
 // The input window [h0, h1) x [w0, w1) of avg_pool2d / adaptive_avg_pool2d output (oh, ow), and

@@ -6,36 +6,23 @@
 
 #include <cstdint>
 #include <limits>
-#include <utility>
 
-#include "npusim/ops/pool.hpp"
-#include "npusim/target/cpu/simd.hpp"
+#include "npusim/target/cpu/max_pool_row.hpp"
 
 namespace npusim::inline NPUSIM_ABI::cpu {
 
 #if defined(NPUSIM_CPU_AVX512)
 
-struct BlockedMaxPool {
-  std::int64_t kh = 0, kw = 0, sh = 0, sw = 0, ph = 0, pw = 0, dh = 0, dw = 0;
-  std::int64_t H = 0, W = 0, OH = 0, OW = 0;  // input and output rows and columns
-  std::int64_t lo = 0, hi = 0;                // output columns [lo, hi) read only columns inside the row
+struct BlockedMaxPool : MaxPoolGeom {
+  std::int64_t lo = 0, hi = 0;  // output columns [lo, hi) read only columns inside the row
 
   static BlockedMaxPool make(const ops::MaxPool2d::Attrs& a, std::int64_t H, std::int64_t W, std::int64_t OH, std::int64_t OW) {
-    BlockedMaxPool p{a.kernel_size[0], a.kernel_size[1], a.stride[0], a.stride[1], a.padding[0], a.padding[1], a.dilation[0], a.dilation[1], H, W, OH, OW};
+    BlockedMaxPool p;
+    static_cast<MaxPoolGeom&>(p) = MaxPoolGeom::make(a, H, W, OH, OW);
     p.hi = OW;
     while (p.lo < OW && p.lo * p.sw - p.pw < 0) ++p.lo;
     while (p.hi > p.lo && (p.hi - 1) * p.sw - p.pw + (p.kw - 1) * p.dw >= W) --p.hi;
     return p;
-  }
-
-  // Input row of kernel row i for output row oh (may lie outside [0, H)).
-  std::int64_t in_row(std::int64_t oh, std::int64_t i) const { return oh * sh - ph + i * dh; }
-  // The kernel rows [first, second) of output row oh that lie inside the input.
-  std::pair<std::int64_t, std::int64_t> taps(std::int64_t oh) const {
-    std::int64_t i0 = 0, i1 = kh;
-    while (i0 < kh && in_row(oh, i0) < 0) ++i0;
-    while (i1 > i0 && in_row(oh, i1 - 1) >= H) --i1;
-    return {i0, i1};
   }
 
   // Output row oh of one block: row_at(ih) is the block's input row ih ([W][16] floats), asked

@@ -178,6 +178,33 @@ void parallel_for_t(std::int64_t n, std::int64_t min_chunk, F&& f) {
   });
 }
 
+// Calls f(thread, begin, end) over [0, n) in contiguous chunks of about equal total cost(i) >= 0,
+// one per thread: item i goes to the thread whose share holds the middle of its cost (so a share
+// is off by at most half an item's cost at either end). With no cost at all, equal counts.
+template <class C, class F>
+void parallel_for_cost(std::int64_t n, C&& cost, F&& f) {
+  if (n <= 0) return;
+  const int threads = static_cast<int>(std::min<std::int64_t>(pool().size(), n));
+  double total = 0;
+  for (std::int64_t i = 0; threads > 1 && i < n; ++i) total += cost(i);
+  if (threads <= 1 || !(total > 0)) return parallel_for_t(n, 1, std::forward<F>(f));
+  pool().run(threads, [&](int t) {
+    std::int64_t b = n, e = n;
+    double before = 0;
+    for (std::int64_t i = 0; i < n; ++i) {
+      const double c = cost(i);
+      const auto owner = std::min<std::int64_t>(threads - 1, static_cast<std::int64_t>((before + c / 2) * threads / total));
+      if (owner == t && b == n) b = i;
+      if (owner > t) {
+        e = i;
+        break;
+      }
+      before += c;
+    }
+    if (b < e) f(t, b, e);
+  });
+}
+
 template <class F>
 void parallel_for(std::int64_t n, std::int64_t min_chunk, F&& f) {
   parallel_for_t(n, min_chunk, [&](int, std::int64_t b, std::int64_t e) { f(b, e); });
