@@ -147,4 +147,24 @@ inline std::byte* thread_scratch(std::byte* base, int t, std::size_t per_thread)
   return reinterpret_cast<std::byte*>((reinterpret_cast<std::uintptr_t>(base + static_cast<std::size_t>(t) * per_thread) + 63) & ~std::uintptr_t{63});
 }
 
+#if defined(NPUSIM_CPU_AVX512)
+// The register-block product both pixel-block drivers run (conv_blocks.hpp: a = a weight strip,
+// b = the pixel tile; conv_small.hpp the other way round): over k < kc,
+// acc[r][v] += broadcast(a[k as + r]) . b[k bs + 16 v ..] for r < NR, v < NV. The Step supplies
+// the type: `Vec`, `load(unit*)` (aligned), `broadcast(unit)` and `madd(acc, broadcast, vec)`.
+template <class Step, int NR, int NV, int MR, int MV>
+inline void outer_product(const typename Step::Unit* a, std::int64_t as, const typename Step::Unit* b, std::int64_t bs, std::int64_t kc,
+                          __m512 (&acc)[MR][MV]) {
+  static_assert(NR <= MR && NV <= MV);
+  for (std::int64_t k = 0; k < kc; ++k) {
+    typename Step::Vec bv[NV];
+    for (int v = 0; v < NV; ++v) bv[v] = Step::load(b + k * bs + 16 * v);
+    for (int r = 0; r < NR; ++r) {
+      const auto av = Step::broadcast(a[k * as + r]);
+      for (int v = 0; v < NV; ++v) acc[r][v] = Step::madd(acc[r][v], av, bv[v]);
+    }
+  }
+}
+#endif
+
 }  // namespace npusim::inline NPUSIM_ABI::cpu

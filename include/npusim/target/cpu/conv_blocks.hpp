@@ -9,9 +9,8 @@
 //
 // A Step policy supplies what depends on the type, as for conv_small.hpp: `Weights` (12-row
 // strips: `rows`, `strips`, `strip(s)`), `In`, `Unit`, `steps(w)`, `gather(g, x, block, steps,
-// tile)`, plus `block_kc` (K steps per chunk) and `block_micro<R, V>(strip chunk, tile chunk, steps,
-// acc)`, which adds the chunk's products of the strip's first R rows and first 16 V pixels into
-// acc[R][V].
+// tile)`, the vector operations of outer_product (conv_block.hpp), plus `block_kc` (K steps per
+// chunk).
 #pragma once
 
 #include "npusim/target/cpu/conv_block.hpp"
@@ -44,9 +43,9 @@ inline void block_chunk(const typename Step::Weights& w, std::int64_t s, const t
     for (int v = 0; v < 2; ++v) acc[r][v] = first || v >= V ? _mm512_setzero_ps() : _mm512_load_ps(ps + r * CONV_PX + v * 16);
   const auto* sa = w.strip(s) + k0 * CONV_MR;
   const auto* sb = tile + k0 * CONV_PX;
-  if (const std::int64_t live = w.rows - s * CONV_MR; live <= 4) Step::template block_micro<4, V>(sa, sb, kc, acc);
-  else if (live <= 8) Step::template block_micro<8, V>(sa, sb, kc, acc);
-  else Step::template block_micro<CONV_MR, V>(sa, sb, kc, acc);
+  if (const std::int64_t live = w.rows - s * CONV_MR; live <= 4) outer_product<Step, 4, V>(sa, CONV_MR, sb, CONV_PX, kc, acc);
+  else if (live <= 8) outer_product<Step, 8, V>(sa, CONV_MR, sb, CONV_PX, kc, acc);
+  else outer_product<Step, CONV_MR, V>(sa, CONV_MR, sb, CONV_PX, kc, acc);
   if (last) return epilogue(acc);
   for (int r = 0; r < CONV_MR; ++r)
     for (int v = 0; v < V; ++v) _mm512_store_ps(ps + r * CONV_PX + v * 16, acc[r][v]);

@@ -59,33 +59,11 @@ struct ConvDpbf16Step {
   static void gather(const ConvGeom& g, const std::uint16_t* x, const ConvBlock& b, std::int64_t pairs, std::uint32_t* tile) {
     gather_pairs(g, x, b, pairs, reinterpret_cast<std::uint16_t*>(tile));
   }
-  // conv_blocks: acc[0..R)[0..V) += the first R rows of a strip chunk (kc pairs x 12) . tile
-  // chunk (kc pairs x the first 16 V of its 32 pixels): per pair, one vdpbf16ps per row and 16
-  // pixels.
-  template <int R, int V>
-  static void block_micro(const std::uint32_t* a, const std::uint32_t* b, std::int64_t kc, __m512 (&acc)[CONV_MR][2]) {
-    for (std::int64_t kk = 0; kk < kc; ++kk) {
-      __m512bh bv[V];
-      for (int v = 0; v < V; ++v) bv[v] = reinterpret_cast<__m512bh>(_mm512_load_si512(b + kk * CONV_PX + 16 * v));
-      for (int r = 0; r < R; ++r) {
-        const auto av = reinterpret_cast<__m512bh>(_mm512_set1_epi32(static_cast<int>(a[kk * CONV_MR + r])));
-        for (int v = 0; v < V; ++v) acc[r][v] = _mm512_dpbf16_ps(acc[r][v], av, bv[v]);
-      }
-    }
-  }
-  // conv_small: acc[p][v] += sum over the chunk's pairs kk of tile[kk][p] . strip[kk][16 v ..]:
-  // NV vectors of channels, 7 pixels at t (row stride 32 pairs).
-  template <int NV>
-  static void small_micro(const std::uint32_t* w, const std::uint32_t* t, std::int64_t kc, __m512 (&acc)[CONV_CV_NP][3]) {
-    for (std::int64_t kk = 0; kk < kc; ++kk) {
-      __m512bh wv[NV];
-      for (int v = 0; v < NV; ++v) wv[v] = reinterpret_cast<__m512bh>(_mm512_load_si512(w + kk * CONV_CV_MR + 16 * v));
-      for (int p = 0; p < CONV_CV_NP; ++p) {
-        const auto x = reinterpret_cast<__m512bh>(_mm512_set1_epi32(static_cast<int>(t[kk * CONV_PX + p])));
-        for (int v = 0; v < NV; ++v) acc[p][v] = _mm512_dpbf16_ps(acc[p][v], x, wv[v]);
-      }
-    }
-  }
+  // outer_product's vector operations: one vdpbf16ps adds both products of 16 pairs.
+  using Vec = __m512bh;
+  static __m512bh load(const std::uint32_t* p) { return reinterpret_cast<__m512bh>(_mm512_load_si512(p)); }
+  static __m512bh broadcast(std::uint32_t x) { return reinterpret_cast<__m512bh>(_mm512_set1_epi32(static_cast<int>(x))); }
+  static __m512 madd(__m512 acc, __m512bh a, __m512bh b) { return _mm512_dpbf16_ps(acc, a, b); }
 };
 
 #endif

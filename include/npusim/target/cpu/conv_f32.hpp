@@ -78,32 +78,11 @@ struct ConvF32Step {
   static constexpr std::int64_t block_kc = 192;
   static std::int64_t steps(const PackedStrips& w) { return w.K; }
   static void gather(const ConvGeom& g, const float* x, const ConvBlock& b, std::int64_t, float* tile) { conv_f32_detail::gather(g, x, b, tile); }
-  // conv_blocks: acc[0..R)[0..V) += the first R rows of a strip chunk (kc x 12) . tile chunk (kc x
-  // the first 16 V of its 32 pixels).
-  template <int R, int V>
-  static void block_micro(const float* a, const float* b, std::int64_t kc, __m512 (&acc)[CONV_MR][2]) {
-    for (std::int64_t k = 0; k < kc; ++k) {
-      __m512 bv[V];
-      for (int v = 0; v < V; ++v) bv[v] = _mm512_load_ps(b + k * CONV_PX + 16 * v);
-      for (int r = 0; r < R; ++r) {
-        const __m512 av = _mm512_set1_ps(a[k * CONV_MR + r]);
-        for (int v = 0; v < V; ++v) acc[r][v] = _mm512_fmadd_ps(av, bv[v], acc[r][v]);
-      }
-    }
-  }
-  // conv_small: acc[p][v] += sum over the chunk's k of tile[k][p] * strip[k][16 v ..]: NV
-  // vectors of channels, 7 pixels at t (row stride 32).
-  template <int NV>
-  static void small_micro(const float* w, const float* t, std::int64_t kc, __m512 (&acc)[CONV_CV_NP][3]) {
-    for (std::int64_t k = 0; k < kc; ++k) {
-      __m512 wv[NV];
-      for (int v = 0; v < NV; ++v) wv[v] = _mm512_load_ps(w + k * CONV_CV_MR + 16 * v);
-      for (int p = 0; p < CONV_CV_NP; ++p) {
-        const __m512 x = _mm512_set1_ps(t[k * CONV_PX + p]);
-        for (int v = 0; v < NV; ++v) acc[p][v] = _mm512_fmadd_ps(x, wv[v], acc[p][v]);
-      }
-    }
-  }
+  // outer_product's vector operations: products by FMA.
+  using Vec = __m512;
+  static __m512 load(const float* p) { return _mm512_load_ps(p); }
+  static __m512 broadcast(float x) { return _mm512_set1_ps(x); }
+  static __m512 madd(__m512 acc, __m512 a, __m512 b) { return _mm512_fmadd_ps(a, b, acc); }
 };
 
 #endif  // NPUSIM_CPU_AVX512

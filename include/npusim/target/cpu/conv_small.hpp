@@ -10,7 +10,7 @@
 // A Step policy supplies what depends on the type: the packed weights (`Weights`, with `rows`,
 // `strips` and `strip(s)`, 48 rows each), the input element (`In`), the 32-bit unit one tile lane
 // and one weight lane hold per K step (`Unit`: an f32 value, or a pair of bf16 values), `steps(w)`,
-// `gather(g, x, block, steps, tile)` and `small_micro<NV>(strip chunk, tile chunk, steps, acc)`.
+// `gather(g, x, block, steps, tile)` and the vector operations of outer_product (conv_block.hpp).
 // ConvF32Step (conv_f32.hpp) and ConvDpbf16Step (conv_dpbf16.hpp) are the two.
 #pragma once
 
@@ -79,9 +79,10 @@ inline void conv_small(const ConvGeom& g, const typename Step::Weights& w, const
               for (int v = 0; v < 3; ++v) acc[p][v] = first ? _mm512_setzero_ps() : _mm512_load_ps(ps + p * CONV_CV_MR + 16 * v);
             const auto* ws = w.strip(s) + k0 * CONV_CV_MR;
             const U* ts = tiles + (q * CONV_CV_NP / CONV_CV_PX) * K * CONV_PX + k0 * CONV_PX + q * CONV_CV_NP % CONV_CV_PX;
-            if (nv == 3) Step::template small_micro<3>(ws, ts, kc, acc);
-            else if (nv == 2) Step::template small_micro<2>(ws, ts, kc, acc);
-            else Step::template small_micro<1>(ws, ts, kc, acc);
+            // acc[p][v] += the chunk's tile[k][p] . strip[k][16 v ..]: 7 pixels broadcast, nv vectors of channels.
+            if (nv == 3) outer_product<Step, CONV_CV_NP, 3>(ts, CONV_PX, ws, CONV_CV_MR, kc, acc);
+            else if (nv == 2) outer_product<Step, CONV_CV_NP, 2>(ts, CONV_PX, ws, CONV_CV_MR, kc, acc);
+            else outer_product<Step, CONV_CV_NP, 1>(ts, CONV_PX, ws, CONV_CV_MR, kc, acc);
             float* out = last ? tbuf : ps;
             for (int p = 0; p < CONV_CV_NP; ++p)
               for (int v = 0; v < 3; ++v) _mm512_store_ps(out + p * CONV_CV_MR + 16 * v, acc[p][v]);

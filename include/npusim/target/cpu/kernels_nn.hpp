@@ -248,13 +248,12 @@ inline Fn bind_batch_norm(Ctx& c, const ops::BatchNorm::Attrs& a) {
 inline void max_pool_plane(const ops::MaxPool2d::Attrs& a, const float* in, std::int64_t H, std::int64_t Wd, float* out, std::int64_t OH,
                            std::int64_t OW) {
   const MaxPoolGeom mp = MaxPoolGeom::make(a, H, Wd, OH, OW);
-  const std::int64_t wf = mp.work_floats();
-  float* work = row_buffer(2, OH * wf);
+  float* work = row_buffer(2, mp.work_floats());
+  mp.pad_work(work);  // rows_max writes between the pads only
   for (std::int64_t oh = 0; oh < OH; ++oh) {
-    mp.pad_work(work + oh * wf);
-    mp.rows_max(oh, [&](std::int64_t ih) { return in + ih * Wd; }, work + oh * wf);
+    mp.rows_max(oh, [&](std::int64_t ih) { return in + ih * Wd; }, work);
+    mp.cols_max(work, out + oh * OW);
   }
-  for (std::int64_t oh = 0; oh < OH; ++oh) mp.cols_max(work + oh * wf, out + oh * OW);
 }
 
 // The input window [h0, h1) x [w0, w1) of avg_pool2d / adaptive_avg_pool2d output (oh, ow), and
