@@ -11,8 +11,10 @@
 //                  dot products where the CPU has them (label says which).
 //   Conv           the conv2d kernel as the target binds it (cpu::bind_conv, bias + relu as a fused
 //                  conv-bn-relu), batch 1, ResNet shapes: f32 (pixel blocks) and bf16 (AMX tiles
-//                  where the CPU has them, else AVX-512 BF16 dot products where it has those; the
-//                  label says which): FLOP/s (2 Cout Cin kh kw OH OW).
+//                  where the CPU has them, else AVX-512 BF16 dot products where it has those, 3x3
+//                  stride-1 layers by Winograd F(2x2, 3x3) on them unless NPUSIM_NO_WINOGRAD=1; the
+//                  label says which): FLOP/s (2 Cout Cin kh kw OH OW, the direct convolution's
+//                  count also for Winograd, which multiplies 2.25x less).
 //                  "_blocked": f32 with channel-blocked input and output (cpu::blocked_conv).
 //                  ConvGemmOnly: cpu::conv_gemm alone on prebuilt tiles.
 //   Attention      the decode attention kernel (cpu::bind_attention, as the fused attention
@@ -151,8 +153,17 @@ void BM_Conv(benchmark::State& st, std::int64_t Cin, std::int64_t Cout, std::int
   st.counters["FLOP/s"] = benchmark::Counter(2.0 * static_cast<double>(Cout * Cin * k * k * OH * OH), benchmark::Counter::kIsIterationInvariantRate);
   st.counters["threads"] = cpu::max_threads();
   const char* small = OH * OH <= 64 ? " (small image: channel vectors)" : "";
+  const bool winograd = [&] {
+#if defined(NPUSIM_CPU_CONV_WINOGRAD)
+    const cpu::ConvGeom g{1, Cin, H, H, Cout, k, k, OH, OH, 1, s, s, k / 2, k / 2, 1, 1};
+    return dt == DType::bf16 && !cpu::amx_enabled() && cpu::dpbf16_enabled() && cpu::winograd_enabled() && cpu::winograd_fits(g);
+#else
+    return false;
+#endif
+  }();
   st.SetLabel(blocked                                   ? "channel-blocked, f32"
               : dt == DType::bf16 && cpu::amx_enabled()    ? "AMX tiles, bf16"
+              : winograd                                   ? "Winograd F(2x2, 3x3) on AVX-512 BF16 dot products, bf16"
               : dt == DType::bf16 && cpu::dpbf16_enabled() ? std::string("AVX-512 BF16 dot products, bf16") + small
               : dt == DType::f32                           ? std::string("pixel blocks, f32") + small
               : k > 1                                      ? std::string("widened to the f32 pixel blocks, ") + std::string(dtype_name(dt)) + small
@@ -229,6 +240,7 @@ BENCHMARK_CAPTURE(BM_Conv, 7x7s2_c3to64_224_bf16, 3, 64, 224, 7, 2, DType::bf16)
 BENCHMARK_CAPTURE(BM_Conv, 3x3_c256_14x14_f32, 256, 256, 14, 3, 1, DType::f32)->UseRealTime()->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(BM_Conv, 1x1_c1024to256_14x14_f32, 1024, 256, 14, 1, 1, DType::f32)->UseRealTime()->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(BM_Conv, 3x3_c256_14x14_bf16, 256, 256, 14, 3, 1, DType::bf16)->UseRealTime()->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_Conv, 3x3_c128_28x28_bf16, 128, 128, 28, 3, 1, DType::bf16)->UseRealTime()->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(BM_Conv, 1x1_c1024to256_14x14_bf16, 1024, 256, 14, 1, 1, DType::bf16)->UseRealTime()->Unit(benchmark::kMillisecond);
 // The same f32 shapes with channel-blocked activations (input and output; the stem's 3-channel
 // input stays NCHW), as the CPU target keeps them between its f32 convolutions.

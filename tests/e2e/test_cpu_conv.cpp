@@ -6,8 +6,9 @@
 // are bf16-representable, so every storage holds them exactly and the only differences left are
 // the accumulation order and the output's rounding. f32 runs also with channel-blocked inputs and
 // outputs (the layout the CPU target keeps between f32 convolutions). Also the channel-blocked
-// max pool that follows a blocked convolution (ResNet's stem), against a plain one, and a residual
-// added in a convolution's epilogue against the unfused pair.
+// max pool that follows a blocked convolution (ResNet's stem), against a plain one, a residual
+// added in a convolution's epilogue against the unfused pair, and bf16 3x3 convolutions by
+// Winograd F(2x2, 3x3).
 #include <random>
 
 #include "../common/bound_kernel.hpp"
@@ -71,6 +72,17 @@ double rel_l2(const std::vector<float>& got, const std::vector<double>& ref) {
   return std::sqrt(num / den);
 }
 
+// Whether a bf16 convolution of this geometry runs by Winograd F(2x2, 3x3) (conv_winograd.hpp).
+bool winograd_runs([[maybe_unused]] const ConvCase& cc) {
+#if defined(NPUSIM_CPU_CONV_WINOGRAD)
+  const std::int64_t oh = out_size(cc, cc.h), ow = out_size(cc, cc.w);
+  const cpu::ConvGeom g{1, cc.cin, cc.h, cc.w, cc.cout, cc.k, cc.k, oh, ow, cc.groups, cc.stride, cc.stride, cc.pad, cc.pad, cc.dil, cc.dil};
+  return cpu::dpbf16_enabled() && !cpu::amx_enabled() && cpu::winograd_enabled() && cpu::winograd_fits(g);
+#else
+  return false;
+#endif
+}
+
 class CpuConv : public ::testing::TestWithParam<ConvCase> {};
 
 }  // namespace
@@ -112,8 +124,9 @@ TEST_P(CpuConv, MatchesADoublePrecisionConvolution) {
     std::vector<float> got(ref.size());
     if (yb) got = load_blocked(ys, reinterpret_cast<const float*>(b.ptr(yt)));
     else cpu::load_row(dt, b.ptr(yt), got.data(), static_cast<std::int64_t>(got.size()));
-    // f32: accumulation order only. bf16/f16: the output's rounding (2^-9 / 2^-12 relative).
-    const double tol = dt == DType::f32 ? 1e-6 : dt == DType::bf16 ? 4e-3 : 6e-4;
+    // f32: accumulation order only. bf16/f16: the output's rounding (2^-9 / 2^-12 relative), and
+    // at bf16 by Winograd F(2x2, 3x3) also that of its transformed inputs and weights.
+    const double tol = dt == DType::f32 ? 1e-6 : dt == DType::bf16 ? (winograd_runs(cc) ? 8e-3 : 4e-3) : 6e-4;
     EXPECT_LE(rel_l2(got, ref), tol) << "rel L2";
   }
 }
@@ -169,41 +182,62 @@ TEST(CpuConvBlocked, RunsOnAPoolShrunkAfterBinding) {
   EXPECT_LE(rel_l2(load_blocked(ys, reinterpret_cast<const float*>(b.ptr(yt))), reference_conv(cc, x, wv, {}, false)), 1e-6) << "rel L2";
 }
 
-// parallel_for_cost (how conv_blocks shares out its items): every item exactly once, in contiguous
-// ranges in thread order, each thread's total cost within half an item of its share at either end
-// (uniform, one heavy item, 24.5 blocks as a 28 x 28 image, zero costs, and none at all).
-TEST(CpuParallelForCost, CoversEveryItemOnceInBalancedRanges) {
+// parallel_items (how the pixel-block and Winograd convolutions share out their items): the
+// initial shares are contiguous ranges in thread order, each thread's total cost within half an
+// item of its share at either end (uniform, one heavy item, 24.5 blocks as a 28 x 28 image, zero
+// costs, and none at all); a thread that finds its share empty takes the others' items from their
+// backs, one at a time, and runs of a thread's own items stop at multiples of `run`; a real
+// parallel run hands out every item exactly once.
+TEST(CpuParallelItems, SharesBalancedRangesAndHandsOutEveryItemOnce) {
   const std::vector<std::vector<double>> patterns = {std::vector<double>(7, 1.0), {1, 1, 1, 10, 1, 1, 1, 1}, [] {
                                                        std::vector<double> c(50, 2.0);
                                                        c[48] = c[49] = 1.0;
                                                        return c;
                                                      }(),
                                                      {0, 0, 3, 0, 5, 0, 0, 2}, std::vector<double>(5, 0.0), {4.0}};
-  const int threads = cpu::max_threads();
-  for (const std::vector<double>& c : patterns) {
-    SCOPED_TRACE(testing::Message() << c.size() << " items");
-    const auto n = static_cast<std::int64_t>(c.size());
-    std::vector<int> seen(c.size(), 0);
-    std::vector<std::pair<std::int64_t, std::int64_t>> range(static_cast<std::size_t>(threads), {-1, -1});
-    cpu::parallel_for_cost(n, [&](std::int64_t i) { return c[static_cast<std::size_t>(i)]; }, [&](int t, std::int64_t b, std::int64_t e) {
-      range[static_cast<std::size_t>(t)] = {b, e};
-      for (std::int64_t i = b; i < e; ++i) ++seen[static_cast<std::size_t>(i)];
-    });
-    for (std::size_t i = 0; i < seen.size(); ++i) EXPECT_EQ(seen[i], 1) << "item " << i;
-    double total = 0, biggest = 0;
-    for (double x : c) total += x, biggest = std::max(biggest, x);
-    std::int64_t next = 0;
-    for (const auto& [b, e] : range) {
-      if (b < 0) continue;
-      EXPECT_EQ(b, next) << "ranges out of order";
-      next = e;
-      double share = 0;
-      for (std::int64_t i = b; i < e; ++i) share += c[static_cast<std::size_t>(i)];
-      if (total > 0 && threads > 1) {
-        EXPECT_LE(share, total / std::min<double>(threads, static_cast<double>(n)) + biggest) << "an unbalanced share";
+  for (const int threads : {2, 3, 5}) {
+    for (const std::vector<double>& c : patterns) {
+      SCOPED_TRACE(testing::Message() << threads << " threads, " << c.size() << " items");
+      const auto n = static_cast<std::int64_t>(c.size());
+      auto cost = [&](std::int64_t i) { return c[static_cast<std::size_t>(i)]; };
+      cpu::ItemShares shares(n, threads, cost);
+      double total = 0, biggest = 0;
+      for (double x : c) total += x, biggest = std::max(biggest, x);
+      std::int64_t next = 0;
+      for (int t = 0; t < threads; ++t) {
+        const auto [b, e] = shares.left(t);
+        EXPECT_EQ(b, next) << "shares out of order";
+        next = e;
+        double share = 0;
+        for (std::int64_t i = b; i < e; ++i) share += c[static_cast<std::size_t>(i)];
+        if (total > 0) EXPECT_LE(share, total / threads + biggest) << "an unbalanced share";
+        else EXPECT_LE(e - b, (n + threads - 1) / threads) << "unequal counts";
       }
+      EXPECT_EQ(next, n);
+      // Thread 1 alone (the others never start): its share in runs ending at multiples of 2,
+      // then the largest share left, from the back.
+      const auto [b1, e1] = shares.left(1);
+      std::vector<int> seen(c.size(), 0);
+      std::int64_t b, e, expect = b1;
+      while (shares.claim(1, b, e, 2)) {
+        if (expect < e1) {
+          EXPECT_EQ(b, expect) << "own items out of order";
+          EXPECT_EQ(e, std::min(e1, (b / 2 + 1) * 2)) << "a run past a multiple of 2";
+          expect = e;
+        } else {
+          EXPECT_EQ(e - b, 1) << "more than one item taken from another share";
+        }
+        for (std::int64_t i = b; i < e; ++i) ++seen[static_cast<std::size_t>(i)];
+      }
+      for (std::size_t i = 0; i < seen.size(); ++i) EXPECT_EQ(seen[i], 1) << "item " << i;
     }
   }
+  // On the pool: every item once, whichever thread runs it.
+  std::vector<std::atomic<int>> seen(1000);
+  cpu::parallel_items(1000, [](std::int64_t i) { return 1.0 + i % 7; }, [&](int, auto& claim) {
+    for (std::int64_t i; claim(i);) seen[static_cast<std::size_t>(i)].fetch_add(1);
+  });
+  for (std::size_t i = 0; i < seen.size(); ++i) EXPECT_EQ(seen[i].load(), 1) << "item " << i;
 }
 
 // The NCHW plane kernel (max_pool_plane: window rows, then window columns) against max_pool2d's
@@ -403,12 +437,65 @@ INSTANTIATE_TEST_SUITE_P(
                       ConvPoolCase{"batch2_s1", {"", 16, 32, 10, 12, 3, 2, 1, 1, 1}, 2, 1, 0, 1, false, 2}),       // two images, stride-1 pool
     [](const auto& info) { return std::string(info.param.name); });
 
+// bf16 3x3 stride-1 convolutions by Winograd F(2x2, 3x3) (conv_winograd.hpp) against the
+// double-precision convolution, over how its tiles go into blocks: one tile row a block (ResNet's
+// 56x56), several rows with a partial last block, rows of more than 32 tiles in two segments, an
+// odd channel count (a zero partner in the last pair), output channels that fill no strip, an f32
+// output, and more than 12 K pairs. The error allowed is twice the direct kernel's: Winograd also
+// rounds its transformed inputs and weights to bf16 (about 1.7x the direct error on these).
+TEST(CpuConvWinograd, MatchesADoublePrecisionConvolution) {
+#if !defined(NPUSIM_CPU_CONV_WINOGRAD)
+  GTEST_SKIP() << "no AVX-512 BF16 in this build";
+#else
+  if (!cpu::dpbf16_enabled() || cpu::amx_enabled() || !cpu::winograd_enabled()) GTEST_SKIP() << "Winograd not used on this CPU";
+  struct Case {
+    ConvCase cc;
+    DType out;
+  };
+  for (const auto& [cc, ydt] : {Case{{"rows_of_28", 64, 64, 56, 56, 3, 1, 1, 1, 1}, DType::bf16},   // one tile row a block
+                                Case{{"rows_of_7", 24, 40, 14, 14, 3, 1, 1, 1, 1}, DType::bf16},    // 4 + 3 tile rows, 40 = 3 strips + 4
+                                Case{{"two_segments", 16, 20, 8, 72, 3, 1, 1, 1, 1}, DType::bf16},  // 36 tiles a row: 2 x 18
+                                Case{{"odd_c", 3, 12, 10, 12, 3, 1, 1, 1, 1}, DType::bf16},         // 3 channels: a zero partner
+                                Case{{"f32_out", 40, 28, 12, 18, 3, 1, 1, 1, 1}, DType::f32},       // 9 tiles a row, f32 output
+                                Case{{"c256", 256, 24, 14, 10, 3, 1, 1, 1, 1}, DType::bf16}}) {    // 128 K pairs, 35 tiles
+    SCOPED_TRACE(cc.name);
+    ASSERT_TRUE(winograd_runs(cc));
+    const Shape xs{1, cc.cin, cc.h, cc.w}, ys{1, cc.cout, cc.h, cc.w};
+    const std::vector<float> x = bf16_exact(static_cast<std::size_t>(numel(xs)), 31), wv = bf16_exact(static_cast<std::size_t>(cc.cout * cc.cin * 9), 32),
+                             bias = bf16_exact(static_cast<std::size_t>(cc.cout), 33);
+    const std::vector<double> ref = reference_conv(cc, x, wv, bias, true);
+    test::BoundKernel b;
+    const ir::TensorId xt = b.add("x", xs, DType::bf16), yt = b.add("y", ys, ydt);
+    cpu::store_row(DType::bf16, x.data(), b.ptr(xt), numel(xs));
+    Tensor w = Tensor::empty(DType::f32, {cc.cout, cc.cin, 3, 3});
+    std::copy(wv.begin(), wv.end(), w.data<float>());
+    ops::Conv2d::Attrs at;
+    at.padding = {1, 1};
+    b.bind("conv2d", [&](cpu::Ctx& c) { return cpu::bind_conv(c, xt, w, std::make_shared<std::vector<float>>(bias), yt, at, true); });
+    b.fn();
+    std::vector<float> got(ref.size());
+    cpu::load_row(ydt, b.ptr(yt), got.data(), numel(ys));
+    EXPECT_LE(rel_l2(got, ref), 8e-3) << "rel L2";
+    // Every output written, the borders (padding) and each block's last tiles included: none off
+    // by a tenth of the outputs' rms (Winograd's error scales with that, not with each output).
+    double rms = 0;
+    for (double r : ref) rms += r * r;
+    rms = std::sqrt(rms / static_cast<double>(ref.size()));
+    std::int64_t far = 0;
+    for (std::size_t i = 0; i < ref.size(); ++i) far += std::abs(got[i] - ref[i]) > 0.1 * rms;
+    EXPECT_EQ(far, 0) << "outputs far from the reference";
+  }
+#endif
+}
+
 // conv_add_relu in NCHW: the convolution with the residual added in its epilogue (the bf16
 // dot-product kernel, where it runs) must give the unfused pair's answer bit for bit — the
 // convolution's output rounded to its storage, then the residual added, then relu — in every
-// storage type, with a block tail and a partial strip (cout 40, 99 pixels) and two K chunks.
+// storage type, with a block tail and a partial strip (cout 40, 99 pixels), two K chunks, and a
+// geometry that runs by Winograd at bf16.
 TEST(CpuConvResidual, EqualsTheConvolutionThenTheAdd) {
-  for (const ConvCase& cc : {ConvCase{"tail", 24, 40, 9, 11, 3, 1, 1, 1, 1}, ConvCase{"k_chunks", 96, 32, 8, 8, 3, 1, 1, 1, 1}, ConvCase{"k1", 64, 48, 7, 9, 1, 1, 0, 1, 1}}) {
+  for (const ConvCase& cc : {ConvCase{"tail", 24, 40, 9, 11, 3, 1, 1, 1, 1}, ConvCase{"k_chunks", 96, 32, 8, 8, 3, 1, 1, 1, 1}, ConvCase{"k1", 64, 48, 7, 9, 1, 1, 0, 1, 1},
+                             ConvCase{"winograd", 24, 40, 12, 14, 3, 1, 1, 1, 1}}) {
     const std::int64_t oh = out_size(cc, cc.h), ow = out_size(cc, cc.w);
     const Shape xs{1, cc.cin, cc.h, cc.w}, ys{1, cc.cout, oh, ow};
     const std::vector<float> x = bf16_exact(static_cast<std::size_t>(numel(xs)), 21), wv = bf16_exact(static_cast<std::size_t>(cc.cout * cc.cin * cc.k * cc.k), 22),

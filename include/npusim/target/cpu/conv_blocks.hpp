@@ -30,6 +30,37 @@ inline std::size_t conv_blocks_scratch_bytes(std::int64_t steps, std::int64_t st
   return static_cast<std::size_t>(max_threads()) * conv_blocks_thread_bytes(steps, strips, conv_block_group(P));
 }
 
+// The rows strip s's products run: all 12, or for a last strip with fewer live rows (64 channels
+// = 5 strips + 4 rows) 4 or 8 of them.
+inline int strip_rows(std::int64_t rows, std::int64_t s) {
+  const std::int64_t live = rows - s * CONV_MR;
+  return live <= 4 ? 4 : live <= 8 ? 8 : static_cast<int>(CONV_MR);
+}
+// outer_product of strip s's weights `a` ([k][12]) and a 32-pixel tile `b` ([k][32]) over kc
+// steps, V vectors of pixels, the strip_rows(rows, s) rows.
+template <class Step, int V>
+inline void strip_product(std::int64_t rows, std::int64_t s, const typename Step::Unit* a, const typename Step::Unit* b, std::int64_t kc,
+                          __m512 (&acc)[CONV_MR][2]) {
+  switch (strip_rows(rows, s)) {
+    case 4: return outer_product<Step, 4, V>(a, CONV_MR, b, CONV_PX, kc, acc);
+    case 8: return outer_product<Step, 8, V>(a, CONV_MR, b, CONV_PX, kc, acc);
+    default: return outer_product<Step, CONV_MR, V>(a, CONV_MR, b, CONV_PX, kc, acc);
+  }
+}
+
+// How a kernel of (pixel group, strip range) items splits each group's strips: into enough parts
+// that there are about 16 items a thread, so that parallel_items can balance the threads'
+// products; part `part` of `parts` then costs part_rows(...) rows per vector of pixels. A 28 x 28
+// image has 24.5 blocks (2 strip ranges each), a 14 x 14 one 6.125 (5).
+inline std::int64_t item_parts(std::int64_t groups, std::int64_t strips, std::int64_t threads) {
+  return std::min(strips, std::max(conv_parts(groups, strips, threads), (16 * threads + groups - 1) / groups));
+}
+inline std::int64_t part_rows(std::int64_t rows, std::int64_t strips, std::int64_t part, std::int64_t parts) {
+  std::int64_t n = 0;
+  for (std::int64_t s = strips * part / parts; s < strips * (part + 1) / parts; ++s) n += strip_rows(rows, s);
+  return n;
+}
+
 // One K chunk [k0, k0 + kc) of strip s times one block tile `tile` ([K][32] units): the partial
 // sums `ps` ([12][32] floats) in and out between chunks, or after the last one the finished
 // register block to epilogue(acc) (without bias). V: vectors of pixels computed, 1 for a block of
@@ -41,11 +72,7 @@ inline void block_chunk(const typename Step::Weights& w, std::int64_t s, const t
   __m512 acc[CONV_MR][2];
   for (int r = 0; r < CONV_MR; ++r)
     for (int v = 0; v < 2; ++v) acc[r][v] = first || v >= V ? _mm512_setzero_ps() : _mm512_load_ps(ps + r * CONV_PX + v * 16);
-  const auto* sa = w.strip(s) + k0 * CONV_MR;
-  const auto* sb = tile + k0 * CONV_PX;
-  if (const std::int64_t live = w.rows - s * CONV_MR; live <= 4) outer_product<Step, 4, V>(sa, CONV_MR, sb, CONV_PX, kc, acc);
-  else if (live <= 8) outer_product<Step, 8, V>(sa, CONV_MR, sb, CONV_PX, kc, acc);
-  else outer_product<Step, CONV_MR, V>(sa, CONV_MR, sb, CONV_PX, kc, acc);
+  strip_product<Step, V>(w.rows, s, w.strip(s) + k0 * CONV_MR, tile + k0 * CONV_PX, kc, acc);
   if (last) return epilogue(acc);
   for (int r = 0; r < CONV_MR; ++r)
     for (int v = 0; v < V; ++v) _mm512_store_ps(ps + r * CONV_PX + v * 16, acc[r][v]);
@@ -61,22 +88,16 @@ inline void conv_blocks(const ConvGeom& g, const typename Step::Weights& w, cons
   static_assert(sizeof(U) == 4);
   const std::int64_t P = g.pixels(), K = Step::steps(w), blocks = (P + CONV_PX - 1) / CONV_PX, threads = max_threads();
   const std::int64_t nb = conv_block_group(P), groups = (blocks + nb - 1) / nb;
-  // Work items small enough (16 a thread) that threads get about equal products, split by cost: a
-  // strip costs its live rows, as block_chunk runs them, and a block of at most 16 pixels half. A
-  // 28 x 28 image has 24.5 blocks (2 strip ranges each), a 14 x 14 one 6.125 (5).
-  const std::int64_t parts = std::min(w.strips, std::max(conv_parts(groups, w.strips, threads), (16 * threads + groups - 1) / groups));
+  // Items split by products (a block of at most 16 pixels costs half).
+  const std::int64_t parts = item_parts(groups, w.strips, threads);
   auto vectors = [&](std::int64_t blk) { return std::min(CONV_PX, P - blk * CONV_PX) <= 16 ? 1 : 2; };
   auto cost = [&](std::int64_t it) {
-    const std::int64_t grp = it / parts, part = it % parts;
-    std::int64_t rows = 0, vecs = 0;
-    for (std::int64_t s = w.strips * part / parts; s < w.strips * (part + 1) / parts; ++s) {
-      const std::int64_t live = w.rows - s * CONV_MR;
-      rows += live <= 4 ? 4 : live <= 8 ? 8 : CONV_MR;
-    }
+    const std::int64_t grp = it / parts;
+    std::int64_t vecs = 0;
     for (std::int64_t blk = grp * nb; blk < std::min(blocks, (grp + 1) * nb); ++blk) vecs += vectors(blk);
-    return static_cast<double>(rows * vecs);
+    return static_cast<double>(part_rows(w.rows, w.strips, it % parts, parts) * vecs);
   };
-  parallel_for_cost(groups * parts, cost, [&](int tid, std::int64_t i0, std::int64_t i1) {
+  parallel_items(groups * parts, cost, [&](int tid, auto& claim) {
     auto* tiles = reinterpret_cast<U*>(thread_scratch(scratch, tid, conv_blocks_thread_bytes(K, w.strips, nb)));
     auto* partial = reinterpret_cast<float*>(tiles + nb * K * CONV_PX);
     visit_float_storage(ydt, [&](auto ctag) {
@@ -84,7 +105,7 @@ inline void conv_blocks(const ConvGeom& g, const typename Step::Weights& w, cons
       auto* C = static_cast<typename SC::T*>(y);
       const auto* R = static_cast<const typename SC::T*>(residual);
       std::int64_t have = -1;
-      for (std::int64_t it = i0; it < i1; ++it) {
+      for (std::int64_t it; claim(it);) {
         const std::int64_t grp = it / parts, part = it % parts, b0 = grp * nb, nbv = std::min(nb, blocks - b0);
         if (grp != have) {
           for (std::int64_t b = 0; b < nbv; ++b) Step::gather(g, x, ConvBlock(g, b0 + b), K, tiles + b * K * CONV_PX);

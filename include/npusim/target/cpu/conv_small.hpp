@@ -56,7 +56,8 @@ inline void conv_small(const ConvGeom& g, const typename Step::Weights& w, const
   });
   // Items: (strip, pixel group), strip-major; a thread runs its items strip by strip, all of a
   // strip's groups per K chunk.
-  parallel_for_t(w.strips * groups, 1, [&](int tid, std::int64_t i0, std::int64_t i1) {
+  auto cost = [&](std::int64_t it) { return static_cast<double>((std::min(CONV_CV_MR, w.rows - it / groups * CONV_CV_MR) + 15) / 16); };
+  parallel_items(w.strips * groups, cost, [&](int tid, auto& claim) {
     auto* partial = reinterpret_cast<float*>(thread_scratch(per_thread, tid, conv_small_thread_bytes(P)));
     float* tbuf = partial + groups * CONV_CV_NP * CONV_CV_MR;  // [7][48]
     alignas(64) std::int32_t cols[16] = {};  // lane p <- tbuf[p][.]
@@ -66,8 +67,8 @@ inline void conv_small(const ConvGeom& g, const typename Step::Weights& w, const
       using SC = decltype(ctag);
       auto* C = static_cast<typename SC::T*>(y);
       const auto* R = static_cast<const typename SC::T*>(residual);
-      for (std::int64_t it = i0; it < i1;) {
-        const std::int64_t s = it / groups, q0 = it % groups, q1 = std::min(groups, q0 + (i1 - it));
+      for (std::int64_t i0, i1; claim(i0, i1, groups);) {
+        const std::int64_t s = i0 / groups, q0 = i0 % groups, q1 = q0 + (i1 - i0);
         const std::int64_t live = std::min(CONV_CV_MR, w.rows - s * CONV_CV_MR), nv = (live + 15) / 16;
         for (std::int64_t k0 = 0; k0 < K; k0 += CONV_CV_KC) {
           const std::int64_t kc = std::min(CONV_CV_KC, K - k0);
@@ -96,7 +97,6 @@ inline void conv_small(const ConvGeom& g, const typename Step::Weights& w, const
             }
           }
         }
-        it += q1 - q0;
       }
     });
   });

@@ -1,7 +1,8 @@
 // Matrix kernels: linear (weights packed once, GEMM or weight-streaming GEMV), matmul and the
 // grouped/transposed variants between activations (Eigen on float32 copies), addmm, and conv2d
 // by pixel blocks (f32: AVX-512 strips, conv_f32.hpp; bf16: AMX tiles, conv_amx.hpp, or AVX-512
-// BF16 dot products, conv_dpbf16.hpp; otherwise im2col + packed GEMM), depthwise convs direct.
+// BF16 dot products, conv_dpbf16.hpp, 3x3 stride-1 ones by Winograd F(2x2, 3x3) on them,
+// conv_winograd.hpp; otherwise im2col + packed GEMM), depthwise convs direct.
 #pragma once
 
 #include <Eigen/Core>
@@ -9,6 +10,7 @@
 #include "npusim/target/cpu/context.hpp"
 #include "npusim/target/cpu/conv_amx.hpp"
 #include "npusim/target/cpu/conv_dpbf16.hpp"
+#include "npusim/target/cpu/conv_winograd.hpp"
 #include "npusim/target/cpu/conv_f32.hpp"
 #include "npusim/target/cpu/conv_nchwc.hpp"
 #include "npusim/target/cpu/gemm.hpp"
@@ -117,10 +119,11 @@ inline Fn bind_residual_add(Ctx& c, ir::TensorId y, ir::TensorId r, bool relu) {
 }
 
 // conv2d (+ bias, [+ residual], + relu), per image and group: depthwise direct; otherwise by pixel
-// blocks (bf16: AMX tiles, else AVX-512 BF16 dot products; f32, and f16 widened: AVX-512 strips)
+// blocks (bf16: AMX tiles, else AVX-512 BF16 dot products, by Winograd where conv_winograd.hpp
+// takes the geometry; f32, and f16 widened: AVX-512 strips)
 // or im2col + the packed GEMM, writing NCHW; f32
 // activations held channel-blocked (layout.hpp) by the blocked kernel. A residual is added in the
-// epilogue of the blocked kernel and of the bf16 dot-product one, otherwise by a pass over the
+// epilogue of the blocked kernel and of the bf16 dot-product ones, otherwise by a pass over the
 // output (the rounding of the unfused conv -> add, which the bf16 epilogue keeps).
 inline Fn bind_conv(Ctx& c, ir::TensorId x, const Tensor& wt, std::shared_ptr<std::vector<float>> b, ir::TensorId y, const ops::Conv2d::Attrs& at,
                     bool relu, std::optional<ir::TensorId> residual = std::nullopt) {
@@ -221,6 +224,17 @@ inline Fn bind_conv(Ctx& c, ir::TensorId x, const Tensor& wt, std::shared_ptr<st
   // bf16 activations where AMX is not used, on AVX-512 BF16 dot products: pixel blocks gathered as
   // k pairs, the weights as strips of bf16 pairs; small images with channels along the vectors
   // (ResNet on an AMD EPYC: see docs/benchmarks.md).
+#if defined(NPUSIM_CPU_CONV_WINOGRAD)
+  // 3x3 stride-1 layers by Winograd F(2x2, 3x3) (conv_winograd.hpp).
+  if (dp && winograd_enabled() && winograd_fits(g)) {
+    auto packs = pack_groups([&](const std::byte* w) { return pack_winograd_weights(w, wt.dtype(), Kg, Cg); });
+    auto pool = c.need_scratch(winograd_scratch_bytes(packs[0]->KP));
+    const std::byte* pr = residual ? c.ptr(*residual) : nullptr;
+    return each_group(packs, [=](const WinogradWeights& w, const std::byte* in, std::byte* out, const float* bias) {
+      conv_winograd(g, w, reinterpret_cast<const std::uint16_t*>(in), out, dy, bias, relu, pool->get(), pr ? pr + (out - py) : nullptr);
+    });
+  }
+#endif
   if (dp) {
     const bool small = conv_small_image(M);
     auto packs = pack_groups([&](const std::byte* w) { return pack_pair_strips(w, wt.dtype(), Kg, KK, small ? CONV_CV_MR : CONV_MR); });

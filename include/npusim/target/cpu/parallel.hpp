@@ -6,6 +6,7 @@
 #pragma once
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <condition_variable>
 #include <cstdint>
@@ -16,6 +17,7 @@
 #include <string>
 #include <mutex>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "npusim/core/error.hpp"
@@ -178,30 +180,97 @@ void parallel_for_t(std::int64_t n, std::int64_t min_chunk, F&& f) {
   });
 }
 
-// Calls f(thread, begin, end) over [0, n) in contiguous chunks of about equal total cost(i) >= 0,
-// one per thread: item i goes to the thread whose share holds the middle of its cost (so a share
-// is off by at most half an item's cost at either end). With no cost at all, equal counts.
+// The items of one parallel_items call: each thread's share [next, end) of [0, n), packed in one
+// word so that its owner (taking from the front) and the others (taking from the back) claim
+// items with one compare-and-swap and never both get the same one.
+class ItemShares {
+ public:
+  // Shares in thread order of about equal total cost(i) >= 0: item i goes to the thread whose share
+  // holds the middle of its cost (off by at most half an item's cost at either end); with no cost
+  // at all, equal counts.
+  template <class C>
+  ItemShares(std::int64_t n, int threads, C&& cost) : threads_(threads) {
+    if (n >= (std::int64_t{1} << 31)) throw Error(ErrorCode::resource, "cpu::parallel_items: too many work items", {.expected = "< 2^31", .found = std::to_string(n)});
+    if (threads > static_cast<int>(inline_.size())) heap_ = std::make_unique<Share[]>(static_cast<std::size_t>(threads));
+    double total = 0;
+    for (std::int64_t i = 0; i < n; ++i) total += cost(i);
+    std::int64_t begin = 0;
+    double before = 0;
+    for (int t = 0; t < threads; ++t) {
+      std::int64_t end = begin;
+      if (!(total > 0)) end = n * (t + 1) / threads;
+      else if (t == threads - 1) end = n;
+      else
+        for (double c; end < n && static_cast<std::int64_t>((before + (c = cost(end)) / 2) * threads / total) <= t; ++end) before += c;
+      share(t).store(pack(begin, end), std::memory_order_relaxed);
+      begin = end;
+    }
+  }
+  int threads() const { return threads_; }
+  // Thread t's items not yet taken, [next, end).
+  std::pair<std::int64_t, std::int64_t> left(int t) {
+    const std::uint64_t r = share(t).load(std::memory_order_relaxed);
+    return {first(r), last(r)};
+  }
+  // The next items [b, e) for thread t: from its own share's front, up to the next multiple of
+  // `run`; then one from the back of the share with the most items left. False when every item
+  // is taken.
+  bool claim(int t, std::int64_t& b, std::int64_t& e, std::int64_t run = 1) {
+    for (std::uint64_t r = share(t).load(std::memory_order_relaxed); first(r) < last(r);)
+      if (const std::int64_t take = std::min(run - first(r) % run, last(r) - first(r)); share(t).compare_exchange_weak(r, pack(first(r) + take, last(r)), std::memory_order_relaxed))
+        return b = first(r), e = b + take, true;
+    for (;;) {
+      int victim = -1;
+      std::int64_t most = 0;
+      for (int v = 0; v < threads_; ++v)
+        if (const std::uint64_t r = share(v).load(std::memory_order_relaxed); last(r) - first(r) > most) most = last(r) - first(r), victim = v;
+      if (victim < 0) return false;
+      for (std::uint64_t r = share(victim).load(std::memory_order_relaxed); first(r) < last(r);)
+        if (share(victim).compare_exchange_weak(r, pack(first(r), last(r) - 1), std::memory_order_relaxed)) return e = last(r), b = e - 1, true;
+    }
+  }
+
+ private:
+  struct alignas(64) Share {
+    std::atomic<std::uint64_t> range{0};
+  };
+  static std::uint64_t pack(std::int64_t next, std::int64_t end) { return static_cast<std::uint64_t>(next) << 32 | static_cast<std::uint64_t>(end); }
+  static std::int64_t first(std::uint64_t r) { return static_cast<std::int64_t>(r >> 32); }
+  static std::int64_t last(std::uint64_t r) { return static_cast<std::int64_t>(r & 0xffffffffu); }
+  std::atomic<std::uint64_t>& share(int t) { return (heap_ ? heap_[static_cast<std::size_t>(t)] : inline_[static_cast<std::size_t>(t)]).range; }
+
+  int threads_;
+  std::array<Share, 16> inline_;
+  std::unique_ptr<Share[]> heap_;
+};
+
+// What a thread of parallel_items takes its items with: claim(item) for one, claim(b, e, run) for
+// [b, e): of its own share up to the next multiple of `run` (a row of items that share data), or
+// one item taken from another share.
+struct ItemClaim {
+  ItemShares& shares;
+  int thread;
+  bool operator()(std::int64_t& item) {
+    std::int64_t e;
+    return shares.claim(thread, item, e);
+  }
+  bool operator()(std::int64_t& b, std::int64_t& e, std::int64_t run) { return shares.claim(thread, b, e, run); }
+};
+
+// Runs f(thread, claim) on each thread, where claim(item) hands out the items of [0, n), each to
+// exactly one thread: first the thread's own share (contiguous, about equal total cost(i) >= 0, in
+// order), then items taken from the back of the others' shares. So a thread that starts late or
+// runs slow (another process on its core) does not hold the kernel up, while in the usual case
+// every thread runs its own contiguous range. f keeps its per-thread state (what it has gathered)
+// across the items it claims.
 template <class C, class F>
-void parallel_for_cost(std::int64_t n, C&& cost, F&& f) {
+void parallel_items(std::int64_t n, C&& cost, F&& f) {
   if (n <= 0) return;
   const int threads = static_cast<int>(std::min<std::int64_t>(pool().size(), n));
-  double total = 0;
-  for (std::int64_t i = 0; threads > 1 && i < n; ++i) total += cost(i);
-  if (threads <= 1 || !(total > 0)) return parallel_for_t(n, 1, std::forward<F>(f));
+  ItemShares shares(n, threads, cost);
   pool().run(threads, [&](int t) {
-    std::int64_t b = n, e = n;
-    double before = 0;
-    for (std::int64_t i = 0; i < n; ++i) {
-      const double c = cost(i);
-      const auto owner = std::min<std::int64_t>(threads - 1, static_cast<std::int64_t>((before + c / 2) * threads / total));
-      if (owner == t && b == n) b = i;
-      if (owner > t) {
-        e = i;
-        break;
-      }
-      before += c;
-    }
-    if (b < e) f(t, b, e);
+    ItemClaim claim{shares, t};
+    f(t, claim);
   });
 }
 
