@@ -106,14 +106,17 @@ struct WinoTiles {
 };
 
 inline std::size_t winograd_thread_bytes(std::int64_t KP) {
-  return static_cast<std::size_t>(16 * KP * CONV_PX + 16 * CONV_MR * CONV_PX + 2 * 2 * CONV_PX) * 4 + static_cast<std::size_t>(2 * 16 * CONV_PX) * 2 + 4 * 64;
+  // The block's tile [16][KP][32] u32, the products [16][12][32] f32, two output rows [2][64] f32,
+  // the stage [16][16] bf16, and 64 bytes of slack for the alignment.
+  return static_cast<std::size_t>(16 * KP * CONV_PX + 16 * CONV_MR * CONV_PX + 2 * 2 * CONV_PX) * 4 + static_cast<std::size_t>(16 * 16) * 2 + 64;
 }
 inline std::size_t winograd_scratch_bytes(std::int64_t KP) { return static_cast<std::size_t>(max_threads()) * winograd_thread_bytes(KP); }
 
 namespace wino_detail {
 
 // The block's transformed patches of every input channel into vt ([16][KP][32] u32, bf16 pairs:
-// channel 2 cp in the low half, 2 cp + 1 in the high one), for the first 16 V lanes (tiles).
+// channel 2 cp in the low half, 2 cp + 1 in the high one), V vectors of 16 tiles (lanes past the
+// block's tiles hold values no output reads).
 // Tile (row ty, column tx) reads input rows 2 ty - 1 .. 2 ty + 2 and columns 2 tx - 1 .. 2 tx + 2.
 // One 32-bit lane of an input row holds the bf16 pair of columns (2 tx, 2 tx + 1): shifted left by
 // 16 bits it is column 2 tx as f32 (E), masked to its high half column 2 tx + 1 (O); the same from

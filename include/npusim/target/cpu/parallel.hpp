@@ -2,7 +2,8 @@
 // OMP_NUM_THREADS, else the hardware), with workers that spin briefly between back-to-back
 // kernels and sleep otherwise, so a busy machine does not turn every kernel into a scheduler wait
 // (OpenMP's default spin-then-wait behaved badly there). parallel_for hands each thread one
-// contiguous range; small work stays on the calling thread.
+// contiguous range; small work stays on the calling thread. parallel_items (the convolutions)
+// starts each thread on its own range and lets a thread that is done take the others' last items.
 #pragma once
 
 #include <algorithm>
