@@ -156,7 +156,7 @@ void BM_Conv(benchmark::State& st, std::int64_t Cin, std::int64_t Cout, std::int
   const bool winograd = [&] {
 #if defined(NPUSIM_CPU_CONV_WINOGRAD)
     const cpu::ConvGeom g{1, Cin, H, H, Cout, k, k, OH, OH, 1, s, s, k / 2, k / 2, 1, 1};
-    return dt == DType::bf16 && !cpu::amx_enabled() && cpu::dpbf16_enabled() && cpu::winograd_enabled() && cpu::winograd_fits(g);
+    return dt == DType::bf16 && cpu::winograd_used(g);
 #else
     return false;
 #endif

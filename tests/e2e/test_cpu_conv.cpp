@@ -77,7 +77,7 @@ bool winograd_runs([[maybe_unused]] const ConvCase& cc) {
 #if defined(NPUSIM_CPU_CONV_WINOGRAD)
   const std::int64_t oh = out_size(cc, cc.h), ow = out_size(cc, cc.w);
   const cpu::ConvGeom g{1, cc.cin, cc.h, cc.w, cc.cout, cc.k, cc.k, oh, ow, cc.groups, cc.stride, cc.stride, cc.pad, cc.pad, cc.dil, cc.dil};
-  return cpu::dpbf16_enabled() && !cpu::amx_enabled() && cpu::winograd_enabled() && cpu::winograd_fits(g);
+  return cpu::winograd_used(g);
 #else
   return false;
 #endif

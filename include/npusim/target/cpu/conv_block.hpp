@@ -141,6 +141,16 @@ inline void store_output(typename SC::T* p, fbatch x, float bias, bool relu, std
   store_output<SC>(p, load_n(SC{}, p, n) + load_n(SC{}, res, n), 0.0f, relu, n);
 }
 
+// Calls f(tag, C, R) with the output y and the residual (or null) as pointers of the output's
+// storage type, SC = decltype(tag) for store_output<SC>.
+template <class F>
+inline void visit_output(DType ydt, void* y, const void* residual, F&& f) {
+  visit_float_storage(ydt, [&](auto tag) {
+    using T = typename decltype(tag)::T;
+    f(tag, static_cast<T*>(y), static_cast<const T*>(residual));
+  });
+}
+
 // Thread t's 64-byte aligned share of a scratch area of `per_thread` bytes per thread (each share
 // carries 64 bytes of slack for the alignment).
 inline std::byte* thread_scratch(std::byte* base, int t, std::size_t per_thread) {

@@ -100,10 +100,8 @@ inline void conv_blocks(const ConvGeom& g, const typename Step::Weights& w, cons
   parallel_items(groups * parts, cost, [&](int tid, auto& claim) {
     auto* tiles = reinterpret_cast<U*>(thread_scratch(scratch, tid, conv_blocks_thread_bytes(K, w.strips, nb)));
     auto* partial = reinterpret_cast<float*>(tiles + nb * K * CONV_PX);
-    visit_float_storage(ydt, [&](auto ctag) {
+    visit_output(ydt, y, residual, [&](auto ctag, auto* C, const auto* R) {
       using SC = decltype(ctag);
-      auto* C = static_cast<typename SC::T*>(y);
-      const auto* R = static_cast<const typename SC::T*>(residual);
       std::int64_t have = -1;
       for (std::int64_t it; claim(it);) {
         const std::int64_t grp = it / parts, part = it % parts, b0 = grp * nb, nbv = std::min(nb, blocks - b0);

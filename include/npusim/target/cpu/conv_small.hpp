@@ -63,10 +63,8 @@ inline void conv_small(const ConvGeom& g, const typename Step::Weights& w, const
     alignas(64) std::int32_t cols[16] = {};  // lane p <- tbuf[p][.]
     for (int p = 0; p < CONV_CV_NP; ++p) cols[p] = static_cast<std::int32_t>(p * CONV_CV_MR);
     const __m512i col = _mm512_load_si512(cols);
-    visit_float_storage(ydt, [&](auto ctag) {
+    visit_output(ydt, y, residual, [&](auto ctag, auto* C, const auto* R) {
       using SC = decltype(ctag);
-      auto* C = static_cast<typename SC::T*>(y);
-      const auto* R = static_cast<const typename SC::T*>(residual);
       for (std::int64_t i0, i1; claim(i0, i1, groups);) {
         const std::int64_t s = i0 / groups, q0 = i0 % groups, q1 = q0 + (i1 - i0);
         const std::int64_t live = std::min(CONV_CV_MR, w.rows - s * CONV_CV_MR), nv = (live + 15) / 16;

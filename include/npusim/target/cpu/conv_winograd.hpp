@@ -36,52 +36,48 @@ inline bool winograd_enabled() {
   return ok;
 }
 
-// Whether conv_winograd runs `g`: 3x3, stride 1, padding 1, no dilation, one group, even output
+// Whether conv_winograd takes `g`: 3x3, stride 1, padding 1, no dilation, one group, even output
 // sides equal to the input's, C <= 256, and more pixels than conv_small takes.
 inline bool winograd_fits(const ConvGeom& g) {
   return g.G == 1 && g.kh == 3 && g.kw == 3 && g.sh == 1 && g.sw == 1 && g.ph == 1 && g.pw == 1 && g.dh == 1 && g.dw == 1 && g.OH == g.H &&
          g.OW == g.W && g.OH % 2 == 0 && g.OW % 2 == 0 && g.C <= WINO_MAX_C && !conv_small_image(g.pixels());
 }
+// Whether a bf16 convolution of `g` runs by Winograd on this CPU: the dot products are used (no
+// AMX), Winograd is not turned off, and it takes the geometry.
+inline bool winograd_used(const ConvGeom& g) { return dpbf16_enabled() && !amx_enabled() && winograd_enabled() && winograd_fits(g); }
 
-// U = G g G^T of every (output channel, input channel) as bf16 pairs: for each of the 16 positions
-// xi, strips of 12 output channels, [C/2 pairs][12] (the layout of PairStrips).
+// U = G g G^T of every (output channel, input channel): for each of the 16 positions xi, the
+// [rows][C] matrix of U[xi] as strips of bf16 pairs (pack_pair_strips, 12 rows a strip).
 struct WinogradWeights {
-  std::int64_t rows = 0, C = 0, KP = 0, strips = 0;
-  AlignedBuf data;  // [16][strip][KP][12] u32
-  const std::uint32_t* strip(std::int64_t xi, std::int64_t s) const { return data.as<std::uint32_t>() + (xi * strips + s) * KP * CONV_MR; }
+  std::int64_t rows = 0, KP = 0, strips = 0;
+  std::vector<PairStrips> u;  // [16]
+  const std::uint32_t* strip(std::int64_t xi, std::int64_t s) const { return u[static_cast<std::size_t>(xi)].strip(s); }
 };
 
 inline WinogradWeights pack_winograd_weights(const void* w, DType dtype, std::int64_t rows, std::int64_t C) {
-  WinogradWeights p;
-  p.rows = rows, p.C = C, p.KP = (C + 1) / 2, p.strips = (rows + CONV_MR - 1) / CONV_MR;
-  p.data = AlignedBuf::make(static_cast<std::size_t>(16 * p.strips * p.KP * CONV_MR) * 4);
-  std::memset(p.data.p.get(), 0, p.data.bytes);
-  auto* d = reinterpret_cast<std::uint16_t*>(p.data.as<std::uint32_t>());
-  std::vector<float> g(static_cast<std::size_t>(C * 9)), u(16);
-  std::vector<std::uint16_t> h(16);
-  for (std::int64_t r = 0; r < rows; ++r) {
-    load_row(dtype, static_cast<const std::byte*>(w) + static_cast<std::size_t>(r * C * 9) * dtype_size(dtype), g.data(), C * 9);
-    for (std::int64_t c = 0; c < C; ++c) {
-      const float* k = g.data() + c * 9;
-      // G = [1 0 0; .5 .5 .5; .5 -.5 .5; 0 0 1]: t = G k (4x3), u = t G^T (4x4).
-      float t[4][3];
-      for (int j = 0; j < 3; ++j) {
-        t[0][j] = k[j];
-        t[1][j] = 0.5f * (k[j] + k[3 + j] + k[6 + j]);
-        t[2][j] = 0.5f * (k[j] - k[3 + j] + k[6 + j]);
-        t[3][j] = k[6 + j];
-      }
-      for (int i = 0; i < 4; ++i) {
-        u[4 * i] = t[i][0];
-        u[4 * i + 1] = 0.5f * (t[i][0] + t[i][1] + t[i][2]);
-        u[4 * i + 2] = 0.5f * (t[i][0] - t[i][1] + t[i][2]);
-        u[4 * i + 3] = t[i][2];
-      }
-      convert<SF32, SBf16>(u.data(), h.data(), 16);
-      for (std::int64_t xi = 0; xi < 16; ++xi)
-        d[2 * (((xi * p.strips + r / CONV_MR) * p.KP + c / 2) * CONV_MR + r % CONV_MR) + c % 2] = h[static_cast<std::size_t>(xi)];
+  std::vector<float> g(static_cast<std::size_t>(rows * C * 9)), u(static_cast<std::size_t>(16 * rows * C));
+  load_row(dtype, w, g.data(), rows * C * 9);
+  for (std::int64_t rc = 0; rc < rows * C; ++rc) {
+    const float* k = g.data() + rc * 9;
+    // G = [1 0 0; .5 .5 .5; .5 -.5 .5; 0 0 1]: t = G k (4x3), then U = t G^T (4x4) into u[xi][rc].
+    float t[4][3];
+    for (int j = 0; j < 3; ++j) {
+      t[0][j] = k[j];
+      t[1][j] = 0.5f * (k[j] + k[3 + j] + k[6 + j]);
+      t[2][j] = 0.5f * (k[j] - k[3 + j] + k[6 + j]);
+      t[3][j] = k[6 + j];
+    }
+    for (int i = 0; i < 4; ++i) {
+      float* ui = u.data() + (4 * i) * rows * C + rc;
+      ui[0] = t[i][0];
+      ui[rows * C] = 0.5f * (t[i][0] + t[i][1] + t[i][2]);
+      ui[2 * rows * C] = 0.5f * (t[i][0] - t[i][1] + t[i][2]);
+      ui[3 * rows * C] = t[i][2];
     }
   }
+  WinogradWeights p;
+  for (std::int64_t xi = 0; xi < 16; ++xi) p.u.push_back(pack_pair_strips(u.data() + xi * rows * C, DType::f32, rows, C));
+  p.rows = rows, p.KP = p.u[0].KP, p.strips = p.u[0].strips;
   return p;
 }
 
@@ -224,10 +220,8 @@ inline void conv_winograd(const ConvGeom& g, const WinogradWeights& w, const std
     float* m = reinterpret_cast<float*>(vt + 16 * KP * CONV_PX);  // [16][12][32]
     float* rb = m + 16 * CONV_MR * CONV_PX;                         // [2 output rows][64]
     auto* stage = reinterpret_cast<std::uint16_t*>(rb + 2 * 2 * CONV_PX);
-    visit_float_storage(ydt, [&](auto ctag) {
+    visit_output(ydt, y, residual, [&](auto ctag, auto* C, const auto* R) {
       using SC = decltype(ctag);
-      auto* C = static_cast<typename SC::T*>(y);
-      const auto* R = static_cast<const typename SC::T*>(residual);
       std::int64_t have = -1;
       for (std::int64_t it; claim(it);) {
         const std::int64_t blk = it / parts, part = it % parts;

@@ -221,12 +221,9 @@ inline Fn bind_conv(Ctx& c, ir::TensorId x, const Tensor& wt, std::shared_ptr<st
   }
 #endif
 #if defined(NPUSIM_CPU_CONV_DPBF16)
-  // bf16 activations where AMX is not used, on AVX-512 BF16 dot products: pixel blocks gathered as
-  // k pairs, the weights as strips of bf16 pairs; small images with channels along the vectors
-  // (ResNet on an AMD EPYC: see docs/benchmarks.md).
 #if defined(NPUSIM_CPU_CONV_WINOGRAD)
   // 3x3 stride-1 layers by Winograd F(2x2, 3x3) (conv_winograd.hpp).
-  if (dp && winograd_enabled() && winograd_fits(g)) {
+  if (dp && winograd_used(g)) {
     auto packs = pack_groups([&](const std::byte* w) { return pack_winograd_weights(w, wt.dtype(), Kg, Cg); });
     auto pool = c.need_scratch(winograd_scratch_bytes(packs[0]->KP));
     const std::byte* pr = residual ? c.ptr(*residual) : nullptr;
@@ -235,6 +232,9 @@ inline Fn bind_conv(Ctx& c, ir::TensorId x, const Tensor& wt, std::shared_ptr<st
     });
   }
 #endif
+  // bf16 activations where AMX is not used, on AVX-512 BF16 dot products: pixel blocks gathered as
+  // k pairs, the weights as strips of bf16 pairs; small images with channels along the vectors
+  // (ResNet on an AMD EPYC: see docs/benchmarks.md).
   if (dp) {
     const bool small = conv_small_image(M);
     auto packs = pack_groups([&](const std::byte* w) { return pack_pair_strips(w, wt.dtype(), Kg, KK, small ? CONV_CV_MR : CONV_MR); });

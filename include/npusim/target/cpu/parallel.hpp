@@ -207,7 +207,6 @@ class ItemShares {
       begin = end;
     }
   }
-  int threads() const { return threads_; }
   // Thread t's items not yet taken, [next, end).
   std::pair<std::int64_t, std::int64_t> left(int t) {
     const std::uint64_t r = share(t).load(std::memory_order_relaxed);
