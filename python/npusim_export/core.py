@@ -59,23 +59,21 @@ def _to_meta(x):
     return x.to("meta") if isinstance(x, torch.Tensor) else x
 
 
-def extract(meta_module, meta_inputs, name, real=None):
-    """torch_ir IR of meta_module for meta_inputs (the fixtures' way: no weights touched). If that
-    fails and real is given (a callable returning a CPU module and its inputs), extracts from that
-    instead (torch_ir raises on tensor constants made in forward() on the meta device)."""
+def extract(module, inputs, name, *, strict=True):
+    """torch_ir IR of module for inputs: torch_ir.export_model + convert_exported_program, the steps of
+    torch_ir.extract_ir. Constants torch.export lifts (non-persistent buffers such as HF's rotary
+    inv_freq, tensors made in forward()) keep their values in the IR only when they have some: on
+    the meta device they are left out, as newer torch_ir releases do with a warning (older ones
+    raise), and collect_weights finds them in the real module."""
     torch_ir = require_torch_ir()
     try:
-        return torch_ir.extract_ir(meta_module, tuple(meta_inputs), model_name=name)
+        exported = torch_ir.export_model(module, tuple(inputs), strict=strict)
+        ir = torch_ir.convert_exported_program(exported, model_name=name, strict=False)
     except Exception as e:
-        if real is None:
-            raise ExportError(f"torch_ir could not extract {name}: {e}") from e
-        log(f"extraction on the meta device failed ({type(e).__name__}: {str(e).splitlines()[0][:200]}); "
-            "retrying on the real module")
-        module, inputs = real()
-        try:
-            return torch_ir.extract_ir(module, tuple(inputs), model_name=name, strict=False)
-        except Exception as e2:
-            raise ExportError(f"torch_ir could not extract {name}: {e2}") from e2
+        raise ExportError(f"torch_ir could not extract {name}: {type(e).__name__}: {e}") from e
+    consts = getattr(exported, "constants", None) or {}
+    ir.constants = {k: v for k, v in consts.items() if isinstance(v, torch.Tensor) and v.device.type != "meta"}
+    return ir
 
 
 def _named_tensors(module) -> dict:
@@ -210,9 +208,18 @@ def export_module(module, example_inputs, out_dir, *, kind=None, name=None, meta
         meta_module = copy.deepcopy(module).to("meta")
     meta_module = meta_module.eval()
     log(f"{name}: extracting the IR")
-    ir = extract(meta_module, [_to_meta(x) for x in example_inputs], name,
-                 real=lambda: (copy.deepcopy(module).to("cpu"),
-                               [x.to("cpu") if isinstance(x, torch.Tensor) else x for x in example_inputs]))
+    try:
+        ir = extract(meta_module, [_to_meta(x) for x in example_inputs], name)
+        named = _named_tensors(module)
+        lost = [w.name for w in ir.weights
+                if w.name not in named and _attr_tensor(module, w.name) is None and w.name not in ir.constants]
+        if lost:
+            raise ExportError(f"constants without values on the meta device: {', '.join(lost[:6])}")
+    except ExportError as e:
+        # e.g. tensors made in forward(): extract from a CPU copy, whose constants have values
+        log(f"{name}: {str(e).splitlines()[0][:240]}; extracting from a CPU copy instead")
+        ir = extract(copy.deepcopy(module).to("cpu"),
+                     [x.to("cpu") if isinstance(x, torch.Tensor) else x for x in example_inputs], name, strict=False)
     log(f"{name}: IR has {len(ir.nodes)} nodes ({time.time() - t0:.1f} s); collecting weights")
     weights, notes = collect_weights(ir, module)
     for n in notes:
