@@ -1,6 +1,7 @@
 """Hugging Face causal LMs as a prefill graph and a decode graph with a static KV cache (the
 layout of the fixtures' qwen2_tiny_prefill / qwen2_tiny_decode; see the fixtures README)."""
 
+import copy
 import os
 import sys
 import time
@@ -149,7 +150,8 @@ def export_hf_causal_lm(source, out_dir, *, name=None, dtype="bf16", prefill_len
         raise ExportError(f"cache_len {cache_len} cannot hold prefill_len {prefill_len} + decode_steps {decode_steps} tokens")
     if weights not in ("default", "random"):
         raise ExportError(f"weights must be 'default' or 'random', not '{weights}'")
-    given = source if isinstance(source, transformers.PreTrainedModel) else None
+    # a given model is copied: the export sets eager attention and casts the weights
+    given = copy.deepcopy(source) if isinstance(source, transformers.PreTrainedModel) else None
     if given is not None:
         cfg, ckpt = given.config, None
     else:

@@ -323,6 +323,9 @@ class CausalLmTest(unittest.TestCase):
             export_hf_causal_lm(os.path.join(d, "ckpt", "config.json"), os.path.join(d, "b"), prefill_len=4,
                                 cache_len=8, decode_steps=2, device="cpu", dtype="f32")
             self.assertTrue(load_json(d, "b", "prefill", "meta.json")["weights"].startswith("random"))
+            export_hf_causal_lm(model, os.path.join(d, "c"), prefill_len=4, cache_len=8, decode_steps=2, device="cpu")
+            self.assertEqual(load_json(d, "c", "prefill", "meta.json")["weights"], "given model")
+            self.assertEqual(model.model.embed_tokens.weight.dtype, torch.float32)  # the caller's model is untouched
         finally:
             shutil.rmtree(d)
 
