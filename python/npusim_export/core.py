@@ -130,7 +130,7 @@ def collect_weights(ir, module):
         if isinstance(want, torch.dtype) and t.dtype != want:
             notes.append(f"cast: {w.name} {str(t.dtype).replace('torch.', '')} -> {w.dtype}")
             t = t.to(want)
-        weights[w.name] = t.to("cpu").contiguous().clone()
+        weights[w.name] = t.to("cpu", copy=True).contiguous()
     if missing:
         raise ExportError(f"{len(missing)} IR weight(s) not found in the module: {', '.join(missing[:8])}"
                           + (" ..." if len(missing) > 8 else ""))
@@ -225,9 +225,10 @@ def export_module(module, example_inputs, out_dir, *, kind=None, name=None, meta
     for n in notes:
         log("  " + n)
     half = any(p.is_floating_point() and p.dtype in (torch.float16, torch.bfloat16) for p in module.parameters())
-    log(f"{name}: running PyTorch for the expected outputs" + (" (float32 from the rounded weights)" if half and reference_fp32 else ""))
+    fp32_ref = half and reference_fp32
+    log(f"{name}: running PyTorch for the expected outputs" + (" (float32 from the rounded weights)" if fp32_ref else ""))
     with torch.no_grad():
-        if half and reference_fp32:
+        if fp32_ref:
             outputs = _float_copy(module)(*_float_inputs(example_inputs))
         else:
             outputs = module(*example_inputs)
