@@ -1,16 +1,34 @@
-// Umbrella header: core, IR, ops, weights, the reference target and the runtime helpers.
-// Other targets are included on request (e.g. npusim/target/cpu/cpu_target.hpp).
+// Umbrella header: everything a user of the library needs, from one include.
+//   core, IR reader, op registry, weights (safetensors, synth, Hugging Face directories), the
+//   compiler (passes, fusion, partitioning, planning, .npubin), Pipeline<Target, DType>, the
+//   runtime helpers (fixture cases, comparison, LLM generation), and every target this build has:
+//   ReferenceTarget and CpuTarget always, OpenCLTarget when the program links npusim::opencl
+//   (which defines NPUSIM_WITH_OPENCL).
+// Finer-grained headers stay available for programs that want less to compile.
 #pragma once
 
 #include "npusim/core/dtype.hpp"
 #include "npusim/core/error.hpp"
+#include "npusim/core/npy.hpp"
 #include "npusim/core/tensor.hpp"
 #include "npusim/ir/reader.hpp"
 #include "npusim/ops/registry.hpp"
+#include "npusim/pipeline.hpp"
+#include "npusim/program/compiler.hpp"
+#include "npusim/program/inspect.hpp"
+#include "npusim/program/npubin.hpp"
 #include "npusim/runtime/case.hpp"
 #include "npusim/runtime/compare.hpp"
 #include "npusim/runtime/generate.hpp"
+#include "npusim/runtime/image.hpp"
 #include "npusim/runtime/llm.hpp"
+#include "npusim/runtime/tensor_files.hpp"
+#include "npusim/target/cpu/cpu_target.hpp"
+#include "npusim/target/reference/program_runner.hpp"
 #include "npusim/target/reference/runner.hpp"
 #include "npusim/version.hpp"
 #include "npusim/weights/binding.hpp"
+#include "npusim/weights/open.hpp"
+#ifdef NPUSIM_WITH_OPENCL
+#include "npusim/target/opencl/runner.hpp"
+#endif

@@ -1,5 +1,6 @@
 # Runs CMD (a ;-list), then checks its exit code (EXPECT_RC) and that its combined output matches
-# every regex in EXPECT (a ;-list). Used by the CLI tests: exit code and message both matter.
+# every regex in EXPECT (a ;-list) and none in FORBID. Used by the CLI tests: exit code and message
+# both matter.
 execute_process(COMMAND ${CMD} RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
 set(all "${out}${err}")
 message("${all}")
@@ -9,5 +10,10 @@ endif()
 foreach(re IN LISTS EXPECT)
   if(NOT all MATCHES "${re}")
     message(FATAL_ERROR "output does not match '${re}'")
+  endif()
+endforeach()
+foreach(re IN LISTS FORBID)
+  if(all MATCHES "${re}")
+    message(FATAL_ERROR "output matches '${re}', which it must not")
   endif()
 endforeach()

@@ -65,7 +65,7 @@ TEST(LlmSession, PromptLongerThanThePrefillProgramIsNotTruncated) {
   EXPECT_LE(compare(as_tensor(logits), t.ref_row("decode_logits", 3)).rel_l2, 1e-4);
 }
 
-TEST(LlmSession, CacheFullAndEmptyPromptAreErrors) {
+TEST(LlmSession, LongPromptAndEmptyPromptAreErrorsAndGenerationStopsAtTheCacheEnd) {
   Tiny t;
   llm::Session s(*t.m);
   std::vector<std::int64_t> huge(65, 1);
@@ -73,10 +73,13 @@ TEST(LlmSession, CacheFullAndEmptyPromptAreErrors) {
   NPUSIM_EXPECT_ERROR(s.prefill({}), "empty prompt");
   llm::GenerateOptions o;
   o.max_new_tokens = 1000;
-  // A budget the cache cannot hold is refused before anything runs (16 + 1000 - 2 = 1014).
-  NPUSIM_EXPECT_ERROR(llm::generate(*t.m, t.prompt, o), "decode position beyond the KV cache", "position < 64", "found 1014");
-  o.max_new_tokens = 64 - t.prompt.size() + 1;  // the last one that fits: positions up to 63
+  // A budget past the cache stops at its end, with the reason: positions 0..63 are filled, and
+  // the last token comes from position 63's logits.
   llm::Generation g = llm::generate(*t.m, t.prompt, o);
+  EXPECT_EQ(g.stop, "cache_full");
+  EXPECT_EQ(static_cast<std::int64_t>(t.prompt.size() + g.tokens.size()), 64 + 1);
+  o.max_new_tokens = 64 - t.prompt.size() + 1;  // the last one that fits: positions up to 63
+  g = llm::generate(*t.m, t.prompt, o);
   EXPECT_EQ(g.stop, "max_new_tokens");
   EXPECT_EQ(static_cast<std::int64_t>(t.prompt.size() + g.tokens.size()), 64 + 1);
 }

@@ -11,6 +11,7 @@
 #include "npusim/runtime/bench.hpp"
 #include "npusim/runtime/case.hpp"
 #include "npusim/runtime/generate.hpp"
+#include "model.hpp"
 #include "targets.hpp"
 
 namespace npusim::cli {
@@ -43,25 +44,32 @@ inline bench::Machine machine_for(const TargetChoice& tc) {
   return m;
 }
 
-inline int cmd_bench(const std::string& dir, const TargetChoice& tc, const BenchArgs& a) {
+// MODEL is a case directory, an IR file or a .npubin (then "compile" is its load); inputs are
+// the case's, the given ones, or else synthetic (timing does not depend on the values).
+inline int cmd_bench(const std::string& path, TargetChoice tc, const BenchArgs& a, const std::string& weights, const InputArgs& inputs) {
+  Model m = open_model(path, weights);
+  adopt_program_target(tc, m);
   validate(tc);
-  runtime::Case c = runtime::Case::open(dir);
   const bench::Machine mach = machine_for(tc);
   std::printf("machine: %s\n", bench::describe(mach).c_str());
   auto t0 = std::chrono::steady_clock::now();
-  program::CompiledProgram p = compile(tc, c.graph);
+  program::CompiledProgram p = program_for(tc, m);
   const double compile_ms = ms_since(t0);
   t0 = std::chrono::steady_clock::now();
-  auto runner = make_runner(p, c.weights.get());
+  auto runner = make_runner(p, m.weights());
   const double load_ms = ms_since(t0);
-  std::vector<Tensor> in = c.inputs();
+  GatheredInputs gi = gather_inputs(m, inputs, /*synthetic=*/true);
+  for (const auto& n : gi.notes) std::printf("%s\n", n.c_str());
+  const std::vector<Tensor>& in = gi.tensors;
   const bench::Stats s = bench::time_it([&] { runner->run(in); }, a.warmup, a.repeats);
-  const std::int64_t batch = c.graph.inputs.empty() ? 1 : std::max<std::int64_t>(1, c.graph.tensor(c.graph.inputs[0]).shape.empty() ? 1 : c.graph.tensor(c.graph.inputs[0]).shape[0]);
-  std::printf("%s on %s (%s): compile %.1f ms, weights %.1f ms\n", c.name.c_str(), tc.target.c_str(), tc.dtype.c_str(), compile_ms, load_ms);
+  const auto specs = m.inputs();
+  const std::int64_t batch = specs.empty() || specs[0].shape.empty() ? 1 : std::max<std::int64_t>(1, specs[0].shape[0]);
+  std::printf("%s on %s (%s): %s %.1f ms, weights %.1f ms\n", m.name.c_str(), tc.target.c_str(), tc.dtype.c_str(), m.compiled() ? "load" : "compile",
+              compile_ms, load_ms);
   std::printf("latency  median %.3f ms  p10 %.3f  p90 %.3f  (%d runs after %d warm-up)\n", s.median_ms, s.p10_ms, s.p90_ms, s.runs, a.warmup);
   std::printf("throughput %.1f items/s (batch %lld)\n", 1000.0 * static_cast<double>(batch) / s.median_ms, static_cast<long long>(batch));
   if (!a.json.empty()) {
-    ir::json j = {{"case", c.name}, {"target", tc.target}, {"dtype", tc.dtype}, {"machine", machine_json(mach)}, {"compile_ms", compile_ms},
+    ir::json j = {{"case", m.name}, {"target", tc.target}, {"dtype", tc.dtype}, {"machine", machine_json(mach)}, {"compile_ms", compile_ms},
                   {"weights_ms", load_ms}, {"latency", stats_json(s)}, {"batch", batch}, {"throughput_per_s", 1000.0 * static_cast<double>(batch) / s.median_ms}};
     write_file_atomic(a.json, j.dump(1));
     std::printf("json: %s\n", a.json.c_str());
@@ -142,7 +150,7 @@ inline int cmd_bench_llm(const std::string& pdir, const std::string& ddir, const
   // The reference for the per-position check: the same decode graph on the reference target in f32.
   std::unique_ptr<runtime::PlanRunner> ref;
   if (a.check) {
-    TargetChoice rc{"reference", "f32", false, ""};
+    TargetChoice rc{.target = "reference"};
     weights::BindOptions rb;
     ref = make_runner(compile(rc, dc.graph), pc.weights.get(), rb);
   }

@@ -28,6 +28,12 @@ namespace {
 
 double seconds_since(clock_type::time_point t) { return std::chrono::duration<double>(clock_type::now() - t).count(); }
 
+std::string fmt_num(double v) {
+  char b[32];
+  std::snprintf(b, sizeof b, "%g", v);
+  return b;
+}
+
 Progress console_progress() {
   auto p = std::make_shared<ConsoleProgress>(stderr);
   p->tty_ = ::isatty(2);
@@ -124,23 +130,69 @@ void profile_runs(Prepared& p, std::span<const Tensor> inputs, const ProfileArgs
   }
 }
 
-int cmd_run(const std::string& dir, const cli::TargetChoice& tc, const std::string& weights, std::optional<double> tol, const ProfileArgs& prof) {
+struct RunArgs {
+  std::string model, weights = "auto", output, expected;
+  std::optional<double> tol;
+  cli::InputArgs inputs;
+};
+
+int cmd_run(const RunArgs& a, cli::TargetChoice tc, const ProfileArgs& prof) {
+  cli::Model m = cli::open_model(a.model, a.weights);
+  cli::adopt_program_target(tc, m);
   cli::validate(tc);
-  runtime::Case c = runtime::Case::open(dir, weights);
-  std::printf("case %s: %zu nodes, %zu inputs, %zu outputs; weights: %s\n", c.name.c_str(), c.graph.nodes.size(), c.graph.inputs.size(),
-              c.graph.outputs.size(), c.weights ? c.weights->path().c_str() : "(none)");
-  Prepared p = prepare(tc, c.graph, c.weights.get(), nullptr);
+  // Inputs and expected values before compiling: bad ones are refused before any work.
+  cli::GatheredInputs in = cli::gather_inputs(m, a.inputs);
+  cli::Expected expected = cli::expected_outputs(m, a.expected, in.from_case);
+  if (a.tol && !expected)
+    throw Error(ErrorCode::attr, "--tol applies when outputs are compared with expected values, and there are none here",
+                {.file = a.model, .expected = "--expected FILE, or a case whose io.safetensors holds the outputs of its own inputs", .found = "--tol"});
+  std::printf("model %s: %zu inputs, %zu outputs; weights: %s\n", m.name.c_str(), m.inputs().size(), m.outputs().size(),
+              m.weights() ? m.weights()->path().c_str() : "(none)");
+  for (const auto& n : in.notes) std::printf("%s\n", n.c_str());
+  Prepared p;
+  if (m.compiled()) {
+    weights::BindOptions bo;
+    bo.progress = console_progress();
+    auto plan = cli::make_runner(*m.program, m.weights(), bo);
+    std::printf("loaded %s: compiled for %s (%s), %lld kernels\n", a.model.c_str(), m.program->target.c_str(), tc.dtype.c_str(),
+                static_cast<long long>(m.program->stats.kernels - m.program->stats.view_kernels));
+    p.plan = plan.get();
+    p.runner = std::move(plan);
+  } else {
+    p = prepare(tc, m.source->graph, m.weights(), nullptr);
+  }
   std::printf("target: %s\n", p.runner->describe().c_str());
   print_device(tc);
-  runtime::CheckOptions co;
-  co.tolerance = tol;
-  co.half_compute = cli::half_dtype(tc.dtype);
-  co.top5_in_order = !co.half_compute;
-  runtime::CaseResult r = runtime::check_case(c, *p.runner, co);
-  runtime::print_case_result(stdout, c, r);
-  if (prof.time_runs > 0) time_runs(*p.runner, c.inputs(), prof.time_runs);
-  if (prof.enabled) profile_runs(p, c.inputs(), prof);
-  return r.pass ? 0 : 1;
+  auto t0 = clock_type::now();
+  std::vector<Tensor> outs = p.runner->run(in.tensors);
+  const double secs = seconds_since(t0);
+  int rc = 0;
+  if (expected) {
+    runtime::CheckOptions co;
+    co.half_compute = cli::half_dtype(tc.dtype);
+    co.top5_in_order = !co.half_compute;
+    std::vector<std::string> names;
+    std::vector<DType> dtypes;
+    for (const auto& o : m.outputs()) names.push_back(o.name), dtypes.push_back(o.dtype);
+    runtime::CaseResult r = runtime::check_outputs(names, dtypes, outs, expected.lookup, a.tol.value_or(cli::default_tolerance(m, co.half_compute)),
+                                                   m.kind() == "vision" || (m.kind().empty() && outs.size() == 1), co);
+    r.seconds = secs;
+    std::printf("expected outputs: %s\n", expected.from.c_str());
+    runtime::print_case_result(stdout, m.name, r);
+    rc = r.pass ? 0 : 1;
+  } else {
+    cli::print_output_summary(stdout, m, m.outputs(), outs);
+    std::printf("ran %s in %.3f s (%s)\n", m.name.c_str(), secs,
+                in.from_case ? "no expected outputs to compare with" : "inputs given: compare with --expected FILE if you have reference outputs");
+  }
+  if (!a.output.empty()) {
+    cli::write_outputs(a.output, m.outputs(), outs);
+    std::printf("outputs written to %s\n", a.output.c_str());
+  }
+  std::fflush(stdout);
+  if (prof.time_runs > 0) time_runs(*p.runner, in.tensors, prof.time_runs);
+  if (prof.enabled) profile_runs(p, in.tensors, prof);
+  return rc;
 }
 
 struct GenerateArgs {
@@ -151,7 +203,7 @@ struct GenerateArgs {
   llm::Sampling sampling;
   std::optional<double> tol;
   int min_matches = -1;
-  std::size_t max_new_tokens = 0;
+  std::size_t max_new_tokens = 16;
 };
 
 // "1, 2 3\n4" -> {1, 2, 3, 4}
@@ -163,7 +215,8 @@ std::vector<std::int64_t> parse_ids(const std::string& text, const std::string& 
     char* end = nullptr;
     errno = 0;
     long long v = std::strtoll(tok.c_str(), &end, 10);
-    if (*end || errno || v < 0) throw Error(ErrorCode::parse, "token ids must be non-negative integers", {.file = what, .found = tok});
+    if (*end || errno || v < 0)
+      throw Error(ErrorCode::parse, what + ": token ids must be non-negative integers", {.expected = "ids such as 1,2,3", .found = tok});
     ids.push_back(v);
     tok.clear();
   };
@@ -172,18 +225,54 @@ std::vector<std::int64_t> parse_ids(const std::string& text, const std::string& 
     else tok.push_back(ch);
   }
   flush();
-  if (ids.empty()) throw Error(ErrorCode::parse, "no token ids", {.file = what});
+  if (ids.empty()) throw Error(ErrorCode::parse, what + ": no token ids", {.expected = "ids such as 1,2,3"});
   return ids;
+}
+
+// Token ids must index the embedding table.
+void check_ids_in_vocab(const std::vector<std::int64_t>& ids, const ir::Graph& g, const std::string& what) {
+  for (const ir::Node& n : g.nodes)
+    if (n.op_type == "aten.embedding.default" && !n.inputs.empty() && !g.tensor(n.inputs[0]).shape.empty()) {
+      const std::int64_t vocab = g.tensor(n.inputs[0]).shape[0];
+      for (auto id : ids)
+        if (id >= vocab)
+          throw Error(ErrorCode::attr, what + ": token id outside the vocabulary", {.file = g.source, .expected = "< " + std::to_string(vocab),
+                      .found = std::to_string(id)});
+      return;
+    }
+}
+
+void print_decode_profile(runtime::Profiler& prof, const std::vector<double>& step_ms, const std::string& trace) {
+  double decode_us = 0;
+  for (double ms : step_ms) decode_us += ms * 1000.0;
+  std::printf("\ndecode profile (%zu steps):\n", step_ms.size());
+  if (step_ms.empty()) return;
+  prof.print_summary(stdout, decode_us, static_cast<int>(step_ms.size()));
+  if (!trace.empty()) prof.write_trace(trace), std::printf("trace: %s\n", trace.c_str());
 }
 
 int cmd_generate(const GenerateArgs& a, const cli::TargetChoice& tc) {
   cli::validate(tc);
+  // Everything given on the command line is checked before anything is compiled or loaded.
+  std::vector<std::int64_t> user_prompt, eos;
+  if (!a.prompt_ids.empty()) user_prompt = parse_ids(a.prompt_ids, "--prompt-ids");
+  if (!a.prompt_file.empty()) user_prompt = parse_ids(read_file(a.prompt_file), a.prompt_file);
+  if (!a.eos.empty()) eos = parse_ids(a.eos, "--eos");
   using runtime::Case;
   Case pc = Case::open(a.prefill_dir, a.weights);
-  Case dc = Case::open(a.decode_dir, "auto");
+  Case dc = Case::open(a.decode_dir, "none");
   llm::KvMapping map = llm::KvMapping::read((fs::path(a.decode_dir) / "kv_mapping.json").string());
   map.complete(pc.graph);
-  if (!pc.weights) throw Error(ErrorCode::weights, "prefill case has no weights (weights.safetensors or synth.json)", {.file = a.prefill_dir});
+  if (!pc.weights) throw Error(ErrorCode::weights, "prefill case has no weights (weights.safetensors or synth.json; or give --weights)", {.file = a.prefill_dir});
+  if (!user_prompt.empty()) {
+    check_ids_in_vocab(user_prompt, pc.graph, a.prompt_ids.empty() ? a.prompt_file : "--prompt-ids");
+    if (static_cast<std::int64_t>(user_prompt.size()) > map.max_cache_len)
+      throw Error(ErrorCode::resource, "prompt longer than the KV cache", {.file = a.decode_dir + "/kv_mapping.json",
+                  .expected = "<= " + std::to_string(map.max_cache_len) + " tokens", .found = std::to_string(user_prompt.size())});
+  }
+  check_ids_in_vocab(eos, pc.graph, "--eos");
+  if (!a.check && user_prompt.empty() && !pc.io)
+    throw Error(ErrorCode::io, "no prompt: give --prompt-ids or --prompt-file (the prefill case has no io.safetensors)", {.file = a.prefill_dir});
   std::printf("prefill %s: %zu nodes; decode %s: %zu nodes; %zu layers, prefill %lld tokens, cache %lld\n", pc.name.c_str(),
               pc.graph.nodes.size(), dc.name.c_str(), dc.graph.nodes.size(), map.layers.size(), static_cast<long long>(map.prefill_seq_len),
               static_cast<long long>(map.max_cache_len));
@@ -197,23 +286,26 @@ int cmd_generate(const GenerateArgs& a, const cli::TargetChoice& tc) {
   std::printf("target: %s\n", prefill.runner->describe().c_str());
   print_device(tc);
 
-  if (!pc.io) throw Error(ErrorCode::io, "prefill case has no io.safetensors (prompt ids)", {.file = a.prefill_dir});
   llm::LlmPrograms model(*prefill.runner, *decode.runner, map, pc.graph, dc.graph);
-  Tensor ids = pc.io->tensor(model.prefill_roles.input_ids);
-  std::vector<std::int64_t> prompt(ids.span<std::int64_t>().begin(), ids.span<std::int64_t>().end());
+  runtime::Profiler prof;
+  if (a.profile) {
+    if (!decode.plan) throw Error(ErrorCode::unsupported, "--profile needs compiled programs (not --interpret)");
+    decode.plan->set_profiler(&prof);
+  }
 
   if (!a.check) {
-    if (!a.prompt_ids.empty() || !a.prompt_file.empty()) {
-      std::string text = !a.prompt_ids.empty() ? a.prompt_ids : read_file(a.prompt_file);
-      prompt = parse_ids(text, a.prompt_ids.empty() ? a.prompt_file : "--prompt-ids");
+    std::vector<std::int64_t> prompt = user_prompt;
+    if (prompt.empty()) {
+      Tensor ids = pc.io->tensor(model.prefill_roles.input_ids);
+      prompt.assign(ids.span<std::int64_t>().begin(), ids.span<std::int64_t>().end());
     }
     llm::GenerateOptions go;
-    go.max_new_tokens = a.max_new_tokens ? a.max_new_tokens : 16;
+    go.max_new_tokens = a.max_new_tokens;
     go.sampling = a.sampling;
-    if (!a.eos.empty()) go.eos = parse_ids(a.eos, "--eos");
+    go.eos = eos;
     std::printf("prompt: %zu tokens; generating up to %zu tokens (%s)\ntokens:", prompt.size(), go.max_new_tokens,
-                go.sampling.greedy() ? "greedy" : ("temperature " + std::to_string(go.sampling.temperature) + ", top-k " + std::to_string(go.sampling.top_k) +
-                                                   ", top-p " + std::to_string(go.sampling.top_p) + ", seed " + std::to_string(go.sampling.seed)).c_str());
+                go.sampling.greedy() ? "greedy" : ("temperature " + fmt_num(go.sampling.temperature) + ", top-k " + std::to_string(go.sampling.top_k) +
+                                                   ", top-p " + fmt_num(go.sampling.top_p) + ", seed " + std::to_string(go.sampling.seed)).c_str());
     std::fflush(stdout);
     llm::Generation g = llm::generate(model, prompt, go, [](std::int64_t t, std::size_t) {
       std::printf(" %lld", static_cast<long long>(t));
@@ -223,16 +315,27 @@ int cmd_generate(const GenerateArgs& a, const cli::TargetChoice& tc) {
     std::sort(st.begin(), st.end());
     double total = 0;
     for (double x : st) total += x;
-    std::printf("\nstopped: %s\ntime to first token %.1f ms", g.stop.c_str(), g.prefill_ms);
+    std::printf("\nstopped: %s", g.stop.c_str());
+    if (g.stop == "cache_full")
+      std::printf(" (the KV cache holds %lld positions, all used: %zu prompt + %zu generated tokens)", static_cast<long long>(map.max_cache_len),
+                  prompt.size(), g.tokens.size());
+    std::printf("\ntime to first token %.1f ms", g.prefill_ms);
     if (!st.empty())
       std::printf("; decode %.1f ms/token median (p10 %.1f, p90 %.1f), %.2f tok/s", st[st.size() / 2], st[st.size() / 10], st[st.size() * 9 / 10],
                   1000.0 * static_cast<double>(st.size()) / total);
     std::printf("\n");
+    if (a.profile) {
+      decode.plan->set_profiler(nullptr);
+      print_decode_profile(prof, g.step_ms, a.trace);
+    }
     return 0;
   }
 
+  if (!pc.io) throw Error(ErrorCode::io, "--check needs the prefill case's io.safetensors (prompt ids and expected logits)", {.file = a.prefill_dir});
   if (!dc.io || !dc.io->find("decode_tokens") || !dc.io->find("decode_logits"))
     throw Error(ErrorCode::io, "decode case has no decode_tokens/decode_logits to check against", {.file = a.decode_dir + "/io.safetensors"});
+  Tensor ids = pc.io->tensor(model.prefill_roles.input_ids);
+  std::vector<std::int64_t> prompt(ids.span<std::int64_t>().begin(), ids.span<std::int64_t>().end());
   Tensor tokens = dc.io->tensor("decode_tokens");
   Tensor dlogits = dc.io->tensor("decode_logits");
   Tensor plogits = pc.io->tensor(pc.graph.tensor(pc.graph.outputs.at(0)).name);
@@ -256,22 +359,13 @@ int cmd_generate(const GenerateArgs& a, const cli::TargetChoice& tc) {
     std::fflush(stdout);
   };
   std::vector<std::int64_t> tok(tokens.span<std::int64_t>().begin(), tokens.span<std::int64_t>().end());
-  runtime::Profiler prof;
-  if (a.profile) {
-    if (!decode.plan) throw Error(ErrorCode::unsupported, "--profile needs compiled programs (not --interpret)");
-    decode.plan->set_profiler(&prof);
-  }
-  auto t_check = clock_type::now();
   llm::GenerateCheck r = llm::check_generation(model, prompt, plogits, tok, dlogits, cb);  // checks the references' sizes
   if (a.profile) {
     decode.plan->set_profiler(nullptr);
-    double decode_us = 0;
-    for (const auto& s : r.steps) decode_us += s.ms * 1000.0;
-    std::printf("\ndecode profile (%zu steps):\n", r.steps.size());
-    prof.print_summary(stdout, decode_us, static_cast<int>(r.steps.size()));
-    if (!a.trace.empty()) prof.write_trace(a.trace), std::printf("trace: %s\n", a.trace.c_str());
+    std::vector<double> step_ms;
+    for (const auto& s : r.steps) step_ms.push_back(s.ms);
+    print_decode_profile(prof, step_ms, a.trace);
   }
-  (void)t_check;
   const auto steps = static_cast<int>(r.steps.size());
   const int need = a.min_matches >= 0 ? a.min_matches : (half ? steps - 1 : steps);
   ok = ok && r.token_matches >= need;
@@ -283,15 +377,23 @@ int cmd_generate(const GenerateArgs& a, const cli::TargetChoice& tc) {
   return ok ? 0 : 1;
 }
 
-int cmd_compile(const std::string& ir_path, const std::string& out, const cli::TargetChoice& tc, bool verify) {
+int cmd_compile(const std::string& model, const std::string& out, const cli::TargetChoice& tc, bool verify, bool embed, const std::string& weights) {
+  cli::validate(tc);
+  if (cli::is_npubin_path(model)) throw Error(ErrorCode::attr, "compile takes an IR (a case directory or an IR .json file), not a .npubin", {.file = model});
+  if (!embed && weights != "auto")
+    throw Error(ErrorCode::attr, "--weights applies with --embed-weights only (a .npubin without weights takes them when run)", {.found = "--weights " + weights});
   auto t0 = clock_type::now();
-  ir::Graph g = ir::read_ir_file(ir_path);
+  runtime::Case c = runtime::Case::open(model, embed ? weights : "none");
+  if (embed && !c.weights)
+    throw Error(ErrorCode::weights, "--embed-weights needs weights: none beside the IR (weights.safetensors, synth.json); give --weights",
+                {.file = model});
   program::CompileOptions o = cli::compile_options(tc);
   o.verify = verify;
-  program::CompiledProgram p = program::compile(std::move(g), cli::target_info(tc), o);
-  program::save(p, out);
+  program::CompiledProgram p = program::compile(c.graph, cli::target_info(tc), o);
+  program::save(p, out, embed ? c.weights.get() : nullptr);
   print_compile_summary(p, seconds_since(t0));
-  std::printf("wrote %s (%s)\n", out.c_str(), program::human_bytes(static_cast<std::int64_t>(fs::file_size(out))).c_str());
+  std::printf("wrote %s (%s%s)\n", out.c_str(), program::human_bytes(static_cast<std::int64_t>(fs::file_size(out))).c_str(),
+              embed ? ", weights embedded" : ", no weights: run it with --weights");
   return 0;
 }
 
@@ -308,7 +410,8 @@ int cmd_inspect(const std::string& path, bool json, bool buffers, bool no_kernel
 }
 
 int cmd_explain(const std::string& ir_path, const cli::TargetChoice& tc) {
-  ir::Graph g = ir::read_ir_file(ir_path);
+  cli::validate(tc);
+  ir::Graph g = runtime::Case::open(ir_path, "none").graph;
   program::CompiledProgram p = cli::compile(tc, g);
   std::printf("%s on %s (%s): %lld IR nodes, %lld after passes, %zu partition(s)\n", ir_path.c_str(), p.target.c_str(),
               std::string(dtype_short_name(p.compute)).c_str(), static_cast<long long>(p.stats.nodes_in),
@@ -377,75 +480,95 @@ int main(int argc, char** argv) {
   CLI::App app{"npusim: compile PyTorch (torch_ir) models for a simulated NPU and run them"};
   app.set_version_flag("--version", std::string("npusim ") + version_string);
   app.require_subcommand(1);
+  app.fallthrough();  // options of the whole program (--threads) also after the subcommand
   cli::TargetChoice tc;
   int threads = 0;
-  app.add_option("--threads", threads, "worker threads (default: all cores)");
+  app.add_option("--threads", threads, "worker threads of the cpu target and Eigen (default: all cores)")->check(CLI::Range(1, 4096));
 
+  const std::string target_help = "execution target: " + [] {
+    std::string s;
+    for (const auto& n : cli::target_names()) s += (s.empty() ? "" : ", ") + n + (n == cli::default_target ? " (default)" : "");
+    return s;
+  }();
   auto add_target = [&](CLI::App* sub, bool interpret) {
-    sub->add_option("--target", tc.target, "execution target")->check(CLI::IsMember(cli::target_names()));
-    sub->add_option("--dtype", tc.dtype, "compute dtype")->check(CLI::IsMember({"f32", "f16", "bf16"}));
+    sub->add_option_function<std::string>("--target", [&](const std::string& t) { tc.target = t, tc.target_given = true; }, target_help)
+        ->check(CLI::IsMember(cli::target_names()));
+    sub->add_option_function<std::string>("--dtype", [&](const std::string& d) { tc.dtype = d, tc.dtype_given = true; }, "compute dtype (default f32)")
+        ->check(CLI::IsMember({"f32", "f16", "bf16"}));
     sub->add_option("--force-fallback", tc.force_fallback,
                     "debug: run these on the fallback (op types, op ids or node:NAME, comma-separated; also NPUSIM_FORCE_FALLBACK)");
     if (interpret) sub->add_flag("--interpret", tc.interpret, "reference only: interpret the IR node by node (no passes, no fusion)");
-    sub->add_option_function<std::string>(
-        "--device", [](const std::string& d) { ::setenv("NPUSIM_OPENCL_DEVICE", d.c_str(), 1); },
-        "opencl target: device index or name substring (sets NPUSIM_OPENCL_DEVICE; see `npusim devices`)");
+    sub->add_option("--device", tc.device, "opencl target: device index or name substring (sets NPUSIM_OPENCL_DEVICE; see `npusim devices`)");
+  };
+  auto add_inputs = [](CLI::App* sub, cli::InputArgs& in) {
+    sub->add_option("--input", in.inputs, "an input's value: NAME=FILE (.npy, .safetensors, raw:FILE); NAME may be left out for a single input")
+        ->allow_extra_args(false);
+    sub->add_option("--image", in.image, "image classifiers: a JPEG/PNG/BMP, with ImageNet preprocessing (resize, centre crop, normalise)");
   };
 
-  std::string run_dir, run_weights = "auto";
-  std::optional<double> run_tol;
-  auto* run = app.add_subcommand("run", "compile and run a case directory (ir.json, weights, io.safetensors), compare with PyTorch");
-  run->add_option("case_dir", run_dir, "case directory")->required();
-  run->add_option("--weights", run_weights, "auto, safetensors, synth, or a path");
-  run->add_option("--tol", run_tol, "relative L2 tolerance (default: by dtype and reduction length)");
+  RunArgs ra;
+  auto* run = app.add_subcommand("run", "run a model (case directory, IR .json or .npubin); compare with expected outputs when the case has them");
+  run->add_option("model", ra.model, "case directory, IR .json file or .npubin")->required();
+  run->add_option("--weights", ra.weights, "auto, none, safetensors, synth, or a path (.safetensors, synth.json, a Hugging Face model directory)");
+  run->add_option("--tol", ra.tol, "relative L2 tolerance (default: by dtype and reduction length)")->check(CLI::PositiveNumber);
+  add_inputs(run, ra.inputs);
+  run->add_option("--output", ra.output, "write the outputs here (.safetensors: all by name; .npy: one)");
+  run->add_option("--expected", ra.expected, "compare the outputs with these (.safetensors by output name, or .npy for one output)")
+      ->check(CLI::ExistingFile);
   ProfileArgs prof;
-  run->add_flag("--profile", prof.enabled, "time every kernel over --runs runs; print a table by kernel kind");
-  run->add_option("--runs", prof.runs, "runs to profile (default 10)");
-  run->add_option("--trace", prof.trace, "with --profile: write a Chrome/Perfetto trace JSON here");
-  run->add_option("--time", prof.time_runs, "time N more runs: median/min/max wall latency");
+  auto* run_profile = run->add_flag("--profile", prof.enabled, "time every kernel over --runs runs; print a table by kernel kind");
+  run->add_option("--runs", prof.runs, "runs to profile (default 10)")->check(CLI::Range(1, 1000000))->needs(run_profile);
+  run->add_option("--trace", prof.trace, "with --profile: write a Chrome/Perfetto trace JSON here")->needs(run_profile);
+  run->add_option("--time", prof.time_runs, "time N more runs: median/min/max wall latency")->check(CLI::Range(1, 1000000));
   add_target(run, true);
 
   GenerateArgs ga;
   auto* gen = app.add_subcommand("generate", "prefill + decode an LLM (teacher-forced --check against the fixtures)");
   gen->add_option("prefill_dir", ga.prefill_dir, "prefill case directory")->required();
   gen->add_option("decode_dir", ga.decode_dir, "decode case directory (with kv_mapping.json)")->required();
-  gen->add_flag("--check", ga.check, "compare prefill/decode logits and greedy tokens with the reference");
-  gen->add_option("--weights", ga.weights, "auto, safetensors, synth, or a path (prefill case's)");
-  gen->add_option("--tol", ga.tol, "relative L2 tolerance for logits");
-  gen->add_option("--min-token-matches", ga.min_matches, "greedy tokens that must match (default: all; half dtypes: all but one)");
-  gen->add_option("--max-new-tokens", ga.max_new_tokens, "tokens to generate without --check (default 16)");
-  gen->add_option("--prompt-ids", ga.prompt_ids, "prompt token ids, e.g. 1,2,3 (default: the prefill case's input_ids)");
-  gen->add_option("--prompt-file", ga.prompt_file, "file of prompt token ids (whitespace or comma separated)");
-  gen->add_option("--eos", ga.eos, "stop after generating any of these ids (comma separated)");
-  gen->add_option("--temperature", ga.sampling.temperature, "sampling temperature (0: greedy)");
-  gen->add_option("--top-k", ga.sampling.top_k, "sample among the k most likely tokens (0: all)");
-  gen->add_option("--top-p", ga.sampling.top_p, "sample among the smallest set reaching this probability (1: all)");
-  gen->add_option("--seed", ga.sampling.seed, "sampling seed");
-  gen->add_flag("--profile", ga.profile, "with --check: time every decode kernel; print a table by kernel kind");
-  gen->add_option("--trace", ga.trace, "with --profile: write a Chrome/Perfetto trace of the decode steps");
+  auto* gen_check = gen->add_flag("--check", ga.check, "compare prefill/decode logits and greedy tokens with the reference");
+  gen->add_option("--weights", ga.weights, "auto, safetensors, synth, or a path (.safetensors, synth.json, a Hugging Face model directory)");
+  gen->add_option("--tol", ga.tol, "with --check: relative L2 tolerance for logits")->check(CLI::PositiveNumber)->needs(gen_check);
+  gen->add_option("--min-token-matches", ga.min_matches, "with --check: greedy tokens that must match (default: all; half dtypes: all but one)")
+      ->check(CLI::NonNegativeNumber)->needs(gen_check);
+  gen->add_option("--max-new-tokens", ga.max_new_tokens, "tokens to generate (default 16; stops earlier at an --eos id or the cache's end)")
+      ->check(CLI::Range(std::size_t{1}, std::size_t{1} << 40))->excludes(gen_check);
+  auto* gen_ids = gen->add_option("--prompt-ids", ga.prompt_ids, "prompt token ids, e.g. 1,2,3 (default: the prefill case's input_ids)")->excludes(gen_check);
+  gen->add_option("--prompt-file", ga.prompt_file, "file of prompt token ids (whitespace or comma separated)")->excludes(gen_check)->excludes(gen_ids)
+      ->check(CLI::ExistingFile);
+  gen->add_option("--eos", ga.eos, "stop after generating any of these ids (comma separated)")->excludes(gen_check);
+  gen->add_option("--temperature", ga.sampling.temperature, "sampling temperature (0: greedy)")->check(CLI::Range(0.0, 100.0))->excludes(gen_check);
+  gen->add_option("--top-k", ga.sampling.top_k, "sample among the k most likely tokens (0: all)")->check(CLI::NonNegativeNumber)->excludes(gen_check);
+  gen->add_option("--top-p", ga.sampling.top_p, "sample among the smallest set reaching this probability (1: all)")
+      ->check(CLI::Range(0.0, 1.0))->excludes(gen_check);
+  gen->add_option("--seed", ga.sampling.seed, "sampling seed")->excludes(gen_check);
+  auto* gen_profile = gen->add_flag("--profile", ga.profile, "time every decode kernel; print a table by kernel kind");
+  gen->add_option("--trace", ga.trace, "with --profile: write a Chrome/Perfetto trace of the decode steps")->needs(gen_profile);
   add_target(gen, true);
 
-  auto* tlist = app.add_subcommand("targets", "list the targets this build has");
+  auto* tlist = app.add_subcommand("targets", "list the targets this build has (the default is marked)");
 
-  std::string c_ir, c_out;
-  bool c_verify = false;
-  auto* comp = app.add_subcommand("compile", "compile an IR file to a .npubin program");
-  comp->add_option("ir_json", c_ir, "torch_ir JSON file")->required();
+  std::string c_ir, c_out, c_weights = "auto";
+  bool c_verify = false, c_embed = false;
+  auto* comp = app.add_subcommand("compile", "compile an IR (case directory or .json) to a .npubin program");
+  comp->add_option("model", c_ir, "case directory or torch_ir JSON file")->required();
   comp->add_option("-o,--output", c_out, "output .npubin path")->required();
   comp->add_flag("--verify", c_verify, "re-check every node after each pass");
+  comp->add_flag("--embed-weights", c_embed, "store the weights in the .npubin (aligned, mmap'able, checksummed): it then runs on its own");
+  comp->add_option("--weights", c_weights, "with --embed-weights: the weights to embed (default: those beside the IR)");
   add_target(comp, false);
 
   std::string i_path;
   bool i_json = false, i_buffers = false, i_no_kernels = false;
   auto* insp = app.add_subcommand("inspect", "print a .npubin program: kernels with fused members, buffers, weights, memory");
   insp->add_option("npubin", i_path, ".npubin file")->required();
-  insp->add_flag("--json", i_json, "machine-readable JSON");
-  insp->add_flag("--buffers", i_buffers, "list every stored tensor with its arena offset and lifetime");
-  insp->add_flag("--no-kernels", i_no_kernels, "omit the kernel list");
+  auto* i_json_flag = insp->add_flag("--json", i_json, "machine-readable JSON");
+  insp->add_flag("--buffers", i_buffers, "list every stored tensor with its arena offset and lifetime")->excludes(i_json_flag);
+  insp->add_flag("--no-kernels", i_no_kernels, "omit the kernel list")->excludes(i_json_flag);
 
   std::string e_ir;
   auto* expl = app.add_subcommand("explain", "list every node that falls back to the reference target, and why");
-  expl->add_option("ir_json", e_ir, "torch_ir JSON file")->required();
+  expl->add_option("model", e_ir, "case directory or torch_ir JSON file")->required();
   add_target(expl, false);
 
   bool o_markdown = false;
@@ -453,12 +576,15 @@ int main(int argc, char** argv) {
   auto* opsc = app.add_subcommand("ops", "list registered ops, their ATen names and attribute defaults");
   auto* devs = app.add_subcommand("devices", "list the OpenCL devices the opencl target can use");
 
-  std::string b_dir;
+  std::string b_dir, b_weights = "auto";
   cli::BenchArgs ba;
-  auto* bench = app.add_subcommand("bench", "time a model case: compile, weight load, latency (median, p10, p90), throughput");
-  bench->add_option("case_dir", b_dir, "case directory")->required();
-  bench->add_option("--warmup", ba.warmup, "untimed runs first (default 3)");
-  bench->add_option("--repeats", ba.repeats, "timed runs (default 20)");
+  cli::InputArgs b_inputs;
+  auto* bench = app.add_subcommand("bench", "time a model (case directory, IR .json or .npubin): compile, weight load, latency, throughput");
+  bench->add_option("model", b_dir, "case directory, IR .json file or .npubin")->required();
+  bench->add_option("--weights", b_weights, "auto, none, safetensors, synth, or a path");
+  add_inputs(bench, b_inputs);
+  bench->add_option("--warmup", ba.warmup, "untimed runs first (default 3)")->check(CLI::Range(0, 1000000));
+  bench->add_option("--repeats", ba.repeats, "timed runs (default 20)")->check(CLI::Range(1, 1000000));
   bench->add_option("--json", ba.json, "write the results as JSON here");
   add_target(bench, false);
 
@@ -469,7 +595,7 @@ int main(int argc, char** argv) {
   bench_llm->add_option("prefill_dir", bl_prefill, "prefill case directory (weights come from here)")->required();
   bench_llm->add_option("decode_dir", bl_decode, "decode case directory (with kv_mapping.json)")->required();
   bench_llm->add_option("--positions", bla.positions, "cache positions: log2 (1, 2, 4, ..., max-1) or a comma list");
-  bench_llm->add_option("--repeats", bla.repeats, "timed steps per position (default 5)");
+  bench_llm->add_option("--repeats", bla.repeats, "timed steps per position (default 5)")->check(CLI::Range(1, 1000000));
   bench_llm->add_flag("!--no-check", bla.check, "skip the check against the reference at every position");
   bench_llm->add_option("--json", bla.json, "write the results as JSON here");
   bench_llm->add_option("--svg", bla.svg, "write a chart of step time vs position here");
@@ -484,18 +610,21 @@ int main(int argc, char** argv) {
     return rc == 0 ? 0 : 2;  // exit codes: 0 pass, 1 results outside tolerance, 2 bad input
   }
   try {
-    set_threads(threads);
-    if (*run) return cmd_run(run_dir, tc, run_weights, run_tol, prof);
+    // --interpret without --target means the reference (the only target that interprets).
+    if (tc.interpret && !tc.target_given) tc.target = "reference";
+    if (threads > 0) set_threads(threads);
+    if (*run) return cmd_run(ra, tc, prof);
     if (*gen) return cmd_generate(ga, tc);
-    if (*comp) return cmd_compile(c_ir, c_out, tc, c_verify);
+    if (*comp) return cmd_compile(c_ir, c_out, tc, c_verify, c_embed, c_weights);
     if (*insp) return cmd_inspect(i_path, i_json, i_buffers, i_no_kernels);
     if (*expl) return cmd_explain(e_ir, tc);
     if (*opsc) return cmd_ops(o_markdown, o_out);
-    if (*bench) return cli::cmd_bench(b_dir, tc, ba);
+    if (*bench) return cli::cmd_bench(b_dir, tc, ba, b_weights, b_inputs);
     if (*bench_llm) return cli::cmd_bench_llm(bl_prefill, bl_decode, tc, bla);
     if (*devs) return cmd_devices();
     if (*tlist) {
-      for (const auto& t : cli::targets()) std::printf("%-12s %s\n", t.name.c_str(), t.summary.c_str());
+      for (const auto& t : cli::targets())
+        std::printf("%-12s %s%s\n", t.name.c_str(), t.summary.c_str(), t.name == cli::default_target ? "  (default)" : "");
       return 0;
     }
   } catch (const std::exception& e) {

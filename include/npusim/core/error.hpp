@@ -90,10 +90,10 @@ class Error : public std::runtime_error {
     if (!ctx_.node.empty()) s += "node '" + ctx_.node + "': ";
     if (!ctx_.tensor.empty()) s += "tensor '" + ctx_.tensor + "': ";
     s += message_;
-    if (!ctx_.expected.empty() || !ctx_.found.empty()) {
-      s += " (expected " + (ctx_.expected.empty() ? std::string("?") : ctx_.expected) + ", found " +
-           (ctx_.found.empty() ? std::string("?") : ctx_.found) + ")";
-    }
+    // Only what is known: "(expected A, found B)", "(expected A)" or "(found B)".
+    if (!ctx_.expected.empty() && !ctx_.found.empty()) s += " (expected " + ctx_.expected + ", found " + ctx_.found + ")";
+    else if (!ctx_.expected.empty()) s += " (expected " + ctx_.expected + ")";
+    else if (!ctx_.found.empty()) s += " (found " + ctx_.found + ")";
     text_ = std::move(s);
   }
 

@@ -57,12 +57,14 @@ inline json parse_json(std::string_view text, const std::string& source,
 
 inline const char* json_type_name(const json& j) { return j.type_name(); }
 
-// Typed field access: "what" names the object for the message (e.g. "node 'conv2d'").
-inline const json& require_field(const json& obj, const char* key, const std::string& what, const std::string& source) {
+// Typed field access: "what" names the object for the message (e.g. "node 'conv2d'"). The
+// names are taken by value (string_view), so binding the returned reference to a local is not a
+// reference into a temporary argument (GCC 13's -Wdangling-reference).
+inline const json& require_field(const json& obj, const char* key, std::string_view what, std::string_view source) {
   if (!obj.is_object())
-    throw Error(ErrorCode::parse, what + " must be a JSON object", {.file = source, .found = json_type_name(obj)});
+    throw Error(ErrorCode::parse, std::string(what) + " must be a JSON object", {.file = std::string(source), .found = json_type_name(obj)});
   auto it = obj.find(key);
-  if (it == obj.end()) throw Error(ErrorCode::parse, what + " has no \"" + key + "\" field", {.file = source});
+  if (it == obj.end()) throw Error(ErrorCode::parse, std::string(what) + " has no \"" + key + "\" field", {.file = std::string(source)});
   return *it;
 }
 

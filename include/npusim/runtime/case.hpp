@@ -5,6 +5,7 @@
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
+#include <functional>
 #include <memory>
 #include <optional>
 
@@ -31,9 +32,17 @@ struct Case {
     c.dir = dir;
     c.name = fs::path(dir).lexically_normal().filename().string();
     if (c.name.empty()) c.name = fs::path(dir).lexically_normal().parent_path().filename().string();
-    const fs::path d(dir);
-    if (!fs::is_directory(d)) throw Error(ErrorCode::io, "not a case directory", {.file = dir});
-    c.graph = ir::read_ir_file((d / "ir.json").string());
+    // An IR file stands for its folder: weights are looked up beside it, and there is no
+    // io.safetensors of its own unless the file is the folder's ir.json.
+    const bool ir_file = fs::is_regular_file(dir) && dir.ends_with(".json");
+    const fs::path d = ir_file ? fs::path(dir).parent_path() : fs::path(dir);
+    if (ir_file) c.name = fs::path(dir).stem() == "ir" ? d.filename().string() : fs::path(dir).stem().string();
+    if (!ir_file && !fs::is_directory(d))
+      throw Error(ErrorCode::io, fs::exists(d) ? "not a model: expected a case directory, an IR .json file or a .npubin" : "no such file or directory",
+                  {.file = dir});
+    if (!ir_file && !fs::exists(d / "ir.json"))
+      throw Error(ErrorCode::io, "the directory has no ir.json (export the model with npusim-export; see docs/export.md)", {.file = dir});
+    c.graph = ir::read_ir_file(ir_file ? dir : (d / "ir.json").string());
     auto st = d / "weights.safetensors", sy = d / "synth.json";
     std::string wpath = weights == "none" ? std::string()
                         : weights == "auto" ? (fs::exists(st) ? st.string() : fs::exists(sy) ? sy.string() : std::string())
@@ -43,8 +52,9 @@ struct Case {
       if (wpath.ends_with(".json")) c.weights = std::make_unique<weights::SynthSource>(weights::SynthSource::read(wpath));
       else c.weights = std::make_unique<weights::SafetensorsSource>(wpath);
     }
-    if (fs::exists(d / "io.safetensors")) c.io = weights::SafetensorsFile::open((d / "io.safetensors").string());
-    if (fs::exists(d / "meta.json")) c.meta = ir::parse_json(read_file((d / "meta.json").string()), (d / "meta.json").string());
+    const bool own_io = !ir_file || fs::path(dir).filename() == "ir.json";
+    if (own_io && fs::exists(d / "io.safetensors")) c.io = weights::SafetensorsFile::open((d / "io.safetensors").string());
+    if (own_io && fs::exists(d / "meta.json")) c.meta = ir::parse_json(read_file((d / "meta.json").string()), (d / "meta.json").string());
     return c;
   }
 
@@ -56,20 +66,25 @@ struct Case {
   // stored) are built by the rule in the fixtures README.
   std::vector<Tensor> inputs() const {
     std::vector<Tensor> in;
-    std::optional<llm::Roles> roles;
     for (ir::TensorId t : graph.inputs) {
       const ir::TensorInfo& info = graph.tensor(t);
-      if (io && io->find(info.name)) {
-        in.push_back(io->tensor(info.name));
-        continue;
-      }
-      if (!roles) roles = llm::detect_roles(graph);
-      if (info.name == roles->attention_mask) in.push_back(llm::causal_mask(info.dtype, info.shape[2], info.shape[3], 0));
-      else if (info.name == roles->position_ids || info.name == roles->cache_position) in.push_back(llm::positions(info.shape, 0));
+      if (io && io->find(info.name)) in.push_back(io->tensor(info.name));
+      else if (auto derived = llm_input(info)) in.push_back(std::move(*derived));
       else
-        throw Error(ErrorCode::weights, "graph input has no value in io.safetensors", {.file = dir + "/io.safetensors", .tensor = info.name});
+        throw Error(ErrorCode::io, std::string("graph input has no value") + (io ? " in io.safetensors" : " (the case has no io.safetensors)"),
+                    {.file = dir, .tensor = info.name, .expected = "a " + std::string(dtype_name(info.dtype)) + " " + to_string(info.shape) + " tensor"});
     }
     return in;
+  }
+
+  // An LLM prefill input the fixtures do not store (attention mask, positions), built by their
+  // rule; nothing for any other input, or when the graph is not an LLM.
+  std::optional<Tensor> llm_input(const ir::TensorInfo& info) const {
+    if (!llm::has_token_input(graph)) return std::nullopt;
+    const llm::Roles roles = llm::detect_roles(graph);
+    if (info.name == roles.attention_mask) return llm::causal_mask(info.dtype, info.shape[2], info.shape[3], 0);
+    if (info.name == roles.position_ids || info.name == roles.cache_position) return llm::positions(info.shape, 0);
+    return std::nullopt;
   }
 };
 
@@ -157,33 +172,32 @@ struct CheckOptions {
   bool top5_in_order = true;        // classifiers: top-5 identical in order (else: top-1 and the set)
 };
 
-inline CaseResult check_case(const Case& c, Runner& runner, const CheckOptions& opt = {}) {
+// Compares outputs (named `names`, in order) with the expected values `expected(name)` gives
+// (null: no expected value; that output is listed as skipped). `tolerance` is the relative L2
+// bound for float outputs; integer/bool outputs must match exactly. Classifier logits ([N, C],
+// C >= 5, when `classifier` is set) must also give PyTorch's top-5.
+inline CaseResult check_outputs(const std::vector<std::string>& names, const std::vector<DType>& dtypes, const std::vector<Tensor>& out,
+                                const std::function<std::optional<Tensor>(const std::string&)>& expected, double tol, bool classifier,
+                                const CheckOptions& opt = {}) {
   CaseResult res;
-  std::vector<Tensor> in = c.inputs();
-  auto t0 = std::chrono::steady_clock::now();
-  std::vector<Tensor> out = runner.run(in);
-  res.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  const double tol = opt.tolerance.value_or(default_tolerance(c.graph, opt.half_compute, c.kind()));
-  const bool vision = c.kind() == "vision";
   res.pass = true;
-  for (std::size_t i = 0; i < c.graph.outputs.size(); ++i) {
-    const ir::TensorInfo& info = c.graph.tensor(c.graph.outputs[i]);
-    if (!c.io || !c.io->find(info.name)) {
-      res.skipped.push_back(info.name);
+  for (std::size_t i = 0; i < names.size(); ++i) {
+    std::optional<Tensor> want = expected(names[i]);
+    if (!want) {
+      res.skipped.push_back(names[i]);
       continue;
     }
-    Tensor want = c.io->tensor(info.name);
     OutputCheck oc;
-    oc.name = info.name;
-    oc.shape = want.shape();
-    Tensor got = align_to_expected(out[i], want);
-    oc.metrics = compare(got, want);
-    oc.exact = !is_floating(info.dtype);
+    oc.name = names[i];
+    oc.shape = want->shape();
+    Tensor got = align_to_expected(out.at(i), *want);
+    oc.metrics = compare(got, *want);
+    oc.exact = !is_floating(dtypes.at(i));
     oc.tolerance = oc.exact ? 0.0 : tol;
     oc.pass = oc.exact ? oc.metrics.max_abs == 0 : oc.metrics.rel_l2 <= tol;
-    oc.classifier = vision && want.rank() == 2 && want.shape()[1] >= 5;
+    oc.classifier = classifier && want->rank() == 2 && want->shape()[1] >= 5;
     if (oc.classifier) {
-      auto g = last_row(got), w = last_row(want);
+      auto g = last_row(got), w = last_row(*want);
       oc.top5 = topk(g, 5), oc.top5_ref = topk(w, 5);
       if (opt.top5_in_order) {
         oc.top5_ok = oc.top5 == oc.top5_ref;
@@ -201,13 +215,34 @@ inline CaseResult check_case(const Case& c, Runner& runner, const CheckOptions& 
   return res;
 }
 
+// Runs a case on its inputs and checks the outputs against its io.safetensors. outputs: where to
+// keep the outputs (for writing them out), when not null.
+inline CaseResult check_case(const Case& c, Runner& runner, const CheckOptions& opt = {}, std::vector<Tensor>* outputs = nullptr) {
+  std::vector<Tensor> in = c.inputs();
+  auto t0 = std::chrono::steady_clock::now();
+  std::vector<Tensor> out = runner.run(in);
+  const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  if (outputs) *outputs = out;
+  std::vector<std::string> names;
+  std::vector<DType> dtypes;
+  for (auto t : c.graph.outputs) names.push_back(c.graph.tensor(t).name), dtypes.push_back(c.graph.tensor(t).dtype);
+  auto expected = [&](const std::string& n) -> std::optional<Tensor> {
+    if (!c.io || !c.io->find(n)) return std::nullopt;
+    return c.io->tensor(n);
+  };
+  CaseResult res = check_outputs(names, dtypes, out, expected, opt.tolerance.value_or(default_tolerance(c.graph, opt.half_compute, c.kind())),
+                                 c.kind() == "vision", opt);
+  res.seconds = secs;
+  return res;
+}
+
 inline std::string fmt(const char* f, double v) {
   char b[64];
   std::snprintf(b, sizeof b, f, v);
   return b;
 }
 
-inline void print_case_result(std::FILE* out, const Case& c, const CaseResult& r) {
+inline void print_case_result(std::FILE* out, const std::string& name, const CaseResult& r) {
   for (const OutputCheck& o : r.outputs) {
     std::fprintf(out, "  output %-24s %-18s max_abs %-10s rel_l2 %-10s cos %-10s %s %s\n", ("'" + o.name + "'").c_str(),
                  to_string(o.shape).c_str(), fmt("%.3g", o.metrics.max_abs).c_str(), fmt("%.3g", o.metrics.rel_l2).c_str(),
@@ -223,8 +258,10 @@ inline void print_case_result(std::FILE* out, const Case& c, const CaseResult& r
                    o.top5_ok ? "(match)" : "(MISMATCH)");
     }
   }
-  for (const auto& s : r.skipped) std::fprintf(out, "  output '%s': no expected value in io.safetensors (not checked)\n", s.c_str());
-  std::fprintf(out, "%s %s (%.3f s)\n", r.pass ? "PASS" : "FAIL", c.name.c_str(), r.seconds);
+  for (const auto& s : r.skipped) std::fprintf(out, "  output '%s': no expected value (not checked)\n", s.c_str());
+  std::fprintf(out, "%s %s (%.3f s)\n", r.pass ? "PASS" : "FAIL", name.c_str(), r.seconds);
 }
+
+inline void print_case_result(std::FILE* out, const Case& c, const CaseResult& r) { print_case_result(out, c.name, r); }
 
 }  // namespace npusim::inline NPUSIM_ABI::runtime

@@ -199,14 +199,12 @@ struct Generation {
   std::vector<std::int64_t> tokens;  // generated, the first from the prompt's last logits
   double prefill_ms = 0;             // time to first token
   std::vector<double> step_ms;
-  std::string stop;                  // "eos" or "max_new_tokens"
+  std::string stop;                  // "eos", "max_new_tokens" or "cache_full" (the KV cache's last position was used)
 };
 
 inline Generation generate(LlmPrograms& m, std::span<const std::int64_t> prompt, const GenerateOptions& o,
                            const std::function<void(std::int64_t token, std::size_t index)>& on_token = {}) {
   Session s(m);
-  // The budget must fit the cache: refused before anything runs, never cut short silently.
-  if (o.max_new_tokens > 1) s.check_position(static_cast<std::int64_t>(prompt.size() + o.max_new_tokens) - 2);
   Sampler sampler(o.sampling);
   Generation g;
   std::vector<float> logits = s.prefill(prompt);
@@ -221,6 +219,12 @@ inline Generation generate(LlmPrograms& m, std::span<const std::int64_t> prompt,
     }
     if (g.tokens.size() >= o.max_new_tokens) {
       g.stop = "max_new_tokens";
+      break;
+    }
+    // The token just picked would go to a position the KV cache does not have: stop there, and
+    // say so (stop reason "cache_full"; the caller reports it).
+    if (s.position() >= s.max_positions()) {
+      g.stop = "cache_full";
       break;
     }
     logits = s.step(t);

@@ -95,6 +95,13 @@ struct Roles {
   std::string input_ids, attention_mask, position_ids, cache_position;
 };
 
+// Whether an embedding reads a graph input (the token ids): the graph is an LLM's.
+inline bool has_token_input(const ir::Graph& g) {
+  for (const ir::Node& n : g.nodes)
+    if (n.op_type == "aten.embedding.default" && n.inputs.size() == 2 && g.tensor(n.inputs[1]).kind == ir::TensorKind::input) return true;
+  return false;
+}
+
 inline Roles detect_roles(const ir::Graph& g, const std::set<ir::TensorId>& kv_inputs = {}) {
   struct {
     ir::TensorId input_ids = ir::no_tensor, attention_mask = ir::no_tensor, position_ids = ir::no_tensor, cache_position = ir::no_tensor;

@@ -1,0 +1,78 @@
+// Makes the files the command-line tests of users' own models read, from the bundled fixtures:
+//   OUT/hf_qwen2_tiny/   the tiny Qwen2 as a Hugging Face model directory: config.json, two
+//                        safetensors shards under HF's names (no `model.` wrapper prefix, no
+//                        lm_head: tied to embed_tokens, no rotary inv_freq: from rope_theta) and
+//                        model.safetensors.index.json
+//   OUT/resnet18_bare/   ResNet-18 as a user's export without reference values: ir.json and
+//                        synth.json only
+//   OUT/image.png        a 96 x 80 RGB picture (a colour gradient with a disc)
+//   usage: make_test_files DATA_DIR OUT_DIR
+#include <stb/stb_image_write.h>
+
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+
+#include "npusim/core/file.hpp"
+#include "npusim/ir/json.hpp"
+#include "npusim/weights/safetensors.hpp"
+
+namespace fs = std::filesystem;
+using namespace npusim;
+
+int main(int argc, char** argv) try {
+  if (argc != 3) return std::fprintf(stderr, "usage: make_test_files DATA_DIR OUT_DIR\n"), 2;
+  const fs::path data = argv[1], out = argv[2];
+  fs::create_directories(out);
+
+  // The Hugging Face directory.
+  const fs::path prefill = data / "models/qwen2_tiny_prefill", hf = out / "hf_qwen2_tiny";
+  fs::remove_all(hf);
+  fs::create_directories(hf);
+  auto w = weights::SafetensorsFile::open((prefill / "weights.safetensors").string());
+  std::vector<std::pair<std::string, Tensor>> shards[2];
+  ir::json index = {{"metadata", {{"total_size", 0}}}, {"weight_map", ir::json::object()}};
+  std::uint64_t total = 0;
+  std::size_t i = 0;
+  for (const auto& e : w.entries()) {
+    if (e.name.find("rotary_emb") != std::string::npos) continue;
+    std::string name = e.name.starts_with("model.") ? e.name.substr(6) : e.name;
+    const int s = i++ % 2;
+    shards[s].emplace_back(name, w.tensor(e));
+    index["weight_map"][name] = s == 0 ? "model-00001-of-00002.safetensors" : "model-00002-of-00002.safetensors";
+    total += e.end - e.begin;
+  }
+  index["metadata"]["total_size"] = total;
+  weights::write_safetensors((hf / "model-00001-of-00002.safetensors").string(), shards[0], {{"format", "pt"}});
+  weights::write_safetensors((hf / "model-00002-of-00002.safetensors").string(), shards[1], {{"format", "pt"}});
+  write_file_atomic((hf / "model.safetensors.index.json").string(), index.dump(2));
+  ir::json meta = ir::parse_json(read_file((prefill / "meta.json").string()), "meta.json");
+  ir::json config = meta.at("config");
+  config["architectures"] = {"Qwen2ForCausalLM"};
+  config["model_type"] = "qwen2";
+  write_file_atomic((hf / "config.json").string(), config.dump(2));
+
+  // A user's export of ResNet-18: the IR and its weights, no io.safetensors.
+  const fs::path bare = out / "resnet18_bare";
+  fs::remove_all(bare);
+  fs::create_directories(bare);
+  for (const char* f : {"ir.json", "synth.json"}) fs::copy_file(data / "models/resnet18" / f, bare / f);
+
+  // The picture.
+  const int W = 96, H = 80;
+  std::vector<unsigned char> px(static_cast<std::size_t>(W * H * 3));
+  for (int y = 0; y < H; ++y)
+    for (int x = 0; x < W; ++x) {
+      unsigned char* p = &px[static_cast<std::size_t>((y * W + x) * 3)];
+      const bool disc = std::hypot(x - 50.0, y - 38.0) < 22.0;
+      p[0] = static_cast<unsigned char>(disc ? 230 : x * 255 / (W - 1));
+      p[1] = static_cast<unsigned char>(disc ? 40 : y * 255 / (H - 1));
+      p[2] = static_cast<unsigned char>(disc ? 60 : 128);
+    }
+  if (!stbi_write_png((out / "image.png").c_str(), W, H, 3, px.data(), W * 3)) return std::fprintf(stderr, "cannot write image.png\n"), 1;
+  std::printf("wrote %s\n", out.c_str());
+  return 0;
+} catch (const std::exception& e) {
+  std::fprintf(stderr, "%s\n", e.what());
+  return 1;
+}
