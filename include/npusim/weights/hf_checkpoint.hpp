@@ -6,7 +6,8 @@
 // one wrapper prefix taken off the IR key (or put on it), the prefix that matches the most keys.
 // Rotary inv_freq buffers are computed from config.json (rope.hpp); lm_head comes from
 // embed_tokens through BindOptions::ties when the config ties them or the checkpoint lacks it.
-// Checkpoint dtypes are converted to the IR's (casts()), with a note per dtype pair.
+// Checkpoint dtypes are converted to the IR's (casts()), with a note per dtype pair; inv_freq is
+// float32 like transformers' and is rounded to the IR's dtype too, as the exported model's was.
 #pragma once
 
 #include <algorithm>
@@ -123,7 +124,6 @@ class HfCheckpointSource final : public WeightSource {
     auto name = detail::is_inv_freq(key) ? std::nullopt : resolve(key);
     return name ? *name : key;
   }
-  bool derived(const std::string& key) const override { return detail::is_inv_freq(key); }
   bool casts() const override { return true; }
   std::string naming_rule() const override {
     std::string r = "exact name";

@@ -96,22 +96,31 @@ TEST(HfCheckpoint, ShardedDirectoryBindsEveryWeightBitExactly) {
   EXPECT_TRUE(has_note(hf->notes(), "IR key = 'model.' + checkpoint name"));
   EXPECT_TRUE(has_note(hf->notes(), "rotary: inv_freq from config.json"));
 
-  BoundWeights w = bind_weights(g, src.get());
   SafetensorsFile full = SafetensorsFile::open(data(std::string(prefill) + "/weights.safetensors"));
-  std::size_t checked = 0;
-  for (ir::TensorId id : g.weights) {
-    const std::string& key = g.tensor(id).weight_key;
-    if (!w.tensors.count(id)) continue;
-    // The fixture has no lm_head (tied): its value is embed_tokens'. Its inv_freq is HF's, in bf16.
-    const std::string want = key == "model.lm_head.weight" ? "model.model.embed_tokens.weight" : key;
-    EXPECT_TRUE(same_bytes(w.tensors.at(id), full.tensor(want))) << key;
-    ++checked;
+  for (std::optional<DType> load_as : {std::optional<DType>(), std::optional<DType>(DType::f32)}) {
+    SCOPED_TRACE(load_as ? "stored and loaded as f32" : "IR dtypes");
+    BindOptions opt;
+    opt.load_as = load_as;
+    if (load_as) opt.storage = [](ir::TensorId) { return DType::f32; };  // a target that stores float32
+    BoundWeights w = bind_weights(g, src.get(), opt);
+    std::size_t checked = 0;
+    for (ir::TensorId id : g.weights) {
+      const std::string& key = g.tensor(id).weight_key;
+      if (!w.tensors.count(id)) continue;
+      // The fixture has no lm_head (tied): its value is embed_tokens'. Its inv_freq is HF's, in bf16
+      // (the IR's dtype), and stays those bf16 values when loaded as f32.
+      const std::string want = key == "model.lm_head.weight" ? "model.model.embed_tokens.weight" : key;
+      EXPECT_TRUE(same_bytes(w.tensors.at(id), full.tensor(want).to(load_as.value_or(g.tensor(id).dtype)))) << key;
+      ++checked;
+    }
+    // The export reads the tied pair through lm_head's placeholder: embed_tokens (and the unused
+    // original_inv_freq) are listed but not bound.
+    EXPECT_EQ(checked + w.unused.size(), g.weights.size());
+    EXPECT_EQ(checked, 27u);
+    EXPECT_TRUE(has_note(w.notes, "tied: model.lm_head.weight uses model.model.embed_tokens.weight"));
   }
-  // The export reads the tied pair through lm_head's placeholder: embed_tokens (and the unused
-  // original_inv_freq) are listed but not bound.
-  EXPECT_EQ(checked + w.unused.size(), g.weights.size());
-  EXPECT_EQ(checked, 27u);
-  EXPECT_TRUE(has_note(w.notes, "tied: model.lm_head.weight uses model.model.embed_tokens.weight"));
+  // Zero copy: two loads of one weight are views of the same mapped bytes.
+  EXPECT_EQ(src->load("model.model.norm.weight").raw(), src->load("model.model.norm.weight").raw());
 }
 
 TEST(HfCheckpoint, SingleFileFloat32CheckpointIsCastWithANote) {
