@@ -6,6 +6,8 @@
 #include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
+#include <unordered_set>
+#include <vector>
 
 #include "npusim/core/error.hpp"
 
@@ -39,11 +41,12 @@ inline void check_json_depth(std::string_view text, std::size_t max_depth, const
   }
 }
 
-inline json parse_json(std::string_view text, const std::string& source,
-                       std::size_t max_depth = default_max_json_depth) {
+namespace detail {
+inline json parse_json_with(std::string_view text, const std::string& source, std::size_t max_depth,
+                            const json::parser_callback_t& callback) {
   check_json_depth(text, max_depth, source);
   try {
-    return json::parse(text.begin(), text.end());
+    return json::parse(text.begin(), text.end(), callback);
   } catch (const json::parse_error& e) {
     std::string msg = e.what();
     if (auto p = msg.find("parse error"); p != std::string::npos) msg = msg.substr(p);
@@ -53,6 +56,26 @@ inline json parse_json(std::string_view text, const std::string& source,
     if (auto p = msg.find("] "); p != std::string::npos) msg = msg.substr(p + 2);
     throw Error(ErrorCode::parse, "invalid JSON: " + msg, {.file = source});
   }
+}
+}  // namespace detail
+
+inline json parse_json(std::string_view text, const std::string& source,
+                       std::size_t max_depth = default_max_json_depth) {
+  return detail::parse_json_with(text, source, max_depth, nullptr);
+}
+
+// parse_json, but a key given twice in one object is an error: nlohmann keeps the last one
+// silently, and in some files (a checkpoint index's weight_map) a repeat is two conflicting answers.
+inline json parse_json_unique_keys(std::string_view text, const std::string& source,
+                                   std::size_t max_depth = default_max_json_depth) {
+  std::vector<std::unordered_set<std::string>> open;  // keys seen, per object being parsed
+  return detail::parse_json_with(text, source, max_depth, [&](int, json::parse_event_t ev, json& parsed) {
+    if (ev == json::parse_event_t::object_start) open.emplace_back();
+    else if (ev == json::parse_event_t::object_end) open.pop_back();
+    else if (ev == json::parse_event_t::key && !open.back().insert(parsed.get<std::string>()).second)
+      throw Error(ErrorCode::parse, "key '" + parsed.get<std::string>() + "' appears twice in one object", {.file = source});
+    return true;
+  });
 }
 
 inline const char* json_type_name(const json& j) { return j.type_name(); }

@@ -15,6 +15,7 @@
 #include "npusim/runtime/llm.hpp"
 #include "npusim/target/runner.hpp"
 #include "npusim/weights/binding.hpp"
+#include "npusim/weights/open.hpp"
 
 namespace npusim::inline NPUSIM_ABI::runtime {
 
@@ -25,7 +26,8 @@ struct Case {
   std::optional<weights::SafetensorsFile> io;
   ir::json meta;  // null when there is no meta.json
 
-  // weights: "auto" (weights.safetensors, else synth.json), "safetensors", "synth", "none" or a path.
+  // weights: "auto" (weights.safetensors, else synth.json), "safetensors", "synth", "none" or a path
+  // (a .safetensors file, a synth .json, or a Hugging Face model directory: weights::open_weights).
   static Case open(const std::string& dir, const std::string& weights = "auto") {
     namespace fs = std::filesystem;
     Case c;
@@ -48,10 +50,7 @@ struct Case {
                         : weights == "auto" ? (fs::exists(st) ? st.string() : fs::exists(sy) ? sy.string() : std::string())
                         : weights == "safetensors" ? st.string()
                         : weights == "synth" ? sy.string() : weights;
-    if (!wpath.empty()) {
-      if (wpath.ends_with(".json")) c.weights = std::make_unique<weights::SynthSource>(weights::SynthSource::read(wpath));
-      else c.weights = std::make_unique<weights::SafetensorsSource>(wpath);
-    }
+    if (!wpath.empty()) c.weights = weights::open_weights(wpath, &c.graph);
     const bool own_io = !ir_file || fs::path(dir).filename() == "ir.json";
     if (own_io && fs::exists(d / "io.safetensors")) c.io = weights::SafetensorsFile::open((d / "io.safetensors").string());
     if (own_io && fs::exists(d / "meta.json")) c.meta = ir::parse_json(read_file((d / "meta.json").string()), (d / "meta.json").string());

@@ -1,17 +1,20 @@
 // Binding weights to a graph: each weight placeholder used by a node -> state_dict key -> a value
 // from a WeightSource (safetensors, synth manifest) or the IR's own constants. Checks shape and
 // dtype against the IR, resolves tied weights to one buffer, and recomputes the rotary inv_freq
-// buffer from rope_theta when a checkpoint lacks it. Everything it decides is reported in notes.
+// buffer from rope_theta when a checkpoint lacks it. Everything it decides is reported in notes;
+// every missing key is named in one error, so a naming problem shows in full at the first try.
 #pragma once
 
 #include <cmath>
 #include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 #include <unordered_map>
 #include <unordered_set>
 
 #include "npusim/ir/graph.hpp"
+#include "npusim/weights/rope.hpp"
 #include "npusim/weights/safetensors.hpp"
 #include "npusim/weights/synth.hpp"
 
@@ -28,6 +31,13 @@ class WeightSource {
   virtual std::string canonical(const std::string& key) const { return key; }
   // Computed by npusim (a recipe) rather than read: any float dtype is acceptable.
   virtual bool derived(const std::string&) const { return false; }
+  // Stored dtypes are the checkpoint's own, not the export's (a bf16 Hugging Face checkpoint for a
+  // float32 IR): bind_weights converts them to the IR's dtype with a note instead of refusing.
+  virtual bool casts() const { return false; }
+  // How IR keys are looked up, for the missing-weights error ("" when by exact name only).
+  virtual std::string naming_rule() const { return {}; }
+  // What opening the source decided (name mapping, computed buffers, unused tensors), for users.
+  virtual std::vector<std::string> notes() const { return {}; }
 };
 
 class SafetensorsSource final : public WeightSource {
@@ -101,11 +111,38 @@ inline bool is_inv_freq(const std::string& key) { return key.ends_with("rotary_e
 
 // HF default rope: inv_freq[i] = 1 / theta^(2i / D), in float32.
 inline Tensor rope_inv_freq(double theta, std::int64_t half) {
-  Tensor t = Tensor::empty(DType::f32, {half});
-  const float d = static_cast<float>(2 * half);
-  for (std::int64_t i = 0; i < half; ++i)
-    t.data<float>()[i] = 1.0f / std::pow(static_cast<float>(theta), static_cast<float>(2 * i) / d);
-  return t;
+  RopeParams p;
+  p.theta = theta, p.dim = 2 * half;
+  return weights::rope_inv_freq(p);
+}
+
+// The tie rule (BindOptions::ties) for a key the source lacks: the key whose value it takes.
+inline std::optional<std::string> find_tie(const std::string& key, const Shape& shape, const WeightSource& src,
+                                           const std::vector<std::pair<std::string, std::string>>& ties) {
+  for (const auto& [a, b] : ties) {
+    if (!key.ends_with(a)) continue;
+    std::string cand = key.substr(0, key.size() - a.size()) + b;
+    if (src.contains(cand) && src.meta(cand).first == shape) return cand;
+  }
+  return std::nullopt;
+}
+
+// One error naming every missing key (the first 20 and a count), with the source's naming rule.
+inline Error missing_weights(const std::vector<std::string>& keys, const std::string& file, const std::string& node,
+                             const std::string& rule) {
+  bool rotary = false;
+  for (const auto& k : keys) rotary = rotary || is_inv_freq(k);
+  const std::string hint = rotary ? " (a rotary buffer checkpoints omit: give rope_theta to recompute it)" : "";
+  const std::string tried = rule.empty() ? "" : "; names tried: " + rule;
+  if (keys.size() == 1)
+    return Error(ErrorCode::weights, "weight missing from the weights source" + hint + tried,
+                 {.file = file, .node = node, .tensor = keys[0], .expected = "a tensor named '" + keys[0] + "'", .found = "none"});
+  constexpr std::size_t shown = 20;
+  std::string list;
+  for (std::size_t i = 0; i < keys.size() && i < shown; ++i) list += (i ? ", " : "") + keys[i];
+  if (keys.size() > shown) list += ", ... (" + std::to_string(keys.size() - shown) + " more)";
+  return Error(ErrorCode::weights, std::to_string(keys.size()) + " weights missing from the weights source" + hint + tried + ": " + list,
+               {.file = file, .expected = "a tensor for each IR weight key", .found = std::to_string(keys.size()) + " without one"});
 }
 }  // namespace detail
 
@@ -122,7 +159,8 @@ inline BoundWeights bind_weights(const ir::Graph& g, const WeightSource* src, co
     bool constant;
   };
   std::vector<Item> plan;
-  std::uint64_t total = 0;
+  std::vector<std::string> missing;
+  std::string first_missing_user;
   for (ir::TensorId id : g.weights) {
     const ir::TensorInfo& w = g.tensor(id);
     if (!used[static_cast<std::size_t>(id)]) {
@@ -133,43 +171,47 @@ inline BoundWeights bind_weights(const ir::Graph& g, const WeightSource* src, co
     if (g.constants.count(w.weight_key)) {
       it.constant = true;
     } else if (!src || !src->contains(w.weight_key)) {
-      bool found = false;
-      for (const auto& [a, b] : opt.ties) {
-        if (!src || !w.weight_key.ends_with(a)) continue;
-        std::string cand = w.weight_key.substr(0, w.weight_key.size() - a.size()) + b;
-        if (src->contains(cand) && src->meta(cand).first == w.shape) {
-          it.from = cand;
-          out.notes.push_back("tied: " + w.weight_key + " uses " + cand);
-          found = true;
-          break;
-        }
-      }
-      if (!found && detail::is_inv_freq(w.weight_key) && opt.rope_theta) {
+      if (auto tie = src ? detail::find_tie(w.weight_key, w.shape, *src, opt.ties) : std::nullopt) {
+        it.from = *tie;
+        out.notes.push_back("tied: " + w.weight_key + " uses " + *tie);
+      } else if (detail::is_inv_freq(w.weight_key) && opt.rope_theta) {
         it.from.clear();  // recomputed below
-        found = true;
-      }
-      if (!found) {
-        std::string hint = detail::is_inv_freq(w.weight_key) ? " (a rotary buffer checkpoints omit: give rope_theta to recompute it)" : "";
-        throw Error(ErrorCode::weights, "weight missing from the weights source" + hint,
-                    {.file = src ? src->path() : g.source, .node = detail::describe_users(g, id),
-                     .tensor = w.weight_key, .expected = "a tensor named '" + w.weight_key + "'", .found = "none"});
+      } else {
+        if (missing.empty()) first_missing_user = detail::describe_users(g, id);
+        missing.push_back(w.weight_key);
+        continue;
       }
     }
+    plan.push_back(std::move(it));
+  }
+  if (!missing.empty())
+    throw detail::missing_weights(missing, src ? src->path() : g.source, first_missing_user, src ? src->naming_rule() : "");
+
+  // Shapes must agree with the IR; dtypes too, unless casting is allowed (notes by dtype pair).
+  std::uint64_t total = 0;
+  std::map<std::pair<DType, DType>, std::vector<std::string>> casts;
+  for (const Item& it : plan) {
+    const ir::TensorId id = it.id;
+    const ir::TensorInfo& w = g.tensor(id);
     if (!it.constant && !it.from.empty()) {
       auto [shape, dtype] = src->meta(it.from);
       if (shape != w.shape)
         throw Error(ErrorCode::shape, "weight shape differs from the IR", {.file = src->path(), .node = detail::describe_users(g, id),
                     .tensor = it.from, .expected = to_string(w.shape), .found = to_string(shape)});
       if (dtype != w.dtype && !src->derived(it.from)) {
-        if (!opt.allow_cast)
+        if (!opt.allow_cast && !src->casts())
           throw Error(ErrorCode::dtype, "weight dtype differs from the IR (allow casting to convert it)",
                       {.file = src->path(), .node = detail::describe_users(g, id), .tensor = it.from,
                        .expected = std::string(dtype_name(w.dtype)), .found = std::string(dtype_name(dtype))});
-        out.notes.push_back("cast: " + it.from + " " + std::string(dtype_name(dtype)) + " -> " + std::string(dtype_name(w.dtype)));
+        casts[{dtype, w.dtype}].push_back(it.from);
       }
       total += static_cast<std::uint64_t>(numel(w.shape)) * dtype_size(w.dtype);
     }
-    plan.push_back(std::move(it));
+  }
+  for (const auto& [dt, keys] : casts) {
+    const std::string how = std::string(dtype_name(dt.first)) + " -> " + std::string(dtype_name(dt.second));
+    out.notes.push_back(keys.size() == 1 ? "cast: " + keys[0] + " " + how
+                                         : "cast: " + std::to_string(keys.size()) + " weights " + how + " (" + keys[0] + ", ...)");
   }
 
   // Refuse before loading anything when the distinct tensors cannot fit (a file claiming a 1 TB

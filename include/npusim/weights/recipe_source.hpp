@@ -50,6 +50,9 @@ class RecipeSource final : public WeightSource {
   }
   std::string canonical(const std::string& key) const override { return producer_.count(key) || !base_ ? key : base_->canonical(key); }
   bool derived(const std::string& key) const override { return producer_.count(key) > 0; }
+  bool casts() const override { return base_ && base_->casts(); }
+  std::string naming_rule() const override { return base_ ? base_->naming_rule() : std::string(); }
+  std::vector<std::string> notes() const override { return base_ ? base_->notes() : std::vector<std::string>{}; }
 
  private:
   const WeightSource* base_;
