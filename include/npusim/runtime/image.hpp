@@ -69,17 +69,25 @@ struct ImagePreprocess {
 inline RgbImage decode_image(std::string_view bytes, const std::string& name = "<memory>") {
   if (bytes.size() > static_cast<std::size_t>(INT_MAX))
     throw Error(ErrorCode::resource, "image file is too large for the decoder", {.file = name, .expected = "< 2 GiB", .found = std::to_string(bytes.size()) + " bytes"});
+  // What the file starts with, for messages: "89 50 4e 47 ..." tells a PNG from a renamed file.
+  auto head = [&] {
+    static constexpr char hex[] = "0123456789abcdef";
+    std::string s = std::to_string(bytes.size()) + " bytes";
+    for (std::size_t i = 0; i < std::min<std::size_t>(bytes.size(), 4); ++i)
+      s += (i ? " " : " starting ") + std::string{hex[static_cast<unsigned char>(bytes[i]) >> 4], hex[static_cast<unsigned char>(bytes[i]) & 15]};
+    return s;
+  };
   const auto* p = reinterpret_cast<const stbi_uc*>(bytes.data());
   const int len = static_cast<int>(bytes.size());
   int w = 0, h = 0, channels = 0;
   if (!stbi_info_from_memory(p, len, &w, &h, &channels))
-    throw Error(ErrorCode::unsupported, std::string("cannot decode image: ") + stbi_failure_reason(), {.file = name, .expected = "a JPEG, PNG or BMP image"});
+    throw Error(ErrorCode::unsupported, std::string("cannot decode image: ") + stbi_failure_reason(), {.file = name, .expected = "a JPEG, PNG or BMP image", .found = head()});
   if (stbi_is_hdr_from_memory(p, len))
-    throw Error(ErrorCode::unsupported, "HDR (Radiance) images are not supported: the decoder would tone-map them", {.file = name, .expected = "a JPEG, PNG or BMP image"});
+    throw Error(ErrorCode::unsupported, "HDR (Radiance) images are not supported: the decoder would tone-map them", {.file = name, .expected = "a JPEG, PNG or BMP image", .found = head()});
   if (w < 1 || h < 1) throw Error(ErrorCode::shape, "image has no pixels", {.file = name, .found = std::to_string(w) + "x" + std::to_string(h)});
   RgbImage img = RgbImage::blank(w, h);  // checks the size before the decoder allocates it
   std::unique_ptr<stbi_uc, void (*)(void*)> data(stbi_load_from_memory(p, len, &w, &h, &channels, 3), stbi_image_free);
-  if (!data) throw Error(ErrorCode::unsupported, std::string("cannot decode image: ") + stbi_failure_reason(), {.file = name, .expected = "a JPEG, PNG or BMP image"});
+  if (!data) throw Error(ErrorCode::unsupported, std::string("cannot decode image: ") + stbi_failure_reason(), {.file = name, .expected = "a JPEG, PNG or BMP image", .found = head()});
   if (w != img.width || h != img.height) throw Error(ErrorCode::parse, "image size changed between header and decode", {.file = name});
   std::memcpy(img.pixels.data(), data.get(), img.pixels.size());
   return img;
