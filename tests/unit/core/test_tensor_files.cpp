@@ -22,7 +22,7 @@ namespace {
 // A tensor of `dtype` with distinct, exactly representable values (0/1 for bool).
 Tensor sample(DType dtype, const Shape& shape) {
   Tensor f = Tensor::empty(DType::f32, shape);
-  for (std::int64_t i = 0; i < f.numel(); ++i) f.data<float>()[i] = dtype == DType::boolean ? static_cast<float>(i % 2) : static_cast<float>(i % 50) - 20.0f;
+  for (std::int64_t i = 0; i < f.numel(); ++i) f.data<float>()[i] = dtype == DType::boolean ? static_cast<float>(i % 2) : dtype == DType::u8 ? static_cast<float>(i % 50) : static_cast<float>(i % 50) - 20.0f;
   return f.to(dtype);
 }
 
