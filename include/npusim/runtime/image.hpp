@@ -43,7 +43,8 @@ struct RgbImage {
 };
 
 // torchvision's ImageNet evaluation transform, sizes configurable. The defaults are what
-// `ResNet50_Weights.IMAGENET1K_V1.transforms()` and the other 224-pixel classifiers use.
+// `ResNet50_Weights.IMAGENET1K_V1.transforms()` and the other V1 224-pixel classifiers use (some
+// newer weight sets resize to another size, e.g. 232 for ResNet-50's IMAGENET1K_V2).
 struct ImagePreprocess {
   int resize = 256;                      // shorter side after Resize
   int crop_height = 224, crop_width = 224;

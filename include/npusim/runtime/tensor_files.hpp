@@ -114,9 +114,11 @@ inline Tensor conform_tensor(const Tensor& t, const ExpectedTensor& want, const 
   if (is_floating(from) && is_floating(to)) return t.to(to);
   if (is_integral(from) && is_integral(to)) return tensor_files_detail::convert_integers(t, to, file, want.name);
   const auto family = [](DType d) { return is_floating(d) ? "floating-point" : is_integral(d) ? "integer" : "bool"; };
+  // NumPy's spelling of the target type (it has no bfloat16: float32 converts exactly into one).
+  const std::string np_type = to == DType::bf16 ? "float32" : to == DType::boolean ? "bool_" : std::string(dtype_name(to));
   throw Error(ErrorCode::dtype,
               std::string("file holds ") + family(from) + " values but graph input '" + want.name + "' is " + family(to) +
-                  "; npusim does not convert between the two (convert in NumPy, e.g. arr.astype(np." + std::string(dtype_name(to)) + "))",
+                  "; npusim does not convert between the two (convert in NumPy, e.g. arr.astype(np." + np_type + "))",
               {.file = file, .tensor = want.name, .expected = std::string(dtype_name(to)), .found = std::string(dtype_name(from))});
 }
 
