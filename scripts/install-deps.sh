@@ -4,7 +4,7 @@
 set -euo pipefail
 pkgs=(
   build-essential cmake pkg-config
-  libeigen3-dev libxtensor-dev xtl-dev libxsimd-dev nlohmann-json3-dev libmsgpack-cxx-dev libcli11-dev
+  libeigen3-dev libxtensor-dev xtl-dev libxsimd-dev nlohmann-json3-dev libmsgpack-cxx-dev libcli11-dev libstb-dev
   opencl-c-headers opencl-clhpp-headers ocl-icd-opencl-dev pocl-opencl-icd clinfo
   libgtest-dev libgmock-dev googletest libbenchmark-dev
 )

@@ -7,7 +7,8 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 cli="${1:-build}/npusim"
 out=tests/fuzz/corpus
-mkdir -p "$out"/{ir_json,safetensors,synth_manifest,npubin}
+mkdir -p "$out"/{ir_json,safetensors,synth_manifest,npubin,npy}
+cp tests/data/npy/*.npy "$out/npy/"
 for d in tests/data/ops/*/; do
   n=$(basename "$d")
   cp "$d/ir.json" "$out/ir_json/$n.json"
