@@ -1,5 +1,5 @@
-// Pipeline<Target, DType>: the thin facade most users need. Compile an IR (or load a .npubin),
-// load weights, run.
+// Pipeline<Target, DType>: the thin facade most users need. Compile an IR (or load a .npubin, with
+// the weights it embeds), load weights, run.
 //
 //   npusim::Pipeline<npusim::ReferenceTarget, npusim::F32> p("model/ir.json");
 //   p.load_weights(npusim::weights::SynthSource::read("model/synth.json"));
@@ -13,7 +13,7 @@
 #include "npusim/core/dtype.hpp"
 #include "npusim/ir/reader.hpp"
 #include "npusim/program/compiler.hpp"
-#include "npusim/program/npubin.hpp"
+#include "npusim/program/npubin_weights.hpp"
 #include "npusim/target/describe.hpp"
 #include "npusim/target/runner.hpp"
 #include "npusim/weights/binding.hpp"
@@ -44,10 +44,23 @@ class Pipeline {
       throw Error(ErrorCode::unsupported, "program was compiled for another target", {.file = program_->source,
                   .expected = std::string(Target::name), .found = program_->target});
   }
-  static Pipeline load(const std::string& npubin_path) { return Pipeline(program::load(npubin_path)); }
+  // A .npubin; weights it embeds are checked against its program and bound by the first run()
+  // unless load_weights() chose others first.
+  static Pipeline load(const std::string& npubin_path) {
+    Pipeline p(program::load(npubin_path));
+    p.embedded_ = program::embedded_weights(npubin_path, *p.program_);
+    return p;
+  }
 
   void save(const std::string& npubin_path) const { program::save(*program_, npubin_path); }
+  // The program with every weight it binds read from `embed` (values before recipes), so the
+  // file runs on its own.
+  program::EmbeddedWeightsInfo save(const std::string& npubin_path, const weights::WeightSource& embed, const program::EmbedOptions& o = {}) const {
+    return program::save(*program_, npubin_path, &embed, o);
+  }
   const program::CompiledProgram& program() const { return *program_; }
+  // The weights the loaded .npubin carries; null when it has none (or the pipeline compiled an IR).
+  const weights::WeightSource* embedded_weights() const { return embedded_.get(); }
 
   // Binds (and uploads) the weights; recipes (folded BatchNorms, ...) are applied here.
   void load_weights(const weights::WeightSource& source) { runner_ = runner_for<Target>::make(*program_, &source); }
@@ -62,12 +75,9 @@ class Pipeline {
   }
   void load_weights_none() { runner_ = runner_for<Target>::make(*program_, nullptr); }
 
-  std::vector<Tensor> run(std::span<const Tensor> inputs) {
-    if (!runner_) load_weights_none();
-    return runner_->run(inputs);
-  }
+  std::vector<Tensor> run(std::span<const Tensor> inputs) { return runner().run(inputs); }
   Runner& runner() {
-    if (!runner_) load_weights_none();
+    if (!runner_) embedded_ ? load_weights(*embedded_) : load_weights_none();
     return *runner_;
   }
 
@@ -80,6 +90,7 @@ class Pipeline {
   }
 
   std::shared_ptr<program::CompiledProgram> program_;
+  std::shared_ptr<const program::NpubinWeights> embedded_;
   std::unique_ptr<Runner> runner_;
 };
 

@@ -97,8 +97,8 @@ TEST(Npubin, RejectsOtherVersionsTruncationAndCorruption) {
   runtime::Case c = runtime::Case::open(data("ops/conv_bn_relu"));
   std::string a = program::serialize(test::compile_reference(c.graph));
   std::string v = a;
-  v[8] = 2;
-  NPUSIM_EXPECT_ERROR(program::deserialize(v, "x.npubin"), "unsupported .npubin format version", "expected 1, found 2", "x.npubin");
+  v[8] = 3;
+  NPUSIM_EXPECT_ERROR(program::deserialize(v, "x.npubin"), "unsupported .npubin format version", "expected 1 or 2, found 3", "x.npubin");
   NPUSIM_EXPECT_ERROR(program::deserialize(a.substr(0, a.size() - 10), "x.npubin"), "truncated");
   std::string bad = a;
   bad[a.size() / 2] ^= 0x5a;

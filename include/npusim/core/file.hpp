@@ -1,7 +1,8 @@
-// Small file helpers: whole-file reads with a size cap, and atomic writes (temp file + rename) so
-// that a failure never leaves a partial output behind.
+// Small file helpers: whole-file reads with a size cap, and atomic writes (temp file + rename,
+// whole or streamed) so that a failure never leaves a partial output behind.
 #pragma once
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -34,27 +35,68 @@ inline std::string read_file(const std::string& path, std::uint64_t max_bytes = 
   return s;
 }
 
-// Writes `bytes` to `path` through `path.tmp.<pid>` + rename: readers see the old file or the
-// complete new one, never a prefix.
-inline void write_file_atomic(const std::string& path, std::string_view bytes) {
-  std::string tmp = path + ".tmp." + std::to_string(::getpid());
-  {
-    std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
-    if (!f) throw Error(ErrorCode::io, std::string("cannot create: ") + std::strerror(errno), {.file = tmp});
-    f.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-    f.flush();
-    if (!f) {
+// A file written under `path.tmp.<pid>` and renamed to `path` by commit(): readers see the old
+// file or the complete new one, never a prefix. Streams (no need to hold a large file in memory)
+// and can patch bytes already written (a header whose checksums are known only at the end).
+// Destroyed without commit() (an exception), it removes the temporary file.
+class AtomicFile {
+ public:
+  explicit AtomicFile(std::string path) : path_(std::move(path)), tmp_(path_ + ".tmp." + std::to_string(::getpid())) {
+    f_ = std::fopen(tmp_.c_str(), "wb");
+    if (!f_) throw Error(ErrorCode::io, std::string("cannot create: ") + std::strerror(errno), {.file = tmp_});
+  }
+  AtomicFile(const AtomicFile&) = delete;
+  AtomicFile& operator=(const AtomicFile&) = delete;
+  ~AtomicFile() {
+    if (f_) std::fclose(f_);
+    if (!committed_) {
       std::error_code ec;
-      std::filesystem::remove(tmp, ec);
-      throw Error(ErrorCode::io, "write failed", {.file = tmp});
+      std::filesystem::remove(tmp_, ec);
     }
   }
-  std::error_code ec;
-  std::filesystem::rename(tmp, path, ec);
-  if (ec) {
-    std::filesystem::remove(tmp, ec);
-    throw Error(ErrorCode::io, "cannot rename temporary file into place: " + ec.message(), {.file = path});
+
+  std::uint64_t size() const { return size_; }
+  void write(std::string_view bytes) {
+    if (!bytes.empty() && std::fwrite(bytes.data(), 1, bytes.size(), f_) != bytes.size()) fail("write failed");
+    size_ += bytes.size();
   }
+  void write_zeros(std::uint64_t n) {
+    static constexpr char zeros[4096] = {};
+    for (; n; n -= std::min<std::uint64_t>(n, sizeof zeros)) write(std::string_view(zeros, std::min<std::uint64_t>(n, sizeof zeros)));
+  }
+  // Overwrites bytes at `offset` (< size()); later writes still append.
+  void patch(std::uint64_t offset, std::string_view bytes) {
+    if (offset + bytes.size() > size_) fail("patch past the end of the file (npusim bug)");
+    if (::fseeko(f_, static_cast<off_t>(offset), SEEK_SET) != 0 || std::fwrite(bytes.data(), 1, bytes.size(), f_) != bytes.size() ||
+        ::fseeko(f_, 0, SEEK_END) != 0)
+      fail("write failed");
+  }
+  void commit() {
+    const bool ok = std::fflush(f_) == 0;
+    const bool closed = std::fclose(f_) == 0;
+    f_ = nullptr;
+    if (!ok || !closed) fail("write failed");
+    std::error_code ec;
+    std::filesystem::rename(tmp_, path_, ec);
+    if (ec) throw Error(ErrorCode::io, "cannot rename temporary file into place: " + ec.message(), {.file = path_});
+    committed_ = true;
+  }
+
+ private:
+  [[noreturn]] void fail(const std::string& what) const {
+    throw Error(ErrorCode::io, what + (errno ? std::string(": ") + std::strerror(errno) : std::string()), {.file = tmp_});
+  }
+  std::string path_, tmp_;
+  std::FILE* f_ = nullptr;
+  std::uint64_t size_ = 0;
+  bool committed_ = false;
+};
+
+// Writes `bytes` to `path` through `path.tmp.<pid>` + rename (AtomicFile).
+inline void write_file_atomic(const std::string& path, std::string_view bytes) {
+  AtomicFile f(path);
+  f.write(bytes);
+  f.commit();
 }
 
 }  // namespace npusim::inline NPUSIM_ABI

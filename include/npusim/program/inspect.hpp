@@ -2,6 +2,7 @@
 #pragma once
 
 #include <map>
+#include <optional>
 #include <sstream>
 
 #include "npusim/ir/json.hpp"
@@ -21,13 +22,23 @@ inline std::string human_bytes(std::int64_t b) {
 struct InspectOptions {
   bool kernels = true;   // one line per kernel
   bool buffers = false;  // one line per stored tensor
+  // The file's weights section (program::embedded_info); unset: not shown.
+  std::optional<EmbeddedWeightsInfo> embedded;
 };
+
+inline std::string embedded_text(const EmbeddedWeightsInfo& w) {
+  if (!w.present) return "weights not embedded (run with --weights)\n";
+  return "weights embedded: " + std::to_string(w.tensors) + " tensors" + (w.aliases ? " + " + std::to_string(w.aliases) + " aliases" : "") +
+         ", " + human_bytes(static_cast<std::int64_t>(w.bytes)) + " (section " + human_bytes(static_cast<std::int64_t>(w.section_bytes)) +
+         ", XXH64 per " + human_bytes(static_cast<std::int64_t>(w.block_bytes)) + " block)\n";
+}
 
 inline std::string inspect_text(const CompiledProgram& p, const InspectOptions& o = {}) {
   std::ostringstream s;
   s << "npubin  model " << p.model_name << "  target " << p.target << "  compute " << dtype_name(p.compute) << "  npusim "
     << p.npusim_version << "\n";
   s << "source  " << p.source << "\n";
+  if (o.embedded) s << embedded_text(*o.embedded);
   s << "inputs ";
   for (const auto& io : p.inputs) s << " " << io.name << " " << dtype_name(io.dtype) << to_string(io.shape);
   s << "\noutputs";
@@ -113,7 +124,8 @@ inline std::string inspect_text(const CompiledProgram& p, const InspectOptions& 
   return s.str();
 }
 
-inline std::string inspect_json(const CompiledProgram& p) {
+// `embedded`: the file's weights section (program::embedded_info), reported as "embedded_weights".
+inline std::string inspect_json(const CompiledProgram& p, const std::optional<EmbeddedWeightsInfo>& embedded = std::nullopt) {
   using ir::json;
   auto attrs = [](const ir::AttrMap& m) {
     json j = json::object();
@@ -123,6 +135,9 @@ inline std::string inspect_json(const CompiledProgram& p) {
   json j;
   j["model_name"] = p.model_name, j["target"] = p.target, j["compute"] = dtype_name(p.compute), j["npusim_version"] = p.npusim_version;
   j["source"] = p.source;
+  if (embedded)
+    j["embedded_weights"] = {{"present", embedded->present}, {"tensors", embedded->tensors}, {"aliases", embedded->aliases},
+                             {"bytes", embedded->bytes}, {"section_bytes", embedded->section_bytes}, {"block_bytes", embedded->block_bytes}};
   j["stats"] = {{"nodes_in", p.stats.nodes_in}, {"nodes_after_passes", p.stats.nodes_after_passes}, {"kernels_unfused", p.stats.kernels_unfused},
                 {"kernels", p.stats.kernels}, {"view_kernels", p.stats.view_kernels}, {"fused_kernels", p.stats.fused_kernels},
                 {"pass_counts", attrs(p.stats.pass_counts)}};

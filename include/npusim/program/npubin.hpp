@@ -1,18 +1,22 @@
 // .npubin: a CompiledProgram serialised with msgpack-cxx.
 //   bytes 0-7   magic "NPUBIN\r\n"
-//   bytes 8-11  format version (u32, little endian)
+//   bytes 8-11  format version (u32, little endian): 2 (1 is still read)
 //   bytes 12-19 payload length (u64, little endian)
 //   payload     msgpack map (fixed key order, so save(load(save(p))) is byte-identical)
-//   last 8      FNV-1a 64 of the payload (truncation and corruption are detected before parsing)
+//   next 8      FNV-1a 64 of the payload (truncation and corruption are detected before parsing)
+//   (version 2) an optional weights section at the next 64-byte boundary: its 64-byte head is
+//   checked here (the file must end where the head says); the rest is npubin_weights.hpp's.
 // Reading checks every index against the sizes it refers to, then re-checks every node of every
 // partition, so a damaged or hostile file is an error, never a crash.
 #pragma once
 
 #include <msgpack.hpp>
+#include <fstream>
 #include <string>
 #include <string_view>
 
 #include "npusim/core/file.hpp"
+#include "npusim/core/hash.hpp"
 #include "npusim/ops/registry.hpp"
 #include "npusim/program/program.hpp"
 #include "npusim/program/validate.hpp"
@@ -313,6 +317,90 @@ inline std::uint64_t get_u64(const char* p, int n) {
   return v;
 }
 
+inline constexpr std::uint64_t header_bytes = sizeof npubin_magic + 4 + 8;
+inline constexpr std::uint64_t align = 64;  // weights section and every tensor in it
+inline constexpr std::uint64_t head_bytes = 64;
+inline constexpr char weights_magic[8] = {'N', 'P', 'U', 'W', 'G', 'T', '\r', '\n'};
+inline constexpr std::uint64_t min_block_bytes = 4096, max_block_bytes = std::uint64_t{1} << 30;
+inline std::uint64_t align_up(std::uint64_t x) { return (x + align - 1) / align * align; }
+
+// Where everything lies in a file, from its header and (version 2) its weights section's head.
+struct Layout {
+  std::uint32_t version = 0;
+  std::uint64_t payload_bytes = 0;  // at header_bytes
+  std::uint64_t program_end = 0;    // after the payload checksum
+  bool has_weights = false;
+  // Weights section (absolute file offsets): head at `section`; msgpack index; 64-aligned data;
+  // one XXH64 per block of the data; end of file.
+  std::uint64_t section = 0, index = 0, index_bytes = 0, data = 0, data_bytes = 0, block_bytes = 0, blocks = 0, table = 0, end = 0;
+  std::uint64_t index_hash = 0, table_hash = 0;
+};
+
+inline Error frame_error(const std::string& file, ErrorCode c, const std::string& msg, std::string expected = {}, std::string found = {},
+                         std::optional<std::uint64_t> offset = {}) {
+  return Error(c, msg, {.file = file, .offset = offset, .expected = std::move(expected), .found = std::move(found)});
+}
+
+// Magic, version and program length from the first header_bytes of a file of `file_size` bytes.
+inline Layout parse_frame(std::string_view first, std::uint64_t file_size, const std::string& file) {
+  if (first.size() < header_bytes || file_size < header_bytes + 8 || first.substr(0, sizeof npubin_magic) != std::string_view(npubin_magic, sizeof npubin_magic))
+    throw frame_error(file, ErrorCode::parse, "not an .npubin file (bad magic or too short)");
+  Layout l;
+  l.version = static_cast<std::uint32_t>(get_u64(first.data() + 8, 4));
+  if (l.version < npubin_oldest_version || l.version > npubin_format_version)
+    throw frame_error(file, ErrorCode::unsupported, "unsupported .npubin format version (recompile the model with this npusim)",
+                      std::to_string(npubin_oldest_version) + " or " + std::to_string(npubin_format_version), std::to_string(l.version));
+  l.payload_bytes = get_u64(first.data() + 12, 8);
+  const bool fits = l.payload_bytes <= file_size - header_bytes - 8;
+  l.program_end = fits ? header_bytes + l.payload_bytes + 8 : 0;
+  // Version 1 ends with the program; version 2 may go on with a weights section.
+  if (!fits || (l.version == 1 && l.program_end != file_size))
+    throw frame_error(file, ErrorCode::parse, "truncated or padded .npubin file",
+                      std::to_string(l.payload_bytes) + " + " + std::to_string(header_bytes + 8) + " bytes", std::to_string(file_size) + " bytes");
+  l.has_weights = l.program_end != file_size;
+  if (l.has_weights) l.section = align_up(l.program_end);
+  return l;
+}
+
+// The weights section's head: `bytes` holds the file from l.program_end to l.section + head_bytes
+// (zero padding, then the head). Every length is checked against the file before use.
+inline void parse_weights_head(Layout& l, std::string_view bytes, std::uint64_t file_size, const std::string& file) {
+  auto fail = [&](const std::string& msg, std::string expected = {}, std::string found = {}, std::optional<std::uint64_t> at = {}) {
+    return frame_error(file, ErrorCode::parse, "malformed .npubin weights section: " + msg, std::move(expected), std::move(found), at);
+  };
+  if (file_size < l.section + head_bytes || bytes.size() < l.section + head_bytes - l.program_end)
+    throw fail("truncated (the file ends inside its head)", ">= " + std::to_string(l.section + head_bytes) + " bytes",
+               std::to_string(file_size) + " bytes");
+  for (std::uint64_t i = 0; i < l.section - l.program_end; ++i)
+    if (bytes[i] != 0) throw fail("padding before the section is not zero", "0", std::to_string(static_cast<unsigned char>(bytes[i])), l.program_end + i);
+  const char* h = bytes.data() + (l.section - l.program_end);
+  if (std::string_view(h, 8) != std::string_view(weights_magic, 8)) throw fail("bad magic", "NPUWGT", "other bytes", l.section);
+  const std::uint64_t sum = get_u64(h + 56, 8);
+  if (sum != xxh64(h, 56)) throw fail("head checksum mismatch (corrupted file)", {}, {}, l.section);
+  l.index_bytes = get_u64(h + 8, 8), l.data_bytes = get_u64(h + 16, 8), l.block_bytes = get_u64(h + 24, 8);
+  l.index_hash = get_u64(h + 32, 8), l.table_hash = get_u64(h + 40, 8);
+  if (get_u64(h + 48, 8) != 0) throw fail("reserved head field is not zero", "0", std::to_string(get_u64(h + 48, 8)), l.section + 48);
+  if (l.block_bytes < min_block_bytes || l.block_bytes > max_block_bytes || (l.block_bytes & (l.block_bytes - 1)))
+    throw fail("bad checksum block size", "a power of two in [4096, 2^30]", std::to_string(l.block_bytes), l.section + 24);
+  // Sizes in order, each against what is left of the file (no overflow: all are <= file_size).
+  l.index = l.section + head_bytes;
+  std::uint64_t left = file_size - l.index;
+  auto truncated = [&](const std::string& what, std::uint64_t need) {
+    return fail("truncated (" + what + " runs past the end of the file)", ">= " + std::to_string(l.index + need) + " bytes",
+                std::to_string(file_size) + " bytes");
+  };
+  if (l.index_bytes > left) throw truncated("the index", l.index_bytes);
+  l.data = align_up(l.index + l.index_bytes);
+  if (l.data > file_size || l.data_bytes > file_size - l.data) throw truncated("the data", l.data - l.index + l.data_bytes);
+  l.blocks = (l.data_bytes + l.block_bytes - 1) / l.block_bytes;
+  l.table = l.data + l.data_bytes;
+  l.end = l.table + 8 * l.blocks;
+  if (l.end > file_size) throw truncated("the checksum table", l.end - l.index);
+  if (l.end != file_size)
+    throw fail("the file goes on past the section's end (padded or concatenated file)", std::to_string(l.end) + " bytes",
+               std::to_string(file_size) + " bytes");
+}
+
 }  // namespace npubin_detail
 
 inline std::string serialize(const CompiledProgram& p) {
@@ -373,24 +461,23 @@ inline std::string serialize(const CompiledProgram& p) {
   return out;
 }
 
+namespace npubin_detail {
+inline CompiledProgram parse_program(std::string_view payload, std::uint64_t checksum, const std::string& file);
+}
+
+// A whole file in memory. A weights section's head is checked (the file must end where it says);
+// its index and data are npubin_weights.hpp's to read.
 inline CompiledProgram deserialize(std::string_view bytes, const std::string& file = "<memory>") {
   using namespace npubin_detail;
-  auto fail = [&](ErrorCode c, const std::string& msg, std::string expected = {}, std::string found = {}) {
-    return Error(c, msg, {.file = file, .expected = std::move(expected), .found = std::move(found)});
-  };
-  constexpr std::size_t header = sizeof npubin_magic + 4 + 8;
-  if (bytes.size() < header + 8 || bytes.substr(0, sizeof npubin_magic) != std::string_view(npubin_magic, sizeof npubin_magic))
-    throw fail(ErrorCode::parse, "not an .npubin file (bad magic or too short)");
-  const auto version = static_cast<std::uint32_t>(get_u64(bytes.data() + 8, 4));
-  if (version != npubin_format_version)
-    throw fail(ErrorCode::unsupported, "unsupported .npubin format version (recompile the model with this npusim)",
-               std::to_string(npubin_format_version), std::to_string(version));
-  const std::uint64_t len = get_u64(bytes.data() + 12, 8);
-  if (len != bytes.size() - header - 8)
-    throw fail(ErrorCode::parse, "truncated or padded .npubin file", std::to_string(len + header + 8) + " bytes", std::to_string(bytes.size()) + " bytes");
-  std::string_view payload = bytes.substr(header, len);
-  if (get_u64(bytes.data() + header + len, 8) != fnv1a(payload))
-    throw fail(ErrorCode::parse, "corrupted .npubin file (checksum mismatch)");
+  Layout l = parse_frame(bytes.substr(0, std::min<std::size_t>(bytes.size(), header_bytes)), bytes.size(), file);
+  if (l.has_weights) parse_weights_head(l, bytes.substr(l.program_end, std::min<std::uint64_t>(bytes.size(), l.section + head_bytes) - l.program_end), bytes.size(), file);
+  return parse_program(bytes.substr(header_bytes, l.payload_bytes), get_u64(bytes.data() + header_bytes + l.payload_bytes, 8), file);
+}
+
+inline CompiledProgram npubin_detail::parse_program(std::string_view payload, std::uint64_t checksum, const std::string& file) {
+  using namespace npubin_detail;
+  auto fail = [&](ErrorCode c, const std::string& msg) { return Error(c, msg, {.file = file}); };
+  if (checksum != fnv1a(payload)) throw fail(ErrorCode::parse, "corrupted .npubin file (checksum mismatch)");
 
   msgpack::object_handle oh;
   try {
@@ -461,6 +548,47 @@ inline CompiledProgram deserialize(std::string_view bytes, const std::string& fi
 }
 
 inline void save(const CompiledProgram& p, const std::string& path) { write_file_atomic(path, serialize(p)); }
-inline CompiledProgram load(const std::string& path) { return deserialize(read_file(path, std::uint64_t{1} << 32), path); }
+
+namespace npubin_detail {
+// Reads `n` bytes at `offset` of an open file.
+inline std::string read_at(std::ifstream& f, std::uint64_t offset, std::uint64_t n, const std::string& file) {
+  std::string s(static_cast<std::size_t>(n), '\0');
+  f.seekg(static_cast<std::streamoff>(offset));
+  if (n && !f.read(s.data(), static_cast<std::streamsize>(n))) throw Error(ErrorCode::io, "read failed", {.file = file, .offset = offset});
+  return s;
+}
+// The layout of a file on disk, reading only its header and weights-section head.
+inline Layout read_layout(std::ifstream& f, const std::string& path) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec)) throw Error(ErrorCode::io, "is a directory, expected a file", {.file = path});
+  if (!f) throw Error(ErrorCode::io, std::string("cannot open: ") + std::strerror(errno), {.file = path});
+  f.seekg(0, std::ios::end);
+  const auto size = static_cast<std::uint64_t>(f.tellg());
+  Layout l = parse_frame(read_at(f, 0, std::min(size, header_bytes), path), size, path);
+  if (l.has_weights) parse_weights_head(l, read_at(f, l.program_end, std::min(size, l.section + head_bytes) - l.program_end, path), size, path);
+  return l;
+}
+}  // namespace npubin_detail
+
+// The program of a file; a weights section (however large) is not read, only its head checked.
+inline CompiledProgram load(const std::string& path) {
+  using namespace npubin_detail;
+  std::ifstream f(path, std::ios::binary);
+  Layout l = read_layout(f, path);
+  constexpr std::uint64_t max_payload = std::uint64_t{1} << 32;
+  if (l.payload_bytes > max_payload)
+    throw Error(ErrorCode::resource, "program too large", {.file = path, .expected = "<= " + std::to_string(max_payload) + " bytes",
+                                                           .found = std::to_string(l.payload_bytes) + " bytes"});
+  std::string payload = read_at(f, header_bytes, l.payload_bytes + 8, path);
+  const std::uint64_t sum = get_u64(payload.data() + l.payload_bytes, 8);
+  payload.resize(static_cast<std::size_t>(l.payload_bytes));
+  return parse_program(payload, sum, path);
+}
+
+// Whether the file carries its weights (reads only its header and the weights section's head).
+inline bool has_embedded_weights(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  return npubin_detail::read_layout(f, path).has_weights;
+}
 
 }  // namespace npusim::inline NPUSIM_ABI::program

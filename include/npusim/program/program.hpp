@@ -15,7 +15,10 @@
 namespace npusim::inline NPUSIM_ABI::program {
 
 inline constexpr char npubin_magic[8] = {'N', 'P', 'U', 'B', 'I', 'N', '\r', '\n'};
-inline constexpr std::uint32_t npubin_format_version = 1;
+// Version 2 may carry a weights section after the program (npubin_weights.hpp); version 1 files
+// (no weights section) are still read.
+inline constexpr std::uint32_t npubin_format_version = 2;
+inline constexpr std::uint32_t npubin_oldest_version = 1;
 
 struct TargetLimits {
   std::int64_t channel_alignment_bytes = 0;  // 0: no channel padding
@@ -54,6 +57,16 @@ struct IoSpec {
   Shape shape;
   DType dtype = DType::f32;
   friend bool operator==(const IoSpec&, const IoSpec&) = default;
+};
+
+// What a file's weights section holds (`npusim inspect`).
+struct EmbeddedWeightsInfo {
+  bool present = false;
+  std::int64_t tensors = 0, aliases = 0;
+  std::uint64_t bytes = 0;          // tensor data (without alignment padding)
+  std::uint64_t section_bytes = 0;  // the whole section: head, index, padded data, checksums
+  std::uint64_t block_bytes = 0;
+  std::vector<std::string> notes;   // when written: what was not embedded, and why
 };
 
 struct CompiledProgram {
