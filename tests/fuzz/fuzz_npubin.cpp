@@ -5,7 +5,7 @@
 // bytes that read back identically, and, when small, run on the reference target.
 #include "fuzz_util.hpp"
 #include "npusim/program/inspect.hpp"
-#include "npusim/program/npubin.hpp"
+#include "npusim/program/npubin_weights.hpp"
 #include "npusim/target/reference/program_runner.hpp"
 
 using namespace npusim;
@@ -65,6 +65,11 @@ void use(const program::CompiledProgram& p) {
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   const std::string_view raw = fuzz::text(data, size);
   fuzz::only_npusim_errors([&] { use(program::deserialize(raw, "fuzz.npubin")); });
+  // A weights section: index, ranges, checksums; every tensor it serves.
+  fuzz::only_npusim_errors([&] {
+    if (auto w = program::NpubinWeights::from_bytes(raw, "fuzz.npubin"))
+      for (const auto& e : w->entries()) w->load(e.key);
+  });
   constexpr std::size_t header = 20, trailer = 8;
   if (size < header + trailer) return 0;
   std::string framed(raw);

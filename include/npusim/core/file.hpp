@@ -57,6 +57,7 @@ class AtomicFile {
 
   std::uint64_t size() const { return size_; }
   void write(std::string_view bytes) {
+    errno = 0;
     if (!bytes.empty() && std::fwrite(bytes.data(), 1, bytes.size(), f_) != bytes.size()) fail("write failed");
     size_ += bytes.size();
   }
@@ -67,11 +68,13 @@ class AtomicFile {
   // Overwrites bytes at `offset` (< size()); later writes still append.
   void patch(std::uint64_t offset, std::string_view bytes) {
     if (offset + bytes.size() > size_) fail("patch past the end of the file (npusim bug)");
+    errno = 0;
     if (::fseeko(f_, static_cast<off_t>(offset), SEEK_SET) != 0 || std::fwrite(bytes.data(), 1, bytes.size(), f_) != bytes.size() ||
         ::fseeko(f_, 0, SEEK_END) != 0)
       fail("write failed");
   }
   void commit() {
+    errno = 0;
     const bool ok = std::fflush(f_) == 0;
     const bool closed = std::fclose(f_) == 0;
     f_ = nullptr;

@@ -300,13 +300,19 @@ class NpubinWeights final : public weights::WeightSource {
       w->map_ = std::shared_ptr<void>(p, [size](void* q) { ::munmap(q, size); });
     }
     ::close(fd);
-    const std::string_view all(static_cast<const char*>(w->map_.get()), size);
-    using namespace npubin_detail;
-    w->l_ = parse_frame(all.substr(0, std::min<std::uint64_t>(size, header_bytes)), size, path);
-    if (!w->l_.has_weights) return nullptr;
-    parse_weights_head(w->l_, all.substr(w->l_.program_end), size, path);
-    w->parse_index(all);
-    return w;
+    return w->parse(size) ? std::move(w) : nullptr;
+  }
+  // The same checks on bytes in memory (a fuzzer's input); `name` stands for the file in
+  // messages. The bytes are copied once into 64-byte aligned storage.
+  static std::unique_ptr<NpubinWeights> from_bytes(std::string_view bytes, const std::string& name = "<memory>") {
+    std::unique_ptr<NpubinWeights> w(new NpubinWeights);
+    w->path_ = name;
+    if (!bytes.empty()) {
+      void* p = ::operator new(bytes.size(), std::align_val_t(Tensor::alignment));
+      std::memcpy(p, bytes.data(), bytes.size());
+      w->map_ = std::shared_ptr<void>(p, [](void* q) { ::operator delete(q, std::align_val_t(Tensor::alignment)); });
+    }
+    return w->parse(bytes.size()) ? std::move(w) : nullptr;
   }
 
   const std::string& path() const override { return path_; }
@@ -354,6 +360,17 @@ class NpubinWeights final : public weights::WeightSource {
     const Entry* e = find(key);
     if (!e) throw Error(ErrorCode::weights, "not in the embedded weights", {.file = path_, .tensor = key});
     return *e;
+  }
+
+  // False when the file has no weights section.
+  bool parse(std::uint64_t size) {
+    using namespace npubin_detail;
+    const std::string_view all(static_cast<const char*>(map_.get()), size);
+    l_ = parse_frame(all.substr(0, std::min<std::uint64_t>(size, header_bytes)), size, path_);
+    if (!l_.has_weights) return false;
+    parse_weights_head(l_, all.substr(l_.program_end), size, path_);
+    parse_index(all);
+    return true;
   }
 
   void verify_range(std::uint64_t offset, std::uint64_t n, const std::string& key) const {

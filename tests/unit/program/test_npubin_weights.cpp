@@ -262,6 +262,13 @@ TEST(NpubinWeights, LayoutIsTheDocumentedOneAndDeterministic) {
   auto s = save_case("ops/conv2d_3x3_bias", "auto", 4096);
   const std::string bytes = test::read_text(s->file);
   EXPECT_EQ(build(split(bytes)), bytes);
+  // The same bytes from memory (the fuzzer's way in) serve the same values.
+  auto file = program::embedded_weights(s->file);
+  auto mem = program::NpubinWeights::from_bytes(bytes, "mem.npubin");
+  ASSERT_TRUE(file && mem);
+  ASSERT_EQ(mem->entries().size(), file->entries().size());
+  for (const auto& e : file->entries())
+    EXPECT_EQ(std::memcmp(mem->load(e.key).raw(), file->load(e.key).raw(), e.nbytes), 0) << e.key;
   EXPECT_EQ(bytes.substr(0, program::serialize(s->p).size()), program::serialize(s->p));
   program::EmbedOptions o;
   o.block_bytes = 4096;
@@ -342,6 +349,7 @@ TEST(NpubinWeights, TruncatedOrPaddedFilesAreErrors) {
     NPUSIM_EXPECT_ERROR(program::load(f), "forged.npubin", "truncated");
     NPUSIM_EXPECT_ERROR(program::embedded_weights(f), "forged.npubin", "truncated");
     NPUSIM_EXPECT_ERROR(program::deserialize(bytes.substr(0, keep), "mem.npubin"), "mem.npubin", "truncated");
+    NPUSIM_EXPECT_ERROR(program::NpubinWeights::from_bytes(bytes.substr(0, keep), "mem.npubin"), "mem.npubin", "truncated");
   }
   NPUSIM_EXPECT_ERROR(program::load(put(s->dir, bytes + "x")), "forged.npubin", "goes on past the section's end");
   // Cut right after the program: a valid file without weights.
