@@ -18,11 +18,12 @@ if [ "$sanitize" = 1 ]; then
   echo "== sanitizer stage: ASan + UBSan (build-asan/) =="
   if [ ! -f build-asan/CMakeCache.txt ]; then
     cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Release -DNPUSIM_SANITIZE=address,undefined \
-          -DNPUSIM_BUILD_BENCH=OFF -DNPUSIM_BUILD_EXAMPLES=OFF
+          -DNPUSIM_BUILD_BENCH=OFF -DNPUSIM_BUILD_EXAMPLES=OFF -DNPUSIM_BUILD_DOC_SNIPPETS=OFF
   fi
   cmake --build build-asan -j"$(nproc)"
   export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
-  # Not here: `package` (installs and builds consumers: nothing of ours to sanitize), `llm` (the
+  # Not here (nor built): the doc snippets, which the first stage builds and runs. Not run here:
+  # `package` (installs and builds consumers: nothing of ours to sanitize), `llm` (the
   # 1.5B-parameter runs take minutes uninstrumented) and `opencl` (PoCL's JIT-compiled kernels
   # and driver are not instrumented). They all run in the first stage.
   (cd build-asan && ctest -j"$(nproc)" --output-on-failure --timeout 1500 -LE "package|llm|opencl" "$@")

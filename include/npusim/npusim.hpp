@@ -16,7 +16,7 @@
 #include "npusim/pipeline.hpp"
 #include "npusim/program/compiler.hpp"
 #include "npusim/program/inspect.hpp"
-#include "npusim/program/npubin.hpp"
+#include "npusim/program/npubin_weights.hpp"
 #include "npusim/runtime/case.hpp"
 #include "npusim/runtime/compare.hpp"
 #include "npusim/runtime/generate.hpp"

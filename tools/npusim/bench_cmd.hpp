@@ -150,7 +150,8 @@ inline int cmd_bench_llm(const std::string& pdir, const std::string& ddir, const
   // The reference for the per-position check: the same decode graph on the reference target in f32.
   std::unique_ptr<runtime::PlanRunner> ref;
   if (a.check) {
-    TargetChoice rc{.target = "reference"};
+    TargetChoice rc;
+    rc.target = "reference";
     weights::BindOptions rb;
     ref = make_runner(compile(rc, dc.graph), pc.weights.get(), rb);
   }

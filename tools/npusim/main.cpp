@@ -148,6 +148,8 @@ int cmd_run(const RunArgs& a, cli::TargetChoice tc, const ProfileArgs& prof) {
                 {.file = a.model, .expected = "--expected FILE, or a case whose io.safetensors holds the outputs of its own inputs", .found = "--tol"});
   std::printf("model %s: %zu inputs, %zu outputs; weights: %s\n", m.name.c_str(), m.inputs().size(), m.outputs().size(),
               m.weights() ? m.weights()->path().c_str() : "(none)");
+  if (m.weights())
+    for (const auto& n : m.weights()->notes()) std::printf("weights: %s\n", n.c_str());
   for (const auto& n : in.notes) std::printf("%s\n", n.c_str());
   Prepared p;
   if (m.compiled()) {
@@ -186,7 +188,7 @@ int cmd_run(const RunArgs& a, cli::TargetChoice tc, const ProfileArgs& prof) {
                 in.from_case ? "no expected outputs to compare with" : "inputs given: compare with --expected FILE if you have reference outputs");
   }
   if (!a.output.empty()) {
-    cli::write_outputs(a.output, m.outputs(), outs);
+    for (const auto& n : cli::write_outputs(a.output, m.outputs(), outs)) std::printf("%s\n", n.c_str());
     std::printf("outputs written to %s\n", a.output.c_str());
   }
   std::fflush(stdout);
@@ -264,6 +266,7 @@ int cmd_generate(const GenerateArgs& a, const cli::TargetChoice& tc) {
   llm::KvMapping map = llm::KvMapping::read((fs::path(a.decode_dir) / "kv_mapping.json").string());
   map.complete(pc.graph);
   if (!pc.weights) throw Error(ErrorCode::weights, "prefill case has no weights (weights.safetensors or synth.json; or give --weights)", {.file = a.prefill_dir});
+  for (const auto& n : pc.weights->notes()) std::printf("weights: %s\n", n.c_str());
   if (!user_prompt.empty()) {
     check_ids_in_vocab(user_prompt, pc.graph, a.prompt_ids.empty() ? a.prompt_file : "--prompt-ids");
     if (static_cast<std::int64_t>(user_prompt.size()) > map.max_cache_len)
@@ -399,11 +402,12 @@ int cmd_compile(const std::string& model, const std::string& out, const cli::Tar
 
 int cmd_inspect(const std::string& path, bool json, bool buffers, bool no_kernels) {
   program::CompiledProgram p = program::load(path);
+  const program::EmbeddedWeightsInfo w = program::embedded_info(path);
   if (json) {
-    std::printf("%s\n", program::inspect_json(p).c_str());
+    std::printf("%s\n", program::inspect_json(p, w).c_str());
   } else {
     program::InspectOptions o;
-    o.buffers = buffers, o.kernels = !no_kernels;
+    o.buffers = buffers, o.kernels = !no_kernels, o.embedded = w;
     std::printf("%s", program::inspect_text(p, o).c_str());
   }
   return 0;

@@ -16,7 +16,7 @@
 #include <optional>
 
 #include "npusim/core/npy.hpp"
-#include "npusim/program/npubin.hpp"
+#include "npusim/program/npubin_weights.hpp"
 #include "npusim/runtime/case.hpp"
 #include "npusim/runtime/image.hpp"
 #include "npusim/runtime/tensor_files.hpp"
@@ -66,6 +66,9 @@ inline Model open_model(const std::string& path, const std::string& weights_spec
       throw Error(ErrorCode::weights, "--weights " + weights_spec + " names a case directory's file; a .npubin takes a path",
                   {.file = path, .expected = "auto, none or a path", .found = weights_spec});
     } else if (weights_spec != "none") {
+      if (std::filesystem::is_directory(weights_spec))
+        throw Error(ErrorCode::unsupported, "a Hugging Face directory is mapped onto an IR: compile with --embed-weights --weights DIR, then run the .npubin",
+                    {.file = weights_spec});
       m.program_weights = weights::open_weights(weights_spec);
     }
     return m;
@@ -124,24 +127,12 @@ inline std::string describe_spec(const program::IoSpec& s) { return "'" + s.name
 inline GatheredInputs gather_inputs(const Model& m, const InputArgs& a, bool synthetic = false) {
   const std::vector<program::IoSpec> specs = m.inputs();
   std::map<std::string, std::string> files;  // input name -> file
-  for (const std::string& arg : a.inputs) {
-    runtime::InputArg ia = runtime::parse_input_arg(arg);
-    if (ia.name.empty()) {
-      if (specs.size() != 1) {
-        std::string names;
-        for (const auto& s : specs) names += (names.empty() ? "" : ", ") + s.name;
-        throw Error(ErrorCode::attr, "--input " + arg + ": the model has " + std::to_string(specs.size()) + " inputs, name one as NAME=FILE",
-                    {.expected = names, .found = arg});
-      }
-      ia.name = specs[0].name;
-    }
-    auto known = std::find_if(specs.begin(), specs.end(), [&](const auto& s) { return s.name == ia.name; });
-    if (known == specs.end()) {
-      std::string names;
-      for (const auto& s : specs) names += (names.empty() ? "" : ", ") + s.name;
-      throw Error(ErrorCode::attr, "--input names no graph input", {.expected = "one of: " + names, .found = ia.name});
-    }
-    if (!files.emplace(ia.name, ia.path).second) throw Error(ErrorCode::attr, "--input given twice for one input", {.tensor = ia.name});
+  {
+    std::vector<runtime::TensorArg> args;
+    for (const std::string& arg : a.inputs) args.push_back(runtime::parse_tensor_arg(arg));
+    std::vector<std::string> names;
+    for (const auto& s : specs) names.push_back(s.name);
+    for (const auto& ta : runtime::assign_input_args(std::move(args), names)) files.emplace(ta.name, ta.path);
   }
   std::optional<std::size_t> img;
   if (!a.image.empty()) {
@@ -156,10 +147,10 @@ inline GatheredInputs gather_inputs(const Model& m, const InputArgs& a, bool syn
   for (std::size_t i = 0; i < specs.size(); ++i) {
     const program::IoSpec& s = specs[i];
     if (auto f = files.find(s.name); f != files.end()) {
-      g.tensors.push_back(runtime::load_tensor_file(f->second, s.name, s.shape, s.dtype));
+      g.tensors.push_back(runtime::load_tensor_file(f->second, {s.name, s.dtype, s.shape}));
       g.notes.push_back("input '" + s.name + "' from " + f->second);
     } else if (img && *img == i) {
-      g.tensors.push_back(runtime::load_image_input(a.image, s.shape));
+      g.tensors.push_back(runtime::load_image(a.image, runtime::ImagePreprocess::for_input_shape(s.shape, s.name)).to(s.dtype));
       g.notes.push_back("input '" + s.name + "' from " + a.image + " (ImageNet preprocessing)");
     } else if (m.source && m.source->io && m.source->io->find(s.name)) {
       g.tensors.push_back(m.source->io->tensor(s.name));
@@ -294,11 +285,12 @@ inline void print_output_summary(std::FILE* out, const Model& m, const std::vect
   }
 }
 
-// --output FILE: .safetensors holds every output by name; .npy one output.
-inline void write_outputs(const std::string& path, const std::vector<program::IoSpec>& specs, const std::vector<Tensor>& outs) {
+// --output FILE: .safetensors holds every output by name; .npy one output; NAME=FILE one output.
+// Returns notes for the user (a bf16 output written to .npy as float32).
+inline std::vector<std::string> write_outputs(const std::string& spec, const std::vector<program::IoSpec>& specs, const std::vector<Tensor>& outs) {
   std::vector<std::pair<std::string, Tensor>> named;
   for (std::size_t i = 0; i < outs.size(); ++i) named.emplace_back(i < specs.size() ? specs[i].name : "output_" + std::to_string(i), outs[i]);
-  runtime::save_tensor_file(path, named);
+  return runtime::save_outputs(spec, named);
 }
 
 }  // namespace npusim::cli
