@@ -3,7 +3,7 @@
 
   NPUSIM_TOKENIZER_BENCH_TEXT=/tmp/bench_text.txt build/bench/bench_tokenizer   # writes the text
   python3 bench/tokenizer_peer.py --text /tmp/bench_text.txt \
-      --tokenizer tests/data/tokenizers/qwen2_style/tokenizer.json [--check-ids ids.json]
+      --tokenizer tests/data/tokenizers/qwen2_style/tokenizer.json
 
 Prints bytes/s for cold (new Tokenizer) and warm encodes, and the token count (compare with the
 C++ benchmark's "tokens" counter when both use the same tokenizer.json).

@@ -3,6 +3,7 @@
 // streaming decode, clear errors on bad files, and conformance with HF over generated cases.
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <set>
@@ -172,6 +173,23 @@ TEST(SplitPattern, Llama3AndGpt2) {
   EXPECT_EQ(split_text("a\n\nb", SplitPattern::gpt2), (Strs{"a", "\n", "\n", "b"}));  // \s+(?!\S) then \s+
 }
 
+// The three matchers against the `regex` package on the conformance strings
+// (tests/data/tokenizers/make_split_cases.py writes split_cases.json).
+TEST(SplitPattern, MatchesRegexEngine) {
+  const std::string path = std::string(NPUSIM_TEST_DATA) + "/tokenizers/split_cases.json";
+  if (!std::filesystem::exists(path)) GTEST_SKIP() << path << " missing: run tests/data/tokenizers/make_split_cases.py";
+  const ir::json j = ir::parse_json(read_file(path), path);
+  int n = 0;
+  for (const auto& c : j.at("cases")) {
+    const std::string text = c.at("text").get<std::string>();
+    EXPECT_EQ(split_text(text, SplitPattern::gpt2), c.at("gpt2").get<Strs>()) << "case " << n << ": \"" << text << "\"";
+    EXPECT_EQ(split_text(text, SplitPattern::qwen2), c.at("qwen2").get<Strs>()) << "case " << n << ": \"" << text << "\"";
+    EXPECT_EQ(split_text(text, SplitPattern::llama3), c.at("llama3").get<Strs>()) << "case " << n << ": \"" << text << "\"";
+    ++n;
+  }
+  EXPECT_GE(n, 300);
+}
+
 TEST(Tokenizer, ByteLevelBpeExactIds) {
   for (bool pair_merges : {false, true}) {
     const Tokenizer t = load(qwen_like(pair_merges));
@@ -270,12 +288,15 @@ TEST(Tokenizer, BadFilesGiveClearErrors) {
 }
 
 // Over every tests/data/tokenizers/<name>/ with tokenizer.json and cases.json
-// (tests/data/tokenizers/make_conformance.py writes them with HF tokenizers).
+// (tests/data/tokenizers/make_conformance.py writes them with HF tokenizers), and the same layout
+// under $NPUSIM_EXTRA_TOKENIZERS (cases for real model tokenizers, too large for the repository).
 TEST(TokenizerConformance, MatchesHuggingFace) {
   namespace fs = std::filesystem;
-  const fs::path root = fs::path(NPUSIM_TEST_DATA) / "tokenizers";
+  std::vector<fs::path> roots{fs::path(NPUSIM_TEST_DATA) / "tokenizers"};
+  if (const char* extra = std::getenv("NPUSIM_EXTRA_TOKENIZERS")) roots.emplace_back(extra);
   int sets = 0;
-  if (fs::is_directory(root))
+  for (const auto& root : roots) {
+    if (!fs::is_directory(root)) continue;
     for (const auto& dir : fs::directory_iterator(root)) {
       const fs::path tj = dir.path() / "tokenizer.json", cj = dir.path() / "cases.json";
       if (!fs::exists(tj) || !fs::exists(cj)) continue;
@@ -304,5 +325,6 @@ TEST(TokenizerConformance, MatchesHuggingFace) {
       }
       EXPECT_GE(n, 300) << dir.path();
     }
+  }
   if (sets == 0) GTEST_SKIP() << "no tests/data/tokenizers/*/cases.json yet: run tests/data/tokenizers/make_conformance.py";
 }
