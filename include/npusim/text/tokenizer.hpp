@@ -54,7 +54,7 @@ class Tokenizer {
   std::vector<Id> encode(std::string_view text, bool add_special = false) const {
     std::vector<Id> ids;
     if (add_special) ids = post_.prefix;
-    utf8_to_code_points(text, "text to encode");  // validates: the matchers below assume UTF-8
+    require_utf8(text, "text to encode");  // the matchers below assume UTF-8
     for (const auto& raw : added_.split(text, false)) {
       if (raw.id) { ids.push_back(*raw.id); continue; }
       const std::string normalized = normalizer_.apply(raw.text);

@@ -67,6 +67,19 @@ inline std::vector<char32_t> utf8_to_code_points(std::string_view s, std::string
   return out;
 }
 
+// Throws unless s is valid UTF-8 (the offset of the first bad byte in the message).
+inline void require_utf8(std::string_view s, std::string_view what = "text") {
+  for (std::size_t i = 0; i < s.size();) {
+    if (static_cast<unsigned char>(s[i]) < 0x80) { ++i; continue; }
+    char32_t cp;
+    const std::size_t n = utf8_decode(s, i, cp);
+    if (n == 0)
+      throw Error(ErrorCode::parse, std::string(what) + " is not valid UTF-8",
+                  {.offset = i, .expected = "a UTF-8 sequence", .found = "byte " + std::to_string(static_cast<unsigned char>(s[i]))});
+    i += n;
+  }
+}
+
 // Length of the longest prefix of s that ends on a complete UTF-8 boundary, treating a
 // truncated sequence at the end as "not yet complete" (its bytes are kept for later).
 inline std::size_t utf8_complete_prefix(std::string_view s) {
