@@ -135,13 +135,36 @@ inline bool in_ranges(const tables::CodeRange (&r)[N], char32_t cp) {
 }
 }  // namespace detail
 
+namespace detail {
+inline constexpr std::uint8_t flag_letter = 1, flag_number = 2, flag_nfc_not_quick = 4;
+
+// One byte of flags per BMP code point (64 KiB, built once), so that the split matchers and NFC's
+// quick check do not binary-search the range tables for every character of CJK or Cyrillic text.
+inline const std::vector<std::uint8_t>& bmp_flags() {
+  static const std::vector<std::uint8_t> flags = [] {
+    std::vector<std::uint8_t> f(0x10000, 0);
+    const auto mark = [&](const auto& table, std::uint8_t bit) {
+      for (const auto& r : table)
+        for (char32_t c = r.first; c <= r.last && c < 0x10000; ++c) f[c] |= bit;
+    };
+    mark(tables::letters, flag_letter);
+    mark(tables::numbers, flag_number);
+    mark(tables::nfc_not_quick, flag_nfc_not_quick);
+    return f;
+  }();
+  return flags;
+}
+}  // namespace detail
+
 inline bool is_letter(char32_t cp) {
   if (cp < 0x80) return (cp | 0x20) >= 'a' && (cp | 0x20) <= 'z';
+  if (cp < 0x10000) return detail::bmp_flags()[cp] & detail::flag_letter;
   return detail::in_ranges(tables::letters, cp);
 }
 
 inline bool is_number(char32_t cp) {
   if (cp < 0x80) return cp >= '0' && cp <= '9';
+  if (cp < 0x10000) return detail::bmp_flags()[cp] & detail::flag_number;
   return detail::in_ranges(tables::numbers, cp);
 }
 
@@ -166,6 +189,7 @@ inline constexpr char32_t hangul_lcount = 19, hangul_vcount = 21, hangul_tcount 
 inline constexpr char32_t hangul_ncount = hangul_vcount * hangul_tcount, hangul_scount = hangul_lcount * hangul_ncount;
 
 inline void decompose_into(char32_t cp, std::vector<char32_t>& out) {
+  if (cp < 0xC0) return out.push_back(cp);  // nothing below U+00C0 decomposes (checked by the generator)
   if (cp >= hangul_s && cp < hangul_s + hangul_scount) {
     const char32_t s = cp - hangul_s;
     out.push_back(hangul_l + s / hangul_ncount);
@@ -181,6 +205,7 @@ inline void decompose_into(char32_t cp, std::vector<char32_t>& out) {
 }
 
 inline char32_t compose_pair(char32_t a, char32_t b) {
+  if (b < 0x300) return 0;  // every second element of a composition is >= U+0300 (checked by the generator)
   if (a >= hangul_l && a < hangul_l + hangul_lcount && b >= hangul_v && b < hangul_v + hangul_vcount)
     return hangul_s + ((a - hangul_l) * hangul_vcount + (b - hangul_v)) * hangul_tcount;
   if (a >= hangul_s && a < hangul_s + hangul_scount && (a - hangul_s) % hangul_tcount == 0 && b > hangul_t &&
@@ -197,8 +222,17 @@ inline char32_t compose_pair(char32_t a, char32_t b) {
 // NFC (UAX #15): decompose canonically, order marks by combining class (stable), then compose
 // each unblocked mark with the last starter.
 inline std::string nfc(std::string_view s) {
-  if (std::all_of(s.begin(), s.end(), [](char c) { return static_cast<unsigned char>(c) < 0x80; }))
-    return std::string(s);
+  // Quick check: text with no character that NFC could change, compose or reorder is already NFC.
+  bool quick = true;
+  for (std::size_t i = 0; i < s.size() && quick;) {
+    if (static_cast<unsigned char>(s[i]) < 0xCC) { ++i; continue; }  // ASCII, or a lead byte below U+0300
+    char32_t cp;
+    const std::size_t n = utf8_decode(s, i, cp);
+    if (n == 0) { quick = false; break; }  // invalid: the full path reports it
+    quick = cp < 0x10000 ? !(detail::bmp_flags()[cp] & detail::flag_nfc_not_quick) : !detail::in_ranges(tables::nfc_not_quick, cp);
+    i += n;
+  }
+  if (quick) return std::string(s);
   std::vector<char32_t> d;
   d.reserve(s.size());
   for (char32_t cp : utf8_to_code_points(s)) detail::decompose_into(cp, d);

@@ -173,7 +173,8 @@ TEST(SplitPattern, Llama3AndGpt2) {
   EXPECT_EQ(split_text("a\n\nb", SplitPattern::gpt2), (Strs{"a", "\n", "\n", "b"}));  // \s+(?!\S) then \s+
 }
 
-// The three matchers against the `regex` package on the conformance strings
+// The three matchers against the `regex` package, and NFC against Python's unicodedata, on the
+// conformance strings
 // (tests/data/tokenizers/make_split_cases.py writes split_cases.json).
 TEST(SplitPattern, MatchesRegexEngine) {
   const std::string path = std::string(NPUSIM_TEST_DATA) + "/tokenizers/split_cases.json";
@@ -182,6 +183,7 @@ TEST(SplitPattern, MatchesRegexEngine) {
   int n = 0;
   for (const auto& c : j.at("cases")) {
     const std::string text = c.at("text").get<std::string>();
+    EXPECT_EQ(nfc(text), c.at("nfc").get<std::string>()) << "case " << n << ": \"" << text << "\"";
     EXPECT_EQ(split_text(text, SplitPattern::gpt2), c.at("gpt2").get<Strs>()) << "case " << n << ": \"" << text << "\"";
     EXPECT_EQ(split_text(text, SplitPattern::qwen2), c.at("qwen2").get<Strs>()) << "case " << n << ": \"" << text << "\"";
     EXPECT_EQ(split_text(text, SplitPattern::llama3), c.at("llama3").get<Strs>()) << "case " << n << ": \"" << text << "\"";
