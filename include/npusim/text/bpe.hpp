@@ -23,6 +23,14 @@
 
 namespace npusim::inline NPUSIM_ABI::text {
 
+// Lets the hash maps be searched with a string_view (no temporary std::string per lookup).
+struct StringHash {
+  using is_transparent = void;
+  std::size_t operator()(std::string_view s) const noexcept { return std::hash<std::string_view>{}(s); }
+};
+template <class V>
+using StringMap = std::unordered_map<std::string, V, StringHash, std::equal_to<>>;
+
 class BpeModel {
  public:
   using Id = std::int64_t;
@@ -87,7 +95,7 @@ class BpeModel {
   }
 
   std::optional<Id> token_to_id(std::string_view t) const {
-    auto it = vocab_.find(std::string(t));
+    auto it = vocab_.find(t);
     return it == vocab_.end() ? std::nullopt : std::optional<Id>(it->second);
   }
   const std::string* id_to_token(Id id) const {
@@ -100,11 +108,11 @@ class BpeModel {
   void tokenize(std::string_view word, std::vector<Id>& out) const {
     if (word.empty()) return;
     if (ignore_merges_)
-      if (auto it = vocab_.find(std::string(word)); it != vocab_.end()) return out.push_back(it->second);
+      if (auto it = vocab_.find(word); it != vocab_.end()) return out.push_back(it->second);
     const bool cacheable = word.size() <= 256;
     if (cacheable) {
       std::lock_guard lock(cache_->mutex);
-      if (auto it = cache_->words.find(std::string(word)); it != cache_->words.end()) {
+      if (auto it = cache_->words.find(word); it != cache_->words.end()) {
         out.insert(out.end(), it->second.begin(), it->second.end());
         return;
       }
@@ -140,12 +148,11 @@ class BpeModel {
       const auto n = static_cast<std::ptrdiff_t>(sym.size());
       sym.push_back({id, n - 1, n + 1, true});
     };
-    std::string ch;
     for (std::size_t i = 0; i < word.size();) {
       char32_t cp;
       std::size_t n = utf8_decode(word, i, cp);
       if (n == 0) n = 1;  // cannot happen for valid input; keeps the loop finite
-      ch.assign(word.substr(i, n));
+      const std::string_view ch = word.substr(i, n);
       i += n;
       if (auto it = vocab_.find(ch); it != vocab_.end()) {
         push(it->second), last_unk = false;
@@ -196,7 +203,7 @@ class BpeModel {
       if (s.alive) out.push_back(s.id);
   }
 
-  std::unordered_map<std::string, Id> vocab_;
+  StringMap<Id> vocab_;
   std::vector<std::string> id_to_token_;
   std::unordered_map<std::uint64_t, Merge> merges_;
   std::array<Id, 256> byte_ids_{};
@@ -204,7 +211,7 @@ class BpeModel {
   bool byte_fallback_ = false, fuse_unk_ = false, ignore_merges_ = false;
   struct Cache {  // behind a pointer: the model stays movable; guarded for concurrent encode calls
     std::mutex mutex;
-    std::unordered_map<std::string, std::vector<Id>> words;
+    StringMap<std::vector<Id>> words;
   };
   std::unique_ptr<Cache> cache_ = std::make_unique<Cache>();
 };

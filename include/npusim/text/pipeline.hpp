@@ -98,38 +98,17 @@ class PreTokenizer {
     return p;
   }
 
-  // Text -> the words the model sees (byte-level mapped where a ByteLevel step is present).
+  // Calls emit(std::string_view word) for each word the model sees (byte-level mapped where a
+  // ByteLevel step is present), in order, without collecting them.
+  template <class F>
+  void apply(std::string_view text, F&& emit) const {
+    run(0, std::string(text), emit);
+  }
+
   std::vector<std::string> apply(std::string_view text) const {
-    std::vector<std::string> pieces{std::string(text)};
-    for (const auto& st : steps_) {
-      std::vector<std::string> next;
-      next.reserve(pieces.size() * 2);
-      for (auto& piece : pieces) {
-        if (st.byte_level && st.add_prefix_space && (piece.empty() || piece[0] != ' ')) piece.insert(0, " ");
-        if (st.split) {
-          const auto cps = utf8_to_code_points(piece);
-          // Map code point indices back to byte offsets: split boundaries are character boundaries.
-          std::vector<std::size_t> at(cps.size() + 1, 0);
-          for (std::size_t k = 0, b = 0; k < cps.size(); ++k) {
-            at[k] = b;
-            b += cps[k] < 0x80 ? 1 : cps[k] < 0x800 ? 2 : cps[k] < 0x10000 ? 3 : 4;
-            at[k + 1] = b;
-          }
-          for (auto [b, e] : split_code_points(cps, *st.split)) next.push_back(piece.substr(at[b], at[e] - at[b]));
-        } else {
-          next.push_back(std::move(piece));
-        }
-      }
-      if (st.byte_level)
-        for (auto& w : next) {
-          std::string m;
-          m.reserve(w.size() * 2);
-          append_byte_level(m, w);
-          w = std::move(m);
-        }
-      pieces = std::move(next);
-    }
-    return pieces;
+    std::vector<std::string> out;
+    apply(text, [&](std::string_view w) { out.emplace_back(w); });
+    return out;
   }
 
  private:
@@ -137,6 +116,28 @@ class PreTokenizer {
     std::optional<SplitPattern> split;
     bool byte_level = false, add_prefix_space = false;
   };
+
+  template <class F>
+  void run(std::size_t k, std::string piece, F& emit) const {
+    if (k == steps_.size()) return emit(std::string_view(piece));
+    const Step& st = steps_[k];
+    if (st.byte_level && st.add_prefix_space && (piece.empty() || piece[0] != ' ')) piece.insert(0, " ");
+    const auto forward = [&](std::string_view sub) {
+      if (!st.byte_level) return run(k + 1, std::string(sub), emit);
+      std::string mapped;
+      mapped.reserve(sub.size() * 2);
+      append_byte_level(mapped, sub);
+      run(k + 1, std::move(mapped), emit);
+    };
+    if (!st.split) return forward(piece);
+    const auto cps = utf8_to_code_points(piece);
+    std::size_t byte = 0, cp = 0;  // split boundaries are character boundaries: walk both in step
+    for_each_split(cps, *st.split, [&](std::size_t, std::size_t end) {
+      const std::size_t start = byte;
+      for (; cp < end; ++cp) byte += cps[cp] < 0x80 ? 1 : cps[cp] < 0x800 ? 2 : cps[cp] < 0x10000 ? 3 : 4;
+      forward(std::string_view(piece).substr(start, byte - start));
+    });
+  }
 
   void add(const ir::json& j, const std::string& source) {
     if (j.is_null()) return;

@@ -97,19 +97,24 @@ inline std::size_t match_qwen2_llama3(const std::vector<char32_t>& t, std::size_
 }
 }  // namespace detail
 
-// Splits text (already as code points) into pieces; returns [begin, end) code point index pairs.
+// Splits text (already as code points) into pieces: piece(begin, end) per piece, code point indices.
 // Every code point lands in exactly one piece (the patterns match any character), so this is also
 // HF's "Isolated" split behaviour.
-inline std::vector<std::pair<std::size_t, std::size_t>> split_code_points(const std::vector<char32_t>& t, SplitPattern p) {
-  std::vector<std::pair<std::size_t, std::size_t>> out;
+template <class F>
+void for_each_split(const std::vector<char32_t>& t, SplitPattern p, F&& piece) {
   for (std::size_t i = 0; i < t.size();) {
     std::size_t n = p == SplitPattern::gpt2     ? detail::match_gpt2(t, i)
                     : p == SplitPattern::qwen2 ? detail::match_qwen2_llama3(t, i, 1)
                                                : detail::match_qwen2_llama3(t, i, 3);
     if (n == 0) n = 1;  // unreachable for these patterns; guards against an endless loop
-    out.emplace_back(i, i + n);
+    piece(i, i + n);
     i += n;
   }
+}
+
+inline std::vector<std::pair<std::size_t, std::size_t>> split_code_points(const std::vector<char32_t>& t, SplitPattern p) {
+  std::vector<std::pair<std::size_t, std::size_t>> out;
+  for_each_split(t, p, [&](std::size_t b, std::size_t e) { out.emplace_back(b, e); });
   return out;
 }
 

@@ -60,7 +60,7 @@ class Tokenizer {
       const std::string normalized = normalizer_.apply(raw.text);
       for (const auto& piece : added_.split(normalized, true)) {
         if (piece.id) { ids.push_back(*piece.id); continue; }
-        for (const auto& word : pre_tokenizer_.apply(piece.text)) model_.tokenize(word, ids);
+        pre_tokenizer_.apply(piece.text, [&](std::string_view word) { model_.tokenize(word, ids); });
       }
     }
     if (add_special) ids.insert(ids.end(), post_.suffix.begin(), post_.suffix.end());
