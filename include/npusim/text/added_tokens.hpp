@@ -55,7 +55,8 @@ class AddedVocabulary {
       const auto& t = v.tokens_[i];
       if (t.content.empty()) continue;
       auto& set = t.normalized ? v.normalized_ : v.raw_;
-      set.push_back({t.normalized ? normalize(t.content) : t.content, i});
+      std::string text = t.normalized ? normalize(t.content) : t.content;
+      if (!text.empty()) set.push_back({std::move(text), i});
     }
     for (auto* set : {&v.raw_, &v.normalized_})  // longest first: the first hit at a position is the longest
       std::stable_sort(set->begin(), set->end(), [](const Pattern& x, const Pattern& y) { return x.text.size() > y.text.size(); });

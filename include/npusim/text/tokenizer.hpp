@@ -129,6 +129,7 @@ class Tokenizer {
 // Bytes of a multi-byte character split across tokens are held until the character completes.
 // Like HF's DecodeStream it decodes a short window of earlier ids with each new one and returns
 // the difference, so decoders that look at neighbours (Strip of the first space) agree with decode.
+// It keeps a pointer to the Tokenizer, which must outlive it (and not move).
 class Decoder {
  public:
   explicit Decoder(const Tokenizer& tok, bool skip_special = false) : tok_(&tok), skip_special_(skip_special) {}
