@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# On the GPU machine, from a folder holding gemm_mma.cl, mma_bench.cpp, torch_peer.py (and lib/libOpenCL.so.1
+# as a fallback ICD loader): build, check, time, then the PyTorch peer. Logs under $OUT.
+set -uo pipefail
+cd "$(dirname "$0")"
+OUT=${OUT:-/tmp/mma-out}; mkdir -p "$OUT"
+nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,power.draw --format=csv | tee "$OUT/gpu.txt"
+if ! g++ -std=c++20 -O2 -fopenmp mma_bench.cpp -o /tmp/mma_bench -lOpenCL 2> "$OUT/build_host.log"; then
+  echo "link with -lOpenCL failed; trying the carried loader"; cat "$OUT/build_host.log" | tail -5
+  export LD_LIBRARY_PATH="$PWD/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+  g++ -std=c++20 -O2 -fopenmp mma_bench.cpp -o /tmp/mma_bench "$PWD/lib/libOpenCL.so.1" || exit 1
+fi
+mkdir -p /tmp/ptx
+timeout 200 /tmp/mma_bench gemm_mma.cl /tmp/ptx 2>&1 | tee "$OUT/mma_bench.log" | grep -v "^RESULT\|^BEST\|^rows" ; echo "mma_bench exit ${PIPESTATUS[0]}"
+tar czf "$OUT/ptx.tgz" -C /tmp ptx
+PYTHONUNBUFFERED=1 timeout 60 python3 torch_peer.py 2>&1 | tee "$OUT/torch_peer.log" | tail -0
+echo; echo "== results (MxKxN, variant, splitK, rel_l2, max_rel, checked, unwritten, ms, TFLOP/s) =="
+grep "^RESULT" "$OUT/mma_bench.log" | sort -k2,2 -k10,10nr | awk '{printf "%s %s %s %s %s %s %s %s %s %s\n",$2,$3,$4,$5,$6,$7,$8,$9,$10,$11}' | column -t
+grep "^BEST\|^rows" "$OUT/mma_bench.log"
+cat "$OUT/torch_peer.log"
