@@ -3,10 +3,11 @@
 //                                   fp32 accumulation; C f32 (or bf16 with -DOUT_BF16=1).
 // One work-group computes a BM x BN tile; its warps (WARPS_M x WARPS_N) each a WM x WN sub-tile made
 // of (WM/16) x (WN/8) mma.sync.m16n8k16 (.row.col: A row-major, B "column-major" = W rows).
-// K is walked in BK = 32 slices staged in local memory (rows padded to BK+8 ushorts = 80 bytes: the
-// 8 row addresses of an 8x8 ldmatrix / the 32-bit fragment loads hit 8 distinct 16-byte bank groups).
+// K is walked in BK (16, 32 or 64) slices staged in local memory, A rows then W rows per stage.
+// All of it must fit NVIDIA OpenCL's 48 KB of local memory per work-group (no opt-in beyond that).
 // Build-time switches:
 //   USE_LDSM    1: fragments via ldmatrix.sync.aligned.m8n8.x4.shared.b16; 0: plain 32-bit local loads
+//   SWZ         0: local rows padded by 16 bytes; 1: unpadded, XOR-swizzled 16-byte chunks (needs USE_LDSM)
 //   USE_CPASYNC 1: global->local with cp.async.cg.shared.global (16 B), STAGES-deep pipeline;
 //               0: 16-byte loads through registers (STAGES 1: load/sync/compute/sync; 2: prefetch next)
 //   Split-K: get_group_id(2) = kz computes K range [kz*kchunk, (kz+1)*kchunk) and writes (f32) to
@@ -41,8 +42,28 @@
 #ifndef ASM_KW
 #define ASM_KW asm
 #endif
+#ifndef BK
 #define BK 32
-#define LDS (BK + 8)           // local row stride in ushorts (80 bytes)
+#endif
+#ifndef SWZ
+#define SWZ 0
+#endif
+#define CPR (BK / 8)  // 16-byte chunks per local row
+// Byte offset of 16-byte chunk ch of local row r. SWZ 0: rows padded by 16 bytes (80-byte rows for
+// BK 32). SWZ 1: unpadded rows, chunk index XORed with a function of the row so that the 8 rows an
+// 8x8 ldmatrix reads (and the 8 chunks a quarter-warp writes) land in 8 distinct 16-byte bank groups.
+#if SWZ
+#define LDS BK
+#define SWZF(r) (((r) / (8 / CPR)) & (CPR - 1))
+#define SOFF(r, ch) ((uint)(((r) * LDS + (((ch) ^ SWZF(r)) * 8)) * 2))
+#else
+#define LDS (BK + 8)
+#define SWZF(r) 0
+#define SOFF(r, ch) ((uint)(((r) * LDS + (ch) * 8) * 2))
+#endif
+#if SWZ && !USE_LDSM
+#error "SWZ needs USE_LDSM"
+#endif
 #define WARPS_M (BM / WM)
 #define WARPS_N (BN / WN)
 #define NTHREADS (WARPS_M * WARPS_N * 32)
@@ -102,6 +123,10 @@ inline uint smem_addr(__local const void* p) {
 #define PENDING 1
 #elif STAGES == 4
 #define PENDING 2
+#elif STAGES == 5
+#define PENDING 3
+#elif STAGES == 6
+#define PENDING 4
 #else
 #define PENDING 0
 #endif
@@ -141,15 +166,15 @@ __kernel __attribute__((reqd_work_group_size(NTHREADS, 1, 1))) void gemm_mma(
     _Pragma("unroll") for (int i = 0; i < A_PER_T; ++i) {                                          \
       const int c = tid + i * NTHREADS;                                                            \
       if (A_CHUNKS % NTHREADS == 0 || c < A_CHUNKS) {                                              \
-        const int row = c >> 2, col = (c & 3) * 8;                                                 \
-        CP_ASYNC16(st + (uint)((row * LDS + col) * 2), Ag + (size_t)row * K + (kt) * BK + col);    \
+        const int row = c / CPR, ch = c % CPR;                                                     \
+        CP_ASYNC16(st + SOFF(row, ch), Ag + (size_t)row * K + (kt) * BK + ch * 8);                 \
       }                                                                                            \
     }                                                                                              \
     _Pragma("unroll") for (int i = 0; i < B_PER_T; ++i) {                                          \
       const int c = tid + i * NTHREADS;                                                            \
       if (B_CHUNKS % NTHREADS == 0 || c < B_CHUNKS) {                                              \
-        const int row = c >> 2, col = (c & 3) * 8;                                                 \
-        CP_ASYNC16(st + (uint)(((BM + row) * LDS + col) * 2), Wg + (size_t)row * K + (kt) * BK + col); \
+        const int row = c / CPR, ch = c % CPR;                                                     \
+        CP_ASYNC16(st + SOFF(BM + row, ch), Wg + (size_t)row * K + (kt) * BK + ch * 8);            \
       }                                                                                            \
     }                                                                                              \
   }
@@ -160,15 +185,15 @@ __kernel __attribute__((reqd_work_group_size(NTHREADS, 1, 1))) void gemm_mma(
     _Pragma("unroll") for (int i = 0; i < A_PER_T; ++i) {                                           \
       const int c = tid + i * NTHREADS;                                                             \
       if (A_CHUNKS % NTHREADS == 0 || c < A_CHUNKS) {                                               \
-        const int row = c >> 2, col = (c & 3) * 8;                                                  \
-        ra[i] = *(__global const uint4*)(Ag + (size_t)row * K + (kt) * BK + col);                   \
+        const int row = c / CPR, ch = c % CPR;                                                      \
+        ra[i] = *(__global const uint4*)(Ag + (size_t)row * K + (kt) * BK + ch * 8);                \
       }                                                                                             \
     }                                                                                               \
     _Pragma("unroll") for (int i = 0; i < B_PER_T; ++i) {                                           \
       const int c = tid + i * NTHREADS;                                                             \
       if (B_CHUNKS % NTHREADS == 0 || c < B_CHUNKS) {                                               \
-        const int row = c >> 2, col = (c & 3) * 8;                                                  \
-        rb[i] = *(__global const uint4*)(Wg + (size_t)row * K + (kt) * BK + col);                   \
+        const int row = c / CPR, ch = c % CPR;                                                      \
+        rb[i] = *(__global const uint4*)(Wg + (size_t)row * K + (kt) * BK + ch * 8);                \
       }                                                                                             \
     }                                                                                               \
   }
@@ -177,11 +202,11 @@ __kernel __attribute__((reqd_work_group_size(NTHREADS, 1, 1))) void gemm_mma(
     __local uint4* st = smem + (s) * STAGE_U4;                                                      \
     _Pragma("unroll") for (int i = 0; i < A_PER_T; ++i) {                                           \
       const int c = tid + i * NTHREADS;                                                             \
-      if (A_CHUNKS % NTHREADS == 0 || c < A_CHUNKS) st[(c >> 2) * (LDS / 8) + (c & 3)] = ra[i];     \
+      if (A_CHUNKS % NTHREADS == 0 || c < A_CHUNKS) st[SOFF(c / CPR, c % CPR) / 16] = ra[i];        \
     }                                                                                               \
     _Pragma("unroll") for (int i = 0; i < B_PER_T; ++i) {                                           \
       const int c = tid + i * NTHREADS;                                                             \
-      if (B_CHUNKS % NTHREADS == 0 || c < B_CHUNKS) st[(BM + (c >> 2)) * (LDS / 8) + (c & 3)] = rb[i]; \
+      if (B_CHUNKS % NTHREADS == 0 || c < B_CHUNKS) st[SOFF(BM + c / CPR, c % CPR) / 16] = rb[i];   \
     }                                                                                               \
   }
 #endif
@@ -190,18 +215,25 @@ __kernel __attribute__((reqd_work_group_size(NTHREADS, 1, 1))) void gemm_mma(
 #if USE_LDSM
   // A: lane supplies row (lane%16), k offset (lane/16)*8 -> a0..a3 of m16k16.
   // B: lane supplies W row (lane/16)*8 + lane%8, k offset ((lane/8)&1)*8 -> b0,b1 of two n8 blocks.
-  const uint a_lane = (uint)(((wm * WM + (lane & 15)) * LDS + (lane >> 4) * 8) * 2);
-  const uint b_lane = (uint)(((BM + wn * WN + (lane >> 4) * 8 + (lane & 7)) * LDS + ((lane >> 3) & 1) * 8) * 2);
+  // Row offsets i*16 / j*16 keep SWZF(row) (16 is a multiple of the swizzle period), so the chunk
+  // XOR is per lane and per k-step only.
+  const int a_row = wm * WM + (lane & 15), b_row = BM + wn * WN + (lane >> 4) * 8 + (lane & 7);
+  uint a_off[BK / 16], b_off[BK / 16];
+#pragma unroll
+  for (int kk = 0; kk < BK / 16; ++kk) {
+    a_off[kk] = SOFF(a_row, kk * 2 + (lane >> 4));
+    b_off[kk] = SOFF(b_row, kk * 2 + ((lane >> 3) & 1));
+  }
 #define COMPUTE_STAGE(s)                                                                              \
   {                                                                                                   \
     const uint st = sbase + (uint)((s) * STAGE_U4 * 16);                                              \
     _Pragma("unroll") for (int kk = 0; kk < BK / 16; ++kk) {                                          \
       uint af[MI][4], bfr[NI][2];                                                                     \
       _Pragma("unroll") for (int i = 0; i < MI; ++i)                                                  \
-          LDSM_X4(af[i][0], af[i][1], af[i][2], af[i][3], st + a_lane + (uint)((i * 16 * LDS + kk * 16) * 2)); \
+          LDSM_X4(af[i][0], af[i][1], af[i][2], af[i][3], st + a_off[kk] + (uint)(i * 16 * LDS * 2));        \
       _Pragma("unroll") for (int j = 0; j < NI / 2; ++j)                                              \
           LDSM_X4(bfr[2 * j][0], bfr[2 * j][1], bfr[2 * j + 1][0], bfr[2 * j + 1][1],                 \
-                  st + b_lane + (uint)((j * 16 * LDS + kk * 16) * 2));                                \
+                  st + b_off[kk] + (uint)(j * 16 * LDS * 2));                                         \
       _Pragma("unroll") for (int i = 0; i < MI; ++i)                                                  \
           _Pragma("unroll") for (int j = 0; j < NI; ++j) MMA_BF16(acc[i][j], af[i], bfr[j]);          \
     }                                                                                                 \

@@ -45,7 +45,7 @@ static float bf2f(uint16_t h) {
 
 struct Variant {
   std::string name, defs;
-  int bm, bn, threads;
+  int bm, bn, threads, bk = 32;
   bool bf16out;
   cl_program prog = nullptr;
   cl_kernel k = nullptr, red = nullptr;
@@ -120,10 +120,11 @@ int main(int argc, char** argv) {
   cl_command_queue q = clCreateCommandQueue(ctx, dev, CL_QUEUE_PROFILING_ENABLE, &err); CK(err);
 
   // Variants: name, -D flags, tile, threads.
-  auto mk = [](std::string n, int bm, int bn, int wm, int wn, int ldsm, int cpa, int st, bool b16) {
-    Variant v; v.name = n; v.bm = bm; v.bn = bn; v.threads = (bm / wm) * (bn / wn) * 32; v.bf16out = b16;
+  auto mk = [](std::string n, int bm, int bn, int wm, int wn, int ldsm, int cpa, int st, bool b16, int bk = 32, int swz = 0) {
+    Variant v; v.name = n; v.bm = bm; v.bn = bn; v.threads = (bm / wm) * (bn / wn) * 32; v.bf16out = b16; v.bk = bk;
     char d[256];
-    std::snprintf(d, sizeof d, "-DBM=%d -DBN=%d -DWM=%d -DWN=%d -DUSE_LDSM=%d -DUSE_CPASYNC=%d -DSTAGES=%d -DOUT_BF16=%d", bm, bn, wm, wn, ldsm, cpa, st, b16 ? 1 : 0);
+    std::snprintf(d, sizeof d, "-DBM=%d -DBN=%d -DWM=%d -DWN=%d -DUSE_LDSM=%d -DUSE_CPASYNC=%d -DSTAGES=%d -DOUT_BF16=%d -DBK=%d -DSWZ=%d", bm, bn,
+                  wm, wn, ldsm, cpa, st, b16 ? 1 : 0, bk, swz);
     v.defs = d; return v;
   };
   std::vector<Variant> vars;
@@ -133,12 +134,20 @@ int main(int argc, char** argv) {
     vars.push_back(mk("v1_plain_64x64_s1", 64, 64, 32, 32, 0, 0, 1, false));
     vars.push_back(mk("v2_ldsm_128x128_reg2", 128, 128, 64, 32, 1, 0, 2, false));
     vars.push_back(mk("v3_cpa_128x128_s2_w8", 128, 128, 64, 32, 1, 1, 2, false));
-    vars.push_back(mk("v4_cpa_128x128_s2_w4", 128, 128, 64, 64, 1, 1, 2, false));
     vars.push_back(mk("v5_cpa_128x64_s3", 128, 64, 64, 32, 1, 1, 3, false));
-    vars.push_back(mk("v6_cpa_64x64_s4", 64, 64, 32, 32, 1, 1, 4, false));
     vars.push_back(mk("v7_cpa_64x128_s3", 64, 128, 32, 64, 1, 1, 3, false));
-    vars.push_back(mk("v3b_cpa_128x128_s2_bf16out", 128, 128, 64, 32, 1, 1, 2, true));
-    vars.push_back(mk("v5b_cpa_128x64_s3_bf16out", 128, 64, 64, 32, 1, 1, 3, true));
+    // Swizzled (unpadded) local tiles: more stages in the 48 KB.
+    vars.push_back(mk("s1_swz_128x128_k32_s2", 128, 128, 64, 32, 1, 1, 2, false, 32, 1));
+    vars.push_back(mk("s2_swz_128x128_k32_s3", 128, 128, 64, 32, 1, 1, 3, false, 32, 1));  // exactly 48 KB
+    vars.push_back(mk("s3_swz_128x128_k16_s4", 128, 128, 64, 32, 1, 1, 4, false, 16, 1));
+    vars.push_back(mk("s4_swz_128x128_k16_s5", 128, 128, 64, 32, 1, 1, 5, false, 16, 1));
+    vars.push_back(mk("s5_swz_128x256_k16_s3", 128, 256, 64, 64, 1, 1, 3, false, 16, 1));
+    vars.push_back(mk("s6_swz_256x128_k16_s3", 256, 128, 64, 64, 1, 1, 3, false, 16, 1));
+    vars.push_back(mk("s7_swz_128x128_k16_s5_w4", 128, 128, 64, 64, 1, 1, 5, false, 16, 1));
+    vars.push_back(mk("s8_swz_64x128_k16_s6", 64, 128, 32, 64, 1, 1, 6, false, 16, 1));
+    vars.push_back(mk("s9_swz_64x64_k16_s6", 64, 64, 32, 32, 1, 1, 6, false, 16, 1));
+    vars.push_back(mk("s4b_swz_128x128_k16_s5_bf16out", 128, 128, 64, 32, 1, 1, 5, true, 16, 1));
+    vars.push_back(mk("s8b_swz_64x128_k16_s6_bf16out", 64, 128, 32, 64, 1, 1, 6, true, 16, 1));
   }
   for (auto& v : vars) {
     const char* s = naive_only ? kNaive : src.c_str();
@@ -213,10 +222,10 @@ int main(int argc, char** argv) {
       if (!v.ok) continue;
       if (M % v.bm || N % v.bn) continue;
       std::vector<int> splits = {1};
-      if (M <= 512 && !naive_only) for (int s : {2, 3, 4, 6, 8}) if (K % (32 * s) == 0) splits.push_back(s);
+      if (M <= 512 && !naive_only) for (int s : {2, 4, 8}) if (K % (v.bk * s) == 0) splits.push_back(s);
       for (int S : splits) {
         const int kchunk = K / S;
-        if (kchunk % 32) continue;
+        if (kchunk % v.bk) continue;
         int set = 0;
         auto launch = [&](cl_event* e0, cl_event* e1) {
           CK(clSetKernelArg(v.k, 0, sizeof(cl_mem), &Ab[set])); CK(clSetKernelArg(v.k, 1, sizeof(cl_mem), &Wb[set]));

@@ -4,9 +4,7 @@
 # work-item builtins NVIDIA's driver provides. clang-15 knows sm_86 at most: the .target line is rewritten.
 set -euo pipefail
 cd "$(dirname "$0")"; T=$(mktemp -d)
-for v in "-DUSE_LDSM=0 -DUSE_CPASYNC=0 -DSTAGES=1 -DBM=64 -DBN=64 -DWM=32 -DWN=32" "-DUSE_LDSM=1 -DUSE_CPASYNC=0 -DSTAGES=2" \
-         "-DUSE_LDSM=1 -DUSE_CPASYNC=1 -DSTAGES=2" "-DUSE_LDSM=1 -DUSE_CPASYNC=1 -DSTAGES=2 -DWM=64 -DWN=64" \
-         "-DUSE_LDSM=1 -DUSE_CPASYNC=1 -DSTAGES=3 -DBN=64" "-DUSE_LDSM=1 -DUSE_CPASYNC=1 -DSTAGES=4 -DBM=64 -DBN=64 -DWM=32 -DWN=32" \
+for v in "-DUSE_LDSM=0 -DUSE_CPASYNC=0 -DSTAGES=1 -DBM=64 -DBN=64 -DWM=32 -DWN=32" "-DUSE_LDSM=1 -DUSE_CPASYNC=0 -DSTAGES=2" "-DSWZ=1 -DBK=16 -DSTAGES=5" "-DSWZ=1 -DBK=32 -DSTAGES=3" "-DSWZ=1 -DBK=64 -DSTAGES=2 -DBN=64" "-DSWZ=1 -DBK=16 -DSTAGES=4 -DBN=256 -DWN=64" \
          "-DUSE_LDSM=1 -DUSE_CPASYNC=1 -DSTAGES=3 -DBM=64 -DBN=128 -DWM=32 -DWN=64"; do
   cat offline_prelude.cl gemm_mma.cl > "$T/all.cl"
   clang-15 -x cl -cl-std=CL1.2 -target nvptx64-nvidia-nvcl -Xclang -finclude-default-header -O3 -march=sm_86 -DASM_KW=__asm__ $v -S -o "$T/k.ptx" "$T/all.cl"

@@ -11,10 +11,12 @@ if ! g++ -std=c++20 -O2 -fopenmp mma_bench.cpp -o /tmp/mma_bench -lOpenCL 2> "$O
   g++ -std=c++20 -O2 -fopenmp mma_bench.cpp -o /tmp/mma_bench "$PWD/lib/libOpenCL.so.1" || exit 1
 fi
 mkdir -p /tmp/ptx
-timeout 200 /tmp/mma_bench gemm_mma.cl /tmp/ptx 2>&1 | tee "$OUT/mma_bench.log" | grep -v "^RESULT\|^BEST\|^rows" ; echo "mma_bench exit ${PIPESTATUS[0]}"
+timeout 200 /tmp/mma_bench gemm_mma.cl /tmp/ptx 2>&1 | tee "$OUT/mma_bench.log" | grep -E "^(platform|device|driver|OpenCL C|local mem|compute|--- build|PTX)|error|Used [0-9]+ registers.*smem" ; echo "mma_bench exit ${PIPESTATUS[0]}"
 tar czf "$OUT/ptx.tgz" -C /tmp ptx
-PYTHONUNBUFFERED=1 timeout 60 python3 torch_peer.py 2>&1 | tee "$OUT/torch_peer.log" | tail -0
+PYTHONUNBUFFERED=1 timeout 60 python3 torch_peer.py > "$OUT/torch_peer.log" 2>&1; echo "torch_peer exit $?"
 echo; echo "== results (MxKxN, variant, splitK, rel_l2, max_rel, checked, unwritten, ms, TFLOP/s) =="
-grep "^RESULT" "$OUT/mma_bench.log" | sort -k2,2 -k10,10nr | awk '{printf "%s %s %s %s %s %s %s %s %s %s\n",$2,$3,$4,$5,$6,$7,$8,$9,$10,$11}' | column -t
+grep "^RESULT" "$OUT/mma_bench.log" | sort -k2,2 -k10,10nr | awk '{ if (n[$2]++ < 8) printf "%s %s %s %s %s %s %s %s %s %s\n",$2,$3,$4,$5,$6,$7,$8,$9,$10,$11}' | (column -t 2>/dev/null || cat)
+echo "== 4096^3, every variant (variant, ms, TFLOP/s, check) ==" 
+grep "^RESULT 4096" "$OUT/mma_bench.log" | sort -k10,10nr | awk '{print $3, $9, $10, $11}' 
 grep "^BEST\|^rows" "$OUT/mma_bench.log"
 cat "$OUT/torch_peer.log"
