@@ -146,8 +146,21 @@ int main(int argc, char** argv) {
     vars.push_back(mk("s7_swz_128x128_k16_s5_w4", 128, 128, 64, 64, 1, 1, 5, false, 16, 1));
     vars.push_back(mk("s8_swz_64x128_k16_s6", 64, 128, 32, 64, 1, 1, 6, false, 16, 1));
     vars.push_back(mk("s9_swz_64x64_k16_s6", 64, 64, 32, 32, 1, 1, 6, false, 16, 1));
+    // Larger tiles (more flops per byte moved from L2) in the 48 KB: 128x256 / 256x128, 8 warps of 64x64.
+    vars.push_back(mk("s10_swz_128x256_k32_s2", 128, 256, 64, 64, 1, 1, 2, false, 32, 1));
+    vars.push_back(mk("s11_swz_256x128_k32_s2", 256, 128, 64, 64, 1, 1, 2, false, 32, 1));
+    vars.push_back(mk("s12_swz_128x256_k16_s4", 128, 256, 64, 64, 1, 1, 4, false, 16, 1));
+    vars.push_back(mk("p1_pad_128x256_k16_s2", 128, 256, 64, 64, 1, 1, 2, false, 16, 0));
+    vars.push_back(mk("p2_pad_128x128_k16_s4", 128, 128, 64, 32, 1, 1, 4, false, 16, 0));
+    vars.push_back(mk("p3_pad_256x128_k16_s2", 256, 128, 64, 64, 1, 1, 2, false, 16, 0));
+    vars.push_back(mk("v3b_cpa_128x128_s2_bf16out", 128, 128, 64, 32, 1, 1, 2, true));
     vars.push_back(mk("s4b_swz_128x128_k16_s5_bf16out", 128, 128, 64, 32, 1, 1, 5, true, 16, 1));
     vars.push_back(mk("s8b_swz_64x128_k16_s6_bf16out", 64, 128, 32, 64, 1, 1, 6, true, 16, 1));
+  }
+  if (const char* only = std::getenv("MMA_ONLY")) {  // keep variants whose name contains this
+    std::vector<Variant> keep;
+    for (auto& v : vars) if (v.name.find(only) != std::string::npos) keep.push_back(v);
+    vars = keep;
   }
   for (auto& v : vars) {
     const char* s = naive_only ? kNaive : src.c_str();
@@ -178,7 +191,12 @@ int main(int argc, char** argv) {
   std::vector<Shape> shapes = {{128, 1536, 1536, "prefill q/o proj"}, {128, 8960, 1536, "prefill up/gate proj"},
                                {128, 1536, 8960, "prefill down proj"}, {4096, 4096, 4096, "square"}};
   if (naive_only) shapes = {{128, 256, 192, "tiny"}, {64, 128, 96, "tiny2"}};
-  std::mt19937_64 rng(12345);
+  if (const char* ms = std::getenv("MMA_SHAPE")) {  // keep shapes whose M equals this
+    std::vector<Shape> keep;
+    for (auto& sh : shapes) if (sh.M == std::atoi(ms)) keep.push_back(sh);
+    shapes = keep;
+  }
+  std::mt19937_64 rng(std::random_device{}());
   std::printf("\nRESULT shape variant splitk rel_l2 max_rel_err checked unwritten median_ms tflops\n");
   struct Row { std::string shape, var; int split; double rel, ms, tf; bool pass; };
   std::vector<Row> rows;
@@ -268,7 +286,7 @@ int main(int argc, char** argv) {
         double rel = std::sqrt(num / den);
         bool pass = unwritten == 0 && rel < (v.bf16out ? 1e-2 : 1e-3);
         // Timing.
-        const int warm = 5, reps = naive_only ? 3 : 30;
+        const int warm = std::getenv("MMA_REPS") ? 0 : 5, reps = std::getenv("MMA_REPS") ? std::atoi(std::getenv("MMA_REPS")) : naive_only ? 3 : 30;
         std::vector<double> ts;
         for (int r = 0; r < warm + reps; ++r) {
           set = r % nsets;
