@@ -8,14 +8,49 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <system_error>
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "npusim/core/error.hpp"
 
 namespace npusim::inline NPUSIM_ABI {
+
+// A whole regular file mapped copy-on-write (MAP_PRIVATE + PROT_WRITE: zero-copy views of it may
+// be written in memory, the file never changes); unmapped when the last owner of `data` goes.
+// `data` is null for an empty file.
+struct MappedFile {
+  std::shared_ptr<void> data;
+  std::uint64_t size = 0;
+};
+
+inline MappedFile map_file(const std::string& path) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) throw Error(ErrorCode::io, std::string("cannot open: ") + std::strerror(errno), {.file = path});
+  struct stat st {};
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    ::close(fd);
+    throw Error(ErrorCode::io, "not a regular file", {.file = path});
+  }
+  MappedFile m;
+  m.size = static_cast<std::uint64_t>(st.st_size);
+  if (m.size > 0) {
+    void* p = ::mmap(nullptr, m.size, PROT_READ | PROT_WRITE, MAP_PRIVATE, fd, 0);
+    if (p == MAP_FAILED) {
+      const int err = errno;
+      ::close(fd);
+      throw Error(ErrorCode::io, std::string("mmap failed: ") + std::strerror(err), {.file = path});
+    }
+    m.data = std::shared_ptr<void>(p, [size = m.size](void* q) { ::munmap(q, size); });
+  }
+  ::close(fd);
+  return m;
+}
 
 inline std::string read_file(const std::string& path, std::uint64_t max_bytes = std::uint64_t{1} << 32) {
   std::error_code ec;

@@ -13,11 +13,6 @@
 // has been checked, and a model whose weights are not all used pays only for those it reads.
 #pragma once
 
-#include <fcntl.h>
-#include <sys/mman.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
 #include <algorithm>
 #include <atomic>
 #include <map>
@@ -282,24 +277,9 @@ class NpubinWeights final : public weights::WeightSource {
   static std::unique_ptr<NpubinWeights> open(const std::string& path) {
     std::unique_ptr<NpubinWeights> w(new NpubinWeights);
     w->path_ = path;
-    int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd < 0) throw Error(ErrorCode::io, std::string("cannot open: ") + std::strerror(errno), {.file = path});
-    struct stat st {};
-    if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-      ::close(fd);
-      throw Error(ErrorCode::io, "not a regular file", {.file = path});
-    }
-    const auto size = static_cast<std::uint64_t>(st.st_size);
-    if (size > 0) {
-      // MAP_PRIVATE + PROT_WRITE: views are writable in memory (copy on write), the file never changes.
-      void* p = ::mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_PRIVATE, fd, 0);
-      if (p == MAP_FAILED) {
-        ::close(fd);
-        throw Error(ErrorCode::io, std::string("mmap failed: ") + std::strerror(errno), {.file = path});
-      }
-      w->map_ = std::shared_ptr<void>(p, [size](void* q) { ::munmap(q, size); });
-    }
-    ::close(fd);
+    MappedFile m = map_file(path);
+    const std::uint64_t size = m.size;
+    w->map_ = std::move(m.data);
     return w->parse(size) ? std::move(w) : nullptr;
   }
   // The same checks on bytes in memory (a fuzzer's input); `name` stands for the file in

@@ -3,11 +3,6 @@
 // tensor's byte range lies inside the data section and matches its shape. Plus an atomic writer.
 #pragma once
 
-#include <fcntl.h>
-#include <sys/mman.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
 #include <map>
 #include <memory>
 #include <string>
@@ -33,25 +28,9 @@ class SafetensorsFile {
   static SafetensorsFile open(const std::string& path) {
     SafetensorsFile f;
     f.path_ = path;
-    int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd < 0) throw Error(ErrorCode::io, std::string("cannot open: ") + std::strerror(errno), {.file = path});
-    struct stat st {};
-    if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-      ::close(fd);
-      throw Error(ErrorCode::io, "not a regular file", {.file = path});
-    }
-    f.size_ = static_cast<std::uint64_t>(st.st_size);
-    if (f.size_ > 0) {
-      // MAP_PRIVATE + PROT_WRITE: views are writable in memory (copy on write), the file never changes.
-      void* p = ::mmap(nullptr, f.size_, PROT_READ | PROT_WRITE, MAP_PRIVATE, fd, 0);
-      if (p == MAP_FAILED) {
-        ::close(fd);
-        throw Error(ErrorCode::io, std::string("mmap failed: ") + std::strerror(errno), {.file = path});
-      }
-      std::uint64_t sz = f.size_;
-      f.map_ = std::shared_ptr<void>(p, [sz](void* q) { ::munmap(q, sz); });
-    }
-    ::close(fd);
+    MappedFile m = map_file(path);
+    f.size_ = m.size;
+    f.map_ = std::move(m.data);
     f.parse();
     return f;
   }
