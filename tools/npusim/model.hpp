@@ -233,17 +233,6 @@ inline double default_tolerance(const Model& m, bool half) {
   return t;
 }
 
-// Index of the largest k values (descending, ties by lower index).
-inline std::vector<std::int64_t> top_indices(std::span<const float> v, std::size_t k) {
-  std::vector<std::int64_t> idx(v.size());
-  for (std::size_t i = 0; i < v.size(); ++i) idx[i] = static_cast<std::int64_t>(i);
-  k = std::min(k, v.size());
-  std::partial_sort(idx.begin(), idx.begin() + static_cast<std::ptrdiff_t>(k), idx.end(),
-                    [&](auto a, auto b) { return v[static_cast<std::size_t>(a)] > v[static_cast<std::size_t>(b)] || (v[static_cast<std::size_t>(a)] == v[static_cast<std::size_t>(b)] && a < b); });
-  idx.resize(k);
-  return idx;
-}
-
 // Shape, dtype and statistics of each output; for a classifier's logits ([N, C], C >= 5, or a
 // model whose meta.json says "vision") the top-5 classes with softmax probabilities.
 inline void print_output_summary(std::FILE* out, const Model& m, const std::vector<program::IoSpec>& specs, const std::vector<Tensor>& outs) {
@@ -278,7 +267,7 @@ inline void print_output_summary(std::FILE* out, const Model& m, const std::vect
       double z = 0;
       for (float x : row) z += std::exp(static_cast<double>(x - top));
       std::fprintf(out, "    top-5%s:", t.shape()[0] > 1 ? (" [" + std::to_string(r) + "]").c_str() : "");
-      for (auto c : top_indices(row, 5))
+      for (auto c : topk(row, 5))
         std::fprintf(out, "  %lld (p %.4f)", static_cast<long long>(c), std::exp(static_cast<double>(row[static_cast<std::size_t>(c)] - top)) / z);
       std::fprintf(out, "\n");
     }
