@@ -1,18 +1,24 @@
 // qwen_generate: compile an LLM's prefill and decode programs (Qwen2 tiny, Qwen2.5-1.5B, or any
-// pair with a kv_mapping.json) for the CPU target, generate tokens, report TTFT and tokens/s.
+// pair with a kv_mapping.json) for the CPU target, generate, report TTFT and tokens/s. With a
+// tokenizer (a Hugging Face tokenizer.json) it takes a text prompt, or a chat message, and streams
+// text; without one it takes and prints token ids.
 //   qwen_generate tests/data/models/qwen2_tiny_prefill tests/data/models/qwen2_tiny_decode --max-new-tokens 16
+//   ... --tokenizer tests/data/text_gen --prompt "The quick brown fox"
+//   ... --tokenizer tests/data/text_gen --chat --system "You are terse." --prompt "Hi!"
 //   ... --temperature 0.8 --top-k 40 --top-p 0.9 --seed 7 --prompt-ids 1,2,3 --eos 151643 --dtype bf16
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <npusim/npusim.hpp>
 #include <npusim/target/cpu/cpu_target.hpp>
+#include <optional>
 #include <sstream>
 
 namespace {
 
 struct Args {
-  std::string prefill_dir, decode_dir, dtype = "f32", prompt_ids;
+  std::string prefill_dir, decode_dir, dtype = "f32", prompt_ids, tokenizer, prompt, system;
+  bool chat = false, eos_given = false;
   npusim::llm::GenerateOptions gen;
 };
 
@@ -46,6 +52,31 @@ int generate(const Args& a) {
 
   npusim::llm::LlmPrograms model(prefill.runner(), decode.runner(), map, pc.graph, dc.graph);
   std::vector<std::int64_t> prompt;
+  if (!a.tokenizer.empty()) {
+    // Text: the tokenizer directory also gives the chat template and the EOS ids.
+    const auto mt = npusim::text::ModelText::open(a.tokenizer);
+    npusim::llm::GenerateOptions gen = a.gen;
+    if (!a.eos_given)
+      if (auto eos = mt.eos_ids()) gen.eos = eos->ids;
+    std::optional<npusim::text::ChatTemplate> chat;
+    if (a.chat) {
+      chat = mt.chat();
+      gen.eos.push_back(*mt.tokenizer().token_to_id(chat->end_of_turn()));
+    }
+    std::vector<npusim::text::ChatMessage> messages;
+    if (!a.system.empty()) messages.push_back({"system", a.system});
+    messages.push_back({"user", a.prompt});
+    auto print = [](std::string_view piece) {
+      std::fwrite(piece.data(), 1, piece.size(), stdout);
+      std::fflush(stdout);
+    };
+    std::printf("%s; %s\ntext: ", chat ? "chat" : "text", gen.sampling.greedy() ? "greedy" : "sampling");
+    const npusim::llm::TextGeneration t = chat ? npusim::llm::generate_chat(model, mt.tokenizer(), *chat, messages, gen, print)
+                                               : npusim::llm::generate_text(model, mt.tokenizer(), a.prompt, gen, print);
+    std::printf("\nprompt: %zu tokens; generated %zu; stopped: %s\ntime to first token %.1f ms\n", t.prompt.size(), t.generation.tokens.size(),
+                t.generation.stop.c_str(), t.generation.prefill_ms);
+    return 0;
+  }
   if (!a.prompt_ids.empty()) {
     prompt = parse_ids(a.prompt_ids);
   } else {
@@ -80,7 +111,11 @@ int main(int argc, char** argv) try {
     else if (k == "--top-k") s.top_k = std::stoll(v), ++i;
     else if (k == "--top-p") s.top_p = std::stod(v), ++i;
     else if (k == "--seed") s.seed = std::stoull(v), ++i;
-    else if (k == "--eos") a.gen.eos = parse_ids(v), ++i;
+    else if (k == "--eos") a.gen.eos = parse_ids(v), a.eos_given = true, ++i;
+    else if (k == "--tokenizer") a.tokenizer = v, ++i;
+    else if (k == "--prompt") a.prompt = v, ++i;
+    else if (k == "--system") a.system = v, ++i;
+    else if (k == "--chat") a.chat = true;
     else if (k == "--prompt-ids") a.prompt_ids = v, ++i;
     else if (k == "--dtype") a.dtype = v, ++i;
     else if (k.starts_with("--")) bad = true;
@@ -88,10 +123,13 @@ int main(int argc, char** argv) try {
     else if (a.decode_dir.empty()) a.decode_dir = k;
     else bad = true;
   }
-  if (bad || a.decode_dir.empty() || (a.dtype != "f32" && a.dtype != "bf16" && a.dtype != "f16")) {
+  const bool text_args = !a.prompt.empty() || a.chat || !a.system.empty();
+  if (bad || a.decode_dir.empty() || (a.dtype != "f32" && a.dtype != "bf16" && a.dtype != "f16") || (text_args && a.tokenizer.empty()) ||
+      (!a.tokenizer.empty() && (a.prompt.empty() || !a.prompt_ids.empty())) || (!a.system.empty() && !a.chat)) {
     std::fprintf(stderr,
                  "usage: qwen_generate PREFILL_DIR DECODE_DIR [--max-new-tokens N] [--temperature T] [--top-k K] [--top-p P]\n"
-                 "                     [--seed S] [--eos ID,...] [--prompt-ids ID,...] [--dtype f32|bf16|f16]\n");
+                 "                     [--seed S] [--eos ID,...] [--dtype f32|bf16|f16]\n"
+                 "                     [--prompt-ids ID,...] | [--tokenizer FILE|DIR --prompt TEXT [--chat [--system TEXT]]]\n");
     return 2;
   }
   a.gen.sampling.validate();

@@ -8,6 +8,7 @@ io.safetensors, meta.json and, for an LLM decode graph, kv_mapping.json.
 import json
 import math
 import os
+import shutil
 
 # The decode graph's leading inputs: input_ids, attention_mask, position_ids, cache_position;
 # the KV buffers follow, K then V per layer.
@@ -127,3 +128,22 @@ def write_json(path: str, obj) -> None:
     with open(path, "w") as f:
         json.dump(obj, f, indent=1, allow_nan=False)
         f.write("\n")
+
+
+# What `npusim generate --prompt` reads next to the cases (docs/tokenizer.md): the tokenizer, its
+# chat template and the EOS ids.
+TEXT_FILES = ("tokenizer.json", "tokenizer_config.json", "chat_template.jinja", "special_tokens_map.json",
+              "generation_config.json", "config.json")
+
+
+def copy_text_files(src_dir, out_dir) -> list:
+    """Copies the tokenizer and generation files of a Hugging Face model directory into out_dir;
+    returns the names copied."""
+    copied = []
+    for name in TEXT_FILES:
+        src = os.path.join(src_dir, name)
+        if os.path.isfile(src):
+            os.makedirs(out_dir, exist_ok=True)
+            shutil.copyfile(src, os.path.join(out_dir, name))
+            copied.append(name)
+    return copied

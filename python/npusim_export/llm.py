@@ -105,6 +105,18 @@ def _load_config(source, overrides):
     return cfg, path if spec.has_weights(path) else None
 
 
+def _text_dir(source):
+    """The directory holding a checkpoint's tokenizer files, for a directory or config.json source."""
+    if not isinstance(source, str):
+        return None
+    s = spec.parse_spec("hf:" + source)
+    if s.form == "dir":
+        return s.target
+    if s.form == "config":
+        return os.path.dirname(os.path.abspath(s.target))
+    return None
+
+
 def _model_class(cfg):
     import transformers
     from transformers.models.auto.modeling_auto import MODEL_FOR_CAUSAL_LM_MAPPING
@@ -238,5 +250,12 @@ def export_hf_causal_lm(source, out_dir, *, name=None, dtype="bf16", prefill_len
     mapping = files.kv_mapping([o.name for o in ir_pre.graph_outputs], [i.name for i in ir_dec.graph_inputs],
                                [o.name for o in ir_dec.graph_outputs], prefill_len=prefill_len, cache_len=cache_len)
     files.write_json(os.path.join(out_dir, "decode", "kv_mapping.json"), mapping)
+    text_dir = _text_dir(source)
+    if text_dir:
+        copied = files.copy_text_files(text_dir, out_dir)
+        if copied:
+            log(f"{name}: copied {', '.join(copied)} from {text_dir} (npusim generate --prompt finds them there)")
+        if "tokenizer.json" not in copied:
+            log(f"{name}: no tokenizer.json in {text_dir}: npusim generate --prompt needs --tokenizer")
     log(f"{name}: done in {time.time() - t0:.1f} s")
     return {"prefill": ir_pre, "decode": ir_dec, "tokens": tokens, "dir": out_dir}

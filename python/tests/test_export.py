@@ -182,6 +182,15 @@ class FilesTest(unittest.TestCase):
             files.write_json(os.path.join(d, "sub", "meta.json"), v)
             self.assertEqual(load_json(d, "sub", "meta.json")["top5"], [3, 1, 4, 1, 5])
 
+    def test_copy_text_files(self):
+        with tempfile.TemporaryDirectory() as src, tempfile.TemporaryDirectory() as out:
+            for name in ("tokenizer.json", "generation_config.json", "model.safetensors"):
+                with open(os.path.join(src, name), "w") as f:
+                    f.write(name)
+            self.assertEqual(files.copy_text_files(src, os.path.join(out, "o")), ["tokenizer.json", "generation_config.json"])
+            self.assertEqual(sorted(os.listdir(os.path.join(out, "o"))), ["generation_config.json", "tokenizer.json"])
+            self.assertEqual(files.copy_text_files(out, os.path.join(out, "none")), [])
+
 
 @unittest.skipUnless(HAVE_TORCH, NEED_TORCH)
 class ExportModuleTest(unittest.TestCase):

@@ -12,9 +12,11 @@
 #include "npusim/program/inspect.hpp"
 #include "npusim/runtime/case.hpp"
 #include "npusim/runtime/generate.hpp"
+#include "npusim/runtime/text_generate.hpp"
 #include "bench_cmd.hpp"
 #include "ops_doc.hpp"
 #include "targets.hpp"
+#include "text_prompt.hpp"
 
 #ifdef _OPENMP
 #include <omp.h>
@@ -49,20 +51,20 @@ void set_threads(int n) {
   cpu::set_threads(n);
 }
 
-void print_compile_summary(const program::CompiledProgram& p, double secs) {
+void print_compile_summary(const program::CompiledProgram& p, double secs, FILE* out = stdout) {
   std::int64_t arena = 0;
   for (const auto& part : p.partitions) arena += part.plan.arena_bytes;
-  std::printf("compiled for %s (%s) in %.0f ms: %lld nodes -> %lld kernels (%lld fused, %lld zero-copy), %zu partition(s), arena %s\n",
+  std::fprintf(out, "compiled for %s (%s) in %.0f ms: %lld nodes -> %lld kernels (%lld fused, %lld zero-copy), %zu partition(s), arena %s\n",
               p.target.c_str(), std::string(dtype_short_name(p.compute)).c_str(), secs * 1000, static_cast<long long>(p.stats.nodes_in),
               static_cast<long long>(p.stats.kernels - p.stats.view_kernels), static_cast<long long>(p.stats.fused_kernels),
               static_cast<long long>(p.stats.view_kernels), p.partitions.size(), program::human_bytes(arena).c_str());
 }
 
-void print_device(const cli::TargetChoice& tc) {
+void print_device(const cli::TargetChoice& tc, FILE* out = stdout) {
 #ifdef NPUSIM_WITH_OPENCL
-  if (tc.target == "opencl") std::printf("device: %s\n", ocl::select_device().describe().c_str());
+  if (tc.target == "opencl") std::fprintf(out, "device: %s\n", ocl::select_device().describe().c_str());
 #else
-  (void)tc;
+  (void)tc, (void)out;
 #endif
 }
 
@@ -72,7 +74,8 @@ struct Prepared {
   runtime::PlanRunner* plan = nullptr;  // when compiled
 };
 
-Prepared prepare(const cli::TargetChoice& tc, const ir::Graph& g, const weights::WeightSource* src, std::unordered_map<std::string, Tensor>* cache) {
+Prepared prepare(const cli::TargetChoice& tc, const ir::Graph& g, const weights::WeightSource* src, std::unordered_map<std::string, Tensor>* cache,
+                 FILE* info = stdout) {
   Prepared r;
   weights::BindOptions bo;
   bo.progress = console_progress();
@@ -85,7 +88,7 @@ Prepared prepare(const cli::TargetChoice& tc, const ir::Graph& g, const weights:
   }
   auto t0 = clock_type::now();
   program::CompiledProgram p = cli::compile(tc, g);
-  print_compile_summary(p, seconds_since(t0));
+  print_compile_summary(p, seconds_since(t0), info);
   auto plan = cli::make_runner(p, src, bo);
   r.plan = plan.get();
   r.runner = std::move(plan);
@@ -201,7 +204,8 @@ struct GenerateArgs {
   std::string prefill_dir, decode_dir, weights = "auto";
   bool check = false, profile = false;
   std::string trace;
-  std::string prompt_ids, prompt_file, eos;
+  std::string prompt_ids, prompt_ids_file, eos;
+  cli::TextPromptArgs text;
   llm::Sampling sampling;
   std::optional<double> tol;
   int min_matches = -1;
@@ -244,50 +248,73 @@ void check_ids_in_vocab(const std::vector<std::int64_t>& ids, const ir::Graph& g
     }
 }
 
-void print_decode_profile(runtime::Profiler& prof, const std::vector<double>& step_ms, const std::string& trace) {
+void print_decode_profile(runtime::Profiler& prof, const std::vector<double>& step_ms, const std::string& trace, FILE* out = stdout) {
   double decode_us = 0;
   for (double ms : step_ms) decode_us += ms * 1000.0;
-  std::printf("\ndecode profile (%zu steps):\n", step_ms.size());
+  std::fprintf(out, "\ndecode profile (%zu steps):\n", step_ms.size());
   if (step_ms.empty()) return;
-  prof.print_summary(stdout, decode_us, static_cast<int>(step_ms.size()));
-  if (!trace.empty()) prof.write_trace(trace), std::printf("trace: %s\n", trace.c_str());
+  prof.print_summary(out, decode_us, static_cast<int>(step_ms.size()));
+  if (!trace.empty()) prof.write_trace(trace), std::fprintf(out, "trace: %s\n", trace.c_str());
 }
 
 int cmd_generate(const GenerateArgs& a, const cli::TargetChoice& tc) {
   cli::validate(tc);
+  // Text mode (a text prompt or a tokenizer): the generated text streams to stdout, everything
+  // else (what was loaded, timings) goes to stderr, so the text can be piped.
+  const bool text_mode = a.text.text_mode();
+  FILE* info = text_mode ? stderr : stdout;
   // Everything given on the command line is checked before anything is compiled or loaded.
   std::vector<std::int64_t> user_prompt, eos;
+  std::string prompt_source = "--prompt-ids";
   if (!a.prompt_ids.empty()) user_prompt = parse_ids(a.prompt_ids, "--prompt-ids");
-  if (!a.prompt_file.empty()) user_prompt = parse_ids(read_file(a.prompt_file), a.prompt_file);
+  if (!a.prompt_ids_file.empty()) user_prompt = parse_ids(read_file(a.prompt_ids_file), a.prompt_ids_file), prompt_source = a.prompt_ids_file;
   if (!a.eos.empty()) eos = parse_ids(a.eos, "--eos");
+  std::optional<text::ModelText> mt;
+  std::optional<cli::TextPrompt> tp;
+  std::string eos_source = eos.empty() ? "" : "--eos";
+  if (text_mode) {
+    mt = cli::open_model_text(a.text, cli::tokenizer_search_dirs({a.weights == "auto" || a.weights == "safetensors" || a.weights == "synth" ? "" : a.weights,
+                                                                  a.prefill_dir, a.decode_dir}));
+    std::fprintf(info, "tokenizer: %s (vocabulary %zu, %zu added tokens)\n", mt->tokenizer_path().c_str(), mt->tokenizer().vocab_size(),
+                 mt->tokenizer().added_tokens().size());
+    if (a.text.prompt || !a.text.prompt_file.empty()) {
+      tp = cli::encode_prompt(*mt, a.text);
+      user_prompt = tp->ids;
+      prompt_source = a.text.prompt ? "--prompt (as tokenized)" : a.text.prompt_file + " (as tokenized)";
+    }
+    cli::StopIds s = cli::stop_ids(*mt, eos, tp ? tp->chat : std::nullopt);
+    eos = s.ids, eos_source = s.source;
+    if (eos.empty()) std::fprintf(info, "stop ids: none (no eos_token_id in generation_config.json or config.json beside the tokenizer; give --eos)\n");
+    else std::fprintf(info, "stop ids: %s (from %s)\n", cli::describe_ids(mt->tokenizer(), eos).c_str(), s.source.c_str());
+  }
   using runtime::Case;
   Case pc = Case::open(a.prefill_dir, a.weights);
   Case dc = Case::open(a.decode_dir, "none");
   llm::KvMapping map = llm::KvMapping::read((fs::path(a.decode_dir) / "kv_mapping.json").string());
   map.complete(pc.graph);
   if (!pc.weights) throw Error(ErrorCode::weights, "prefill case has no weights (weights.safetensors or synth.json; or give --weights)", {.file = a.prefill_dir});
-  for (const auto& n : pc.weights->notes()) std::printf("weights: %s\n", n.c_str());
+  for (const auto& n : pc.weights->notes()) std::fprintf(info, "weights: %s\n", n.c_str());
   if (!user_prompt.empty()) {
-    check_ids_in_vocab(user_prompt, pc.graph, a.prompt_ids.empty() ? a.prompt_file : "--prompt-ids");
+    check_ids_in_vocab(user_prompt, pc.graph, prompt_source);
     if (static_cast<std::int64_t>(user_prompt.size()) > map.max_cache_len)
       throw Error(ErrorCode::resource, "prompt longer than the KV cache", {.file = a.decode_dir + "/kv_mapping.json",
                   .expected = "<= " + std::to_string(map.max_cache_len) + " tokens", .found = std::to_string(user_prompt.size())});
   }
-  check_ids_in_vocab(eos, pc.graph, "--eos");
+  check_ids_in_vocab(eos, pc.graph, eos_source.empty() ? "--eos" : eos_source);
   if (!a.check && user_prompt.empty() && !pc.io)
-    throw Error(ErrorCode::io, "no prompt: give --prompt-ids or --prompt-file (the prefill case has no io.safetensors)", {.file = a.prefill_dir});
-  std::printf("prefill %s: %zu nodes; decode %s: %zu nodes; %zu layers, prefill %lld tokens, cache %lld\n", pc.name.c_str(),
-              pc.graph.nodes.size(), dc.name.c_str(), dc.graph.nodes.size(), map.layers.size(), static_cast<long long>(map.prefill_seq_len),
-              static_cast<long long>(map.max_cache_len));
+    throw Error(ErrorCode::io, "no prompt: give --prompt, --prompt-ids or --prompt-ids-file (the prefill case has no io.safetensors)", {.file = a.prefill_dir});
+  std::fprintf(info, "prefill %s: %zu nodes; decode %s: %zu nodes; %zu layers, prefill %lld tokens, cache %lld\n", pc.name.c_str(),
+               pc.graph.nodes.size(), dc.name.c_str(), dc.graph.nodes.size(), map.layers.size(), static_cast<long long>(map.prefill_seq_len),
+               static_cast<long long>(map.max_cache_len));
   // One set of weights for both programs: loaded once, shared.
   std::unordered_map<std::string, Tensor> cache;
   auto t0 = clock_type::now();
-  Prepared prefill = prepare(tc, pc.graph, pc.weights.get(), &cache);
-  Prepared decode = prepare(tc, dc.graph, pc.weights.get(), &cache);
-  std::printf("weights from %s ready in %.1f s\n", pc.weights->path().c_str(), seconds_since(t0));
+  Prepared prefill = prepare(tc, pc.graph, pc.weights.get(), &cache, info);
+  Prepared decode = prepare(tc, dc.graph, pc.weights.get(), &cache, info);
+  std::fprintf(info, "weights from %s ready in %.1f s\n", pc.weights->path().c_str(), seconds_since(t0));
   cache.clear();
-  std::printf("target: %s\n", prefill.runner->describe().c_str());
-  print_device(tc);
+  std::fprintf(info, "target: %s\n", prefill.runner->describe().c_str());
+  print_device(tc, info);
 
   llm::LlmPrograms model(*prefill.runner, *decode.runner, map, pc.graph, dc.graph);
   runtime::Profiler prof;
@@ -306,30 +333,48 @@ int cmd_generate(const GenerateArgs& a, const cli::TargetChoice& tc) {
     go.max_new_tokens = a.max_new_tokens;
     go.sampling = a.sampling;
     go.eos = eos;
-    std::printf("prompt: %zu tokens; generating up to %zu tokens (%s)\ntokens:", prompt.size(), go.max_new_tokens,
-                go.sampling.greedy() ? "greedy" : ("temperature " + fmt_num(go.sampling.temperature) + ", top-k " + std::to_string(go.sampling.top_k) +
-                                                   ", top-p " + fmt_num(go.sampling.top_p) + ", seed " + std::to_string(go.sampling.seed)).c_str());
-    std::fflush(stdout);
-    llm::Generation g = llm::generate(model, prompt, go, [](std::int64_t t, std::size_t) {
-      std::printf(" %lld", static_cast<long long>(t));
+    std::fprintf(info, "prompt: %zu tokens%s; generating up to %zu tokens (%s)\n", prompt.size(), tp ? (" from " + tp->what).c_str() : "",
+                 go.max_new_tokens,
+                 go.sampling.greedy() ? "greedy" : ("temperature " + fmt_num(go.sampling.temperature) + ", top-k " + std::to_string(go.sampling.top_k) +
+                                                    ", top-p " + fmt_num(go.sampling.top_p) + ", seed " + std::to_string(go.sampling.seed)).c_str());
+    llm::Generation g;
+    if (text_mode) {
+      std::fflush(info);
+      llm::TextGeneration tg = llm::generate_text(model, mt->tokenizer(), prompt, go, [](std::string_view piece) {
+        std::fwrite(piece.data(), 1, piece.size(), stdout);
+        std::fflush(stdout);
+      });
+      std::fputc('\n', stdout);
       std::fflush(stdout);
-    });
+      g = std::move(tg.generation);
+      std::fprintf(info, "tokens: %zu generated\n", g.tokens.size());
+    } else {
+      std::printf("tokens:");
+      std::fflush(stdout);
+      g = llm::generate(model, prompt, go, [](std::int64_t t, std::size_t) {
+        std::printf(" %lld", static_cast<long long>(t));
+        std::fflush(stdout);
+      });
+      std::printf("\n");
+    }
     std::vector<double> st = g.step_ms;
     std::sort(st.begin(), st.end());
     double total = 0;
     for (double x : st) total += x;
-    std::printf("\nstopped: %s", g.stop.c_str());
+    std::fprintf(info, "stopped: %s", g.stop.c_str());
+    if (g.stop == "eos" && !g.tokens.empty())
+      std::fprintf(info, " (id %lld)", static_cast<long long>(g.tokens.back()));
     if (g.stop == "cache_full")
-      std::printf(" (the KV cache holds %lld positions, all used: %zu prompt + %zu generated tokens)", static_cast<long long>(map.max_cache_len),
-                  prompt.size(), g.tokens.size());
-    std::printf("\ntime to first token %.1f ms", g.prefill_ms);
+      std::fprintf(info, " (the KV cache holds %lld positions, all used: %zu prompt + %zu generated tokens)", static_cast<long long>(map.max_cache_len),
+                   prompt.size(), g.tokens.size());
+    std::fprintf(info, "\ntime to first token %.1f ms", g.prefill_ms);
     if (!st.empty())
-      std::printf("; decode %.1f ms/token median (p10 %.1f, p90 %.1f), %.2f tok/s", st[st.size() / 2], st[st.size() / 10], st[st.size() * 9 / 10],
-                  1000.0 * static_cast<double>(st.size()) / total);
-    std::printf("\n");
+      std::fprintf(info, "; decode %.1f ms/token median (p10 %.1f, p90 %.1f), %.2f tok/s", st[st.size() / 2], st[st.size() / 10], st[st.size() * 9 / 10],
+                   1000.0 * static_cast<double>(st.size()) / total);
+    std::fprintf(info, "\n");
     if (a.profile) {
       decode.plan->set_profiler(nullptr);
-      print_decode_profile(prof, g.step_ms, a.trace);
+      print_decode_profile(prof, g.step_ms, a.trace, info);
     }
     return 0;
   }
@@ -538,8 +583,23 @@ int main(int argc, char** argv) {
   gen->add_option("--max-new-tokens", ga.max_new_tokens, "tokens to generate (default 16; stops earlier at an --eos id or the cache's end)")
       ->check(CLI::Range(std::size_t{1}, std::size_t{1} << 40))->excludes(gen_check);
   auto* gen_ids = gen->add_option("--prompt-ids", ga.prompt_ids, "prompt token ids, e.g. 1,2,3 (default: the prefill case's input_ids)")->excludes(gen_check);
-  gen->add_option("--prompt-file", ga.prompt_file, "file of prompt token ids (whitespace or comma separated)")->excludes(gen_check)->excludes(gen_ids)
-      ->check(CLI::ExistingFile);
+  auto* gen_ids_file = gen->add_option("--prompt-ids-file", ga.prompt_ids_file, "file of prompt token ids (whitespace or comma separated)")
+      ->excludes(gen_check)->excludes(gen_ids)->check(CLI::ExistingFile);
+  auto* gen_prompt = gen->add_option("--prompt", ga.text.prompt, "prompt text (tokenized with the model's tokenizer.json; the output is text)")
+      ->excludes(gen_check)->excludes(gen_ids)->excludes(gen_ids_file);
+  auto* gen_prompt_file = gen->add_option("--prompt-file", ga.text.prompt_file, "file holding the prompt text (UTF-8)")
+      ->excludes(gen_check)->excludes(gen_ids)->excludes(gen_ids_file)->excludes(gen_prompt)->check(CLI::ExistingFile);
+  gen->add_option("--tokenizer", ga.text.tokenizer, "tokenizer.json, or a directory with it (default: next to --weights or the cases)")
+      ->excludes(gen_check)->check(CLI::ExistingPath);
+  auto* gen_chat = gen->add_flag("--chat", ga.text.chat, "the prompt is a user message: apply the model's chat template (ChatML, Llama 3)")
+      ->excludes(gen_check)->excludes(gen_ids)->excludes(gen_ids_file);
+  gen->add_option("--system", ga.text.system, "with --chat: the system message (default: the template's own, if it has one)")->needs(gen_chat);
+  gen->add_option("--chat-format", ga.text.chat_format, "with --chat: render this form instead of the template's")
+      ->check(CLI::IsMember({"chatml", "llama3"}))->needs(gen_chat);
+  gen->callback([gen_chat, gen_prompt, gen_prompt_file] {
+    if (gen_chat->count() && !gen_prompt->count() && !gen_prompt_file->count())
+      throw CLI::ValidationError("--chat", "needs the user's message: --prompt TEXT or --prompt-file FILE");
+  });
   gen->add_option("--eos", ga.eos, "stop after generating any of these ids (comma separated)")->excludes(gen_check);
   gen->add_option("--temperature", ga.sampling.temperature, "sampling temperature (0: greedy)")->check(CLI::Range(0.0, 100.0))->excludes(gen_check);
   gen->add_option("--top-k", ga.sampling.top_k, "sample among the k most likely tokens (0: all)")->check(CLI::NonNegativeNumber)->excludes(gen_check);
