@@ -2,7 +2,8 @@
 //   OUT/hf_qwen2_tiny/   the tiny Qwen2 as a Hugging Face model directory: config.json, two
 //                        safetensors shards under HF's names (no `model.` wrapper prefix, no
 //                        lm_head: tied to embed_tokens, no rotary inv_freq: from rope_theta) and
-//                        model.safetensors.index.json
+//                        model.safetensors.index.json; tokenizer.json and tokenizer_config.json
+//                        of tests/data/text_gen
 //   OUT/resnet18_bare/   ResNet-18 as a user's export without reference values: ir.json and
 //                        synth.json only
 //   OUT/image.png        a 96 x 80 RGB picture (a colour gradient with a disc)
@@ -50,7 +51,10 @@ int main(int argc, char** argv) try {
   ir::json config = meta.at("config");
   config["architectures"] = {"Qwen2ForCausalLM"};
   config["model_type"] = "qwen2";
+  config["eos_token_id"] = {2, 0};  // the text_gen tokenizer's <|im_end|>, <|endoftext|>
   write_file_atomic((hf / "config.json").string(), config.dump(2));
+  // Its tokenizer (no generation_config.json: the stop ids come from config.json).
+  for (const char* f : {"tokenizer.json", "tokenizer_config.json"}) fs::copy_file(data / "text_gen" / f, hf / f);
 
   // A user's export of ResNet-18: the IR and its weights, no io.safetensors.
   const fs::path bare = out / "resnet18_bare";

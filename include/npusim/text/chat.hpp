@@ -92,6 +92,8 @@ class ChatTemplate {
   ChatFormat format = ChatFormat::chatml;
   std::optional<std::string> default_system;  // chatml: used when the conversation has no system message
   std::string bos;                            // llama3: the text before the first message
+  bool always_prompt = false;                 // the template opens the assistant's turn even without add_generation_prompt
+  bool thinking = false;                      // a Qwen3-style template (<think> blocks in the assistant's last turns)
 
   // A named form. llama3 needs the BOS text (tokenizer_config.json's bos_token).
   static ChatTemplate of_format(ChatFormat f, std::string bos_token = {}) {
@@ -120,12 +122,16 @@ class ChatTemplate {
       ChatTemplate t;
       t.format = ChatFormat::chatml;
       t.default_system = detail::chatml_default_system(tmpl);
+      t.thinking = tmpl.find("<think>") != std::string_view::npos;
+      t.always_prompt = tmpl.find("add_generation_prompt") == std::string_view::npos;
       return t;
     }
     if (llama3) {
       if (tmpl.find("Cutting Knowledge Date") != std::string_view::npos)
         refuse("Llama 3.1+ (a date preamble in the system message, tool calls)");
-      return of_format(ChatFormat::llama3, std::move(bos_token));
+      ChatTemplate t = of_format(ChatFormat::llama3, std::move(bos_token));
+      t.always_prompt = tmpl.find("add_generation_prompt") == std::string_view::npos;  // Llama 3's first template
+      return t;
     }
     if (tmpl.find("[INST]") != std::string_view::npos) refuse("Llama 2 / Mistral [INST]");
     refuse("no ChatML or Llama 3 markers");
@@ -140,6 +146,17 @@ class ChatTemplate {
         throw Error(ErrorCode::attr, "chat message role not rendered", {.expected = "system, user or assistant", .found = m.role});
       require_utf8(m.content, "chat message");
     }
+    if (thinking) {  // Qwen3: assistant turns after the last user message get <think> blocks
+      std::size_t last_user = 0;
+      for (std::size_t i = 0; i < messages.size(); ++i)
+        if (messages[i].role == "user") last_user = i;
+      for (std::size_t i = 0; i < messages.size(); ++i)
+        if (messages[i].role == "assistant" && (i > last_user || messages[i].content.find("</think>") != std::string::npos))
+          throw Error(ErrorCode::unsupported, "thinking chat template (Qwen3 style): an assistant turn after the last user message, or one with "
+                      "</think>, is rendered with <think> blocks npusim does not reproduce",
+                      {.expected = "a conversation that ends with the user's message", .found = "assistant message #" + std::to_string(i)});
+    }
+    add_generation_prompt = add_generation_prompt || always_prompt;
     std::string out;
     if (format == ChatFormat::chatml) {
       auto turn = [&](const std::string& role, const std::string& content) { out += "<|im_start|>" + role + "\n" + content + "<|im_end|>\n"; };

@@ -167,7 +167,7 @@ class PartitionExecutor final : public runtime::PartitionExecutor {
   struct PatternBinder<meta::list<Ps...>> {
     static std::optional<Fns> bind(Ctx& c) {
       std::optional<Fns> r;
-      ((c.k.kind == Ps::name ? (r = kernel<Ps, CpuTarget>::bind(c), true) : false) || ...);
+      (void)((c.k.kind == Ps::name ? (r = kernel<Ps, CpuTarget>::bind(c), true) : false) || ...);
       return r;
     }
   };

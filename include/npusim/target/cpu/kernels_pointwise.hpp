@@ -44,7 +44,7 @@ VecFn vec_fn(const typename Op::Attrs& at) {
   using B = fbatch;
   auto s1 = [at](float x) -> float {
     if constexpr (requires { Op::fn(at, x); }) return static_cast<float>(Op::fn(at, x));
-    else return x;
+    else return (void)at, x;
   };
   if constexpr (std::is_same_v<Op, ops::Relu>) return unary([](B x) { return xsimd::max(x, B(0.f)); }, s1);
   else if constexpr (std::is_same_v<Op, ops::Silu>) return unary([](B x) { return x / (B(1.f) + xsimd::exp(-x)); }, s1);
