@@ -56,13 +56,9 @@ int generate(const Args& a) {
     // Text: the tokenizer directory also gives the chat template and the EOS ids.
     const auto mt = npusim::text::ModelText::open(a.tokenizer);
     npusim::llm::GenerateOptions gen = a.gen;
-    if (!a.eos_given)
-      if (auto eos = mt.eos_ids()) gen.eos = eos->ids;
     std::optional<npusim::text::ChatTemplate> chat;
-    if (a.chat) {
-      chat = mt.chat();
-      gen.eos.push_back(*mt.tokenizer().token_to_id(chat->end_of_turn()));
-    }
+    if (a.chat) chat = mt.chat();
+    if (!a.eos_given) gen.eos = mt.stop_ids(chat ? &*chat : nullptr).ids;
     std::vector<npusim::text::ChatMessage> messages;
     if (!a.system.empty()) messages.push_back({"system", a.system});
     messages.push_back({"user", a.prompt});

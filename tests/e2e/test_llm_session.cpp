@@ -1,8 +1,8 @@
 // The LLM driver: prompts of any length against the fixtures (short prompts = PyTorch's prefill
 // rows; prompts longer than the prefill program = the teacher-forced decode steps), sampling, stop
 // conditions, and the KV cache staying in place between steps.
-#include "../common/compile_util.hpp"
 #include "../common/test_util.hpp"
+#include "../common/tiny_llm.hpp"
 #include "npusim/runtime/generate.hpp"
 #include "npusim/target/cpu/cpu_target.hpp"
 
@@ -11,23 +11,10 @@ using npusim::test::data;
 
 namespace {
 
-struct Tiny {
-  runtime::Case pc = runtime::Case::open(data("models/qwen2_tiny_prefill"));
-  runtime::Case dc = runtime::Case::open(data("models/qwen2_tiny_decode"));
-  std::unordered_map<std::string, Tensor> cache;
-  std::unique_ptr<Runner> prefill, decode;
-  std::unique_ptr<llm::LlmPrograms> m;
+struct Tiny : npusim::test::TinyLlm {
   std::vector<std::int64_t> prompt, tokens;
 
-  explicit Tiny(DType dt = DType::f32) {
-    weights::BindOptions bo;
-    bo.cache = &cache;
-    program::CompileOptions o;
-    o.compute = dt;
-    o.evaluator = CpuTarget::evaluator();
-    prefill = runner_for<CpuTarget>::make(program::compile(pc.graph, describe_target<CpuTarget>(), o), pc.weights.get(), bo);
-    decode = runner_for<CpuTarget>::make(program::compile(dc.graph, describe_target<CpuTarget>(), o), pc.weights.get(), bo);
-    m = std::make_unique<llm::LlmPrograms>(*prefill, *decode, llm::KvMapping::read(data("models/qwen2_tiny_decode/kv_mapping.json")), pc.graph, dc.graph);
+  explicit Tiny(DType dt = DType::f32) : TinyLlm(dt) {
     Tensor ids = pc.io->tensor("input_ids"), tok = dc.io->tensor("decode_tokens");
     prompt.assign(ids.span<std::int64_t>().begin(), ids.span<std::int64_t>().end());
     tokens.assign(tok.span<std::int64_t>().begin(), tok.span<std::int64_t>().end());

@@ -2,42 +2,19 @@
 // (made by transformers' generate() on the fixture's weights, with a tokenizer trained by HF
 // tokenizers), the prompt's ids equal HF's, the greedy ids equal transformers', and the streamed
 // text equals HF's decode of them, stop reason included.
-#include "../common/compile_util.hpp"
 #include "../common/test_util.hpp"
+#include "../common/tiny_llm.hpp"
 #include "npusim/runtime/text_generate.hpp"
-#include "npusim/target/cpu/cpu_target.hpp"
 #include "npusim/text/model_text.hpp"
 
 using namespace npusim;
 using npusim::test::data;
 
-namespace {
-
-struct TinyLm {
-  runtime::Case pc = runtime::Case::open(data("models/qwen2_tiny_prefill"));
-  runtime::Case dc = runtime::Case::open(data("models/qwen2_tiny_decode"));
-  std::unique_ptr<Runner> prefill, decode;
-  std::unique_ptr<llm::LlmPrograms> m;
-
-  TinyLm() {
-    std::unordered_map<std::string, Tensor> cache;
-    weights::BindOptions bo;
-    bo.cache = &cache;
-    program::CompileOptions o;
-    o.evaluator = CpuTarget::evaluator();
-    prefill = runner_for<CpuTarget>::make(program::compile(pc.graph, describe_target<CpuTarget>(), o), pc.weights.get(), bo);
-    decode = runner_for<CpuTarget>::make(program::compile(dc.graph, describe_target<CpuTarget>(), o), pc.weights.get(), bo);
-    m = std::make_unique<llm::LlmPrograms>(*prefill, *decode, llm::KvMapping::read(data("models/qwen2_tiny_decode/kv_mapping.json")), pc.graph, dc.graph);
-  }
-};
-
-}  // namespace
-
 TEST(TextGenerate, MatchesTransformersGenerateAndDecode) {
   const text::ModelText mt = text::ModelText::open(data("text_gen"));
   const std::string path = data("text_gen/expected.json");
   const ir::json j = ir::parse_json(read_file(path), path);
-  TinyLm lm;
+  npusim::test::TinyLlm lm;
   int n = 0, chats = 0;
   for (const auto& c : j.at("cases")) {
     const std::string name = c.at("name").get<std::string>();

@@ -282,7 +282,8 @@ int cmd_generate(const GenerateArgs& a, const cli::TargetChoice& tc) {
       user_prompt = tp->ids;
       prompt_source = a.text.prompt ? "--prompt (as tokenized)" : a.text.prompt_file + " (as tokenized)";
     }
-    cli::StopIds s = cli::stop_ids(*mt, eos, tp ? tp->chat : std::nullopt);
+    // --eos when given, else the model's stop ids (docs/tokenizer.md).
+    text::EosIds s = eos.empty() ? mt->stop_ids(tp && tp->chat ? &*tp->chat : nullptr) : text::EosIds{eos, "--eos"};
     eos = s.ids, eos_source = s.source;
     if (eos.empty()) std::fprintf(info, "stop ids: none (no eos_token_id in generation_config.json or config.json beside the tokenizer; give --eos)\n");
     else std::fprintf(info, "stop ids: %s (from %s)\n", cli::describe_ids(mt->tokenizer(), eos).c_str(), s.source.c_str());

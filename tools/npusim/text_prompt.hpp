@@ -1,5 +1,5 @@
 // `generate` from text: where the tokenizer is found, how the prompt becomes ids (plain text as
-// tokenizer(text), a chat through its template), and which ids stop the generation.
+// tokenizer(text), a chat through its template); the stop ids are text::ModelText::stop_ids.
 #pragma once
 
 #include <filesystem>
@@ -92,32 +92,6 @@ inline TextPrompt encode_prompt(const text::ModelText& mt, const TextPromptArgs&
   }
   if (p.ids.empty()) throw Error(ErrorCode::attr, "the prompt is empty: it encodes to no tokens", {.file = source, .expected = "at least one token"});
   return p;
-}
-
-// The stop ids: --eos when given; else eos_token_id of generation_config.json / config.json next
-// to the tokenizer, else tokenizer_config.json's eos_token; with a chat, the template's
-// end-of-turn token too. `source` says where they came from.
-struct StopIds {
-  std::vector<std::int64_t> ids;
-  std::string source;
-};
-
-inline StopIds stop_ids(const text::ModelText& mt, const std::vector<std::int64_t>& eos_flag, const std::optional<text::ChatTemplate>& chat) {
-  StopIds s;
-  if (!eos_flag.empty()) return {eos_flag, "--eos"};
-  if (auto e = mt.eos_ids()) {
-    s = {e->ids, e->source};
-  } else if (!mt.eos_token().empty()) {
-    s = {{*mt.tokenizer().token_to_id(mt.eos_token())}, mt.dir() + "/tokenizer_config.json (eos_token)"};
-  }
-  if (chat) {
-    const std::int64_t eot = *mt.tokenizer().token_to_id(chat->end_of_turn());  // check_tokenizer made sure it exists
-    if (std::find(s.ids.begin(), s.ids.end(), eot) == s.ids.end()) {
-      s.ids.push_back(eot);
-      s.source += std::string(s.source.empty() ? "" : " + ") + "the chat's end of turn";
-    }
-  }
-  return s;
 }
 
 inline std::string describe_ids(const text::Tokenizer& tok, const std::vector<std::int64_t>& ids) {

@@ -123,15 +123,12 @@ class ChatTemplate {
       t.format = ChatFormat::chatml;
       t.default_system = detail::chatml_default_system(tmpl);
       t.thinking = tmpl.find("<think>") != std::string_view::npos;
-      t.always_prompt = tmpl.find("add_generation_prompt") == std::string_view::npos;
-      return t;
+      return with_prompt_rule(t, tmpl);
     }
     if (llama3) {
       if (tmpl.find("Cutting Knowledge Date") != std::string_view::npos)
         refuse("Llama 3.1+ (a date preamble in the system message, tool calls)");
-      ChatTemplate t = of_format(ChatFormat::llama3, std::move(bos_token));
-      t.always_prompt = tmpl.find("add_generation_prompt") == std::string_view::npos;  // Llama 3's first template
-      return t;
+      return with_prompt_rule(of_format(ChatFormat::llama3, std::move(bos_token)), tmpl);
     }
     if (tmpl.find("[INST]") != std::string_view::npos) refuse("Llama 2 / Mistral [INST]");
     refuse("no ChatML or Llama 3 markers");
@@ -200,6 +197,12 @@ class ChatTemplate {
   }
 
  private:
+  // A template that never reads add_generation_prompt (Llama 3's first one) always opens the
+  // assistant's turn.
+  static ChatTemplate with_prompt_rule(ChatTemplate t, std::string_view tmpl) {
+    t.always_prompt = tmpl.find("add_generation_prompt") == std::string_view::npos;
+    return t;
+  }
   static std::string excerpt(std::string_view s) {
     std::string e(s.substr(0, 80));
     for (char& c : e)

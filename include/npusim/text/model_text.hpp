@@ -4,6 +4,7 @@
 // config.json (eos_token_id: the ids generation stops at). docs/tokenizer.md.
 #pragma once
 
+#include <algorithm>
 #include <filesystem>
 #include <optional>
 #include <string>
@@ -100,6 +101,23 @@ class ModelText {
   // The ids of the special tokens that end generation: eos_token_id of generation_config.json or
   // config.json next to the tokenizer (nullopt when neither says).
   std::optional<EosIds> eos_ids() const { return read_eos_ids(dir_); }
+
+  // The ids generation stops at: eos_token_id of generation_config.json / config.json, else
+  // tokenizer_config.json's eos_token; with a chat, its end-of-turn token too. Empty ids (and
+  // source) when nothing names one.
+  EosIds stop_ids(const ChatTemplate* chat = nullptr) const {
+    EosIds s;
+    if (auto e = eos_ids()) s = std::move(*e);
+    else if (!eos_token_.empty()) s = {{*tokenizer_.token_to_id(eos_token_)}, dir_ + "/tokenizer_config.json (eos_token)"};
+    if (chat) {
+      const Tokenizer::Id eot = *tokenizer_.token_to_id(chat->end_of_turn());  // chat() checked that the tokenizer has it
+      if (std::find(s.ids.begin(), s.ids.end(), eot) == s.ids.end()) {
+        s.ids.push_back(eot);
+        s.source += std::string(s.source.empty() ? "" : " + ") + "the chat's end of turn";
+      }
+    }
+    return s;
+  }
 
  private:
   std::string default_bos() const {

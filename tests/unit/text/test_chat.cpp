@@ -82,6 +82,7 @@ TEST(ModelText, ReadsTheDirectoryAndItsStopIds) {
   ASSERT_TRUE(eos);
   EXPECT_EQ(eos->ids, (std::vector<std::int64_t>{2, 0}));
   EXPECT_NE(eos->source.find("generation_config.json"), std::string::npos);
+  EXPECT_EQ(mt.stop_ids(&chat).ids, eos->ids);  // <|im_end|> (the end of turn) is already among them
   // The same through the tokenizer.json path.
   EXPECT_EQ(ModelText::open(data("text_gen/tokenizer.json")).eos_ids()->ids, eos->ids);
 }

@@ -1,0 +1,36 @@
+// The tiny Qwen2 fixture (tests/data/models/qwen2_tiny_{prefill,decode}) compiled for the CPU
+// target, its two programs bound to one set of weights and joined by the KV mapping: the LLM the
+// driver tests run.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <unordered_map>
+
+#include "compile_util.hpp"
+#include "npusim/runtime/generate.hpp"
+#include "npusim/target/cpu/cpu_target.hpp"
+#include "test_util.hpp"
+
+namespace npusim::test {
+
+struct TinyLlm {
+  runtime::Case pc = runtime::Case::open(data("models/qwen2_tiny_prefill"));
+  runtime::Case dc = runtime::Case::open(data("models/qwen2_tiny_decode"));
+  std::unique_ptr<Runner> prefill, decode;
+  std::unique_ptr<llm::LlmPrograms> m;
+
+  explicit TinyLlm(DType dt = DType::f32) {
+    std::unordered_map<std::string, Tensor> cache;  // both programs bind each weight once
+    weights::BindOptions bo;
+    bo.cache = &cache;
+    program::CompileOptions o;
+    o.compute = dt;
+    o.evaluator = CpuTarget::evaluator();
+    prefill = runner_for<CpuTarget>::make(program::compile(pc.graph, describe_target<CpuTarget>(), o), pc.weights.get(), bo);
+    decode = runner_for<CpuTarget>::make(program::compile(dc.graph, describe_target<CpuTarget>(), o), pc.weights.get(), bo);
+    m = std::make_unique<llm::LlmPrograms>(*prefill, *decode, llm::KvMapping::read(data("models/qwen2_tiny_decode/kv_mapping.json")), pc.graph, dc.graph);
+  }
+};
+
+}  // namespace npusim::test
