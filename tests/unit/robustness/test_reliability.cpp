@@ -146,6 +146,67 @@ TEST(Reliability, CheckAgainstNanReferenceOrOfNothingFails) {
   EXPECT_FALSE(check(Tensor::empty(DType::f32, {0}), Tensor::empty(DType::f32, {0})).pass);  // compared nothing
 }
 
+// ---- 4. byte sizes that overflow --------------------------------------------------------------------
+
+TEST(Reliability, ShapeWhoseByteSizeOverflowsIsRefusedByTheIrReader) {
+  // [2^62, 1] float32: the element count fits int64, the byte count (2^64) does not; it planned an arena of 0 B.
+  const std::string ir = R"({"graph_inputs": [{"name": "x", "shape": [4611686018427387904, 1], "dtype": "float32"}],
+    "graph_outputs": [{"name": "relu", "shape": [4611686018427387904, 1], "dtype": "float32"}], "weights": [],
+    "nodes": [{"name": "relu", "op_type": "aten.relu.default", "inputs": [{"name": "x", "shape": [4611686018427387904, 1], "dtype": "float32"}],
+               "outputs": [{"name": "relu", "shape": [4611686018427387904, 1], "dtype": "float32"}]}]})";
+  NPUSIM_EXPECT_ERROR(ir::read_ir_string(ir, "ovf.json"), "npusim resource error", "ovf.json", "tensor 'x'",
+                      "float32 tensor of shape [4611686018427387904, 1] is too large", "expected <= 70368744177664 bytes (64 TiB)");
+}
+
+TEST(Reliability, PlannerRefusesTensorsAndArenasBeyondTheCap) {
+  // A graph changed in memory (no reader in the way): the planner's own size computation is checked.
+  const std::string one = R"({"name": "x", "shape": [4], "dtype": "float32"})";
+  ir::Graph g = ir::read_ir_string(R"({"graph_inputs": [)" + one + R"(], "graph_outputs": [{"name": "relu", "shape": [4], "dtype": "float32"}], "weights": [],
+    "nodes": [{"name": "relu", "op_type": "aten.relu.default", "inputs": [)" + one + R"(], "outputs": [{"name": "relu", "shape": [4], "dtype": "float32"}]}]})",
+                                   "small.json");
+  for (auto& t : g.tensors) t.shape = {std::int64_t{1} << 62, 1};
+  NPUSIM_EXPECT_ERROR(plan::plan_buffers(g, {}, passes::DTypePolicy{}), "npusim resource error", "small.json", "is too large");
+  // Two graph outputs of 48 TiB each: each within the cap, their arena (96 TiB) not; it is refused
+  // when compiled, as the .npubin reader would refuse it.
+  const std::string big = R"("shape": [13194139533312], "dtype": "float32")";
+  auto t = [&](const char* name) { return std::string(R"({"name": ")") + name + R"(", )" + big + "}"; };
+  ir::Graph h = ir::read_ir_string(R"({"graph_inputs": [)" + t("x") + R"(], "graph_outputs": [)" + t("relu") + ", " + t("neg") + R"(], "weights": [], "nodes": [
+      {"name": "relu", "op_type": "aten.relu.default", "inputs": [)" + t("x") + R"(], "outputs": [)" + t("relu") + R"(]},
+      {"name": "neg", "op_type": "aten.neg.default", "inputs": [)" + t("x") + R"(], "outputs": [)" + t("neg") + R"(]}]})",
+                                   "big.json");
+  NPUSIM_EXPECT_ERROR(test::compile_reference(h), "npusim resource error", "big.json", "arena would exceed the 64 TiB");
+}
+
+TEST(Reliability, RawInputWhoseByteSizeOverflowsNamesTheRealSize) {
+  test::TempDir d;
+  test::write_text(d.file("x.raw"), std::string(27, '\0'));
+  // 2^61 + 3 float64 elements: 8 * that wraps to 24 bytes in uint64.
+  const runtime::ExpectedTensor want{"x", DType::f64, {(std::int64_t{1} << 61) + 3}};
+  NPUSIM_EXPECT_ERROR(runtime::load_tensor_file("raw:" + d.file("x.raw"), want), "npusim resource error", "tensor 'x'", "is too large",
+                      "more than 2^63 bytes");
+}
+
+TEST(Reliability, SafetensorsRangesThatOverlapOrAliasAreRefused) {
+  auto file = [](const std::string& header, std::size_t data) {
+    std::string b;
+    for (int i = 0; i < 8; ++i) b.push_back(static_cast<char>((header.size() >> (8 * i)) & 0xff));
+    return b + header + std::string(data, '\0');
+  };
+  NPUSIM_EXPECT_ERROR(weights::SafetensorsFile::from_bytes(file(R"({"a": {"dtype": "F32", "shape": [4], "data_offsets": [0, 16]},
+                                                                    "b": {"dtype": "F32", "shape": [4], "data_offsets": [0, 16]}})", 16), "alias.safetensors"),
+                      "npusim parse error", "alias.safetensors", "tensor 'b'", "tensors overlap", "the end of 'a'");
+  NPUSIM_EXPECT_ERROR(weights::SafetensorsFile::from_bytes(file(R"({"a": {"dtype": "F32", "shape": [4], "data_offsets": [0, 16]},
+                                                                    "b": {"dtype": "F32", "shape": [2], "data_offsets": [8, 16]}})", 16), "overlap.safetensors"),
+                      "tensors overlap", "expected begin >= 16", "found 8");
+  // The wrapped length: 2^62 + 7 float32 elements (2^64 + 28 bytes, "28" when wrapped) claimed for 28 bytes.
+  NPUSIM_EXPECT_ERROR(weights::SafetensorsFile::from_bytes(file(R"({"a": {"dtype": "F32", "shape": [4611686018427387911], "data_offsets": [0, 28]}})", 28), "w.safetensors"),
+                      "tensor 'a'", "byte range does not match dtype and shape", "expected more than 2^64 bytes, found 28 bytes");
+  // Adjacent and empty tensors are fine.
+  EXPECT_NO_THROW(weights::SafetensorsFile::from_bytes(file(R"({"a": {"dtype": "F32", "shape": [2], "data_offsets": [0, 8]},
+                                                               "e": {"dtype": "F32", "shape": [0], "data_offsets": [8, 8]},
+                                                               "b": {"dtype": "F32", "shape": [2], "data_offsets": [8, 16]}})", 16), "ok.safetensors"));
+}
+
 // ---- 6. KV mappings ----------------------------------------------------------------------------------
 
 TEST(Reliability, KvMappingWithImplausibleLengthsOrLayersIsRefused) {
