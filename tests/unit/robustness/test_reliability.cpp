@@ -279,3 +279,60 @@ TEST(Reliability, VisionGraphGivenAsAnLlmSaysItIsNotALanguageModel) {
   runtime::Case c = runtime::Case::open(data("ops/relu"), "none");
   NPUSIM_EXPECT_ERROR(llm::detect_roles(c.graph), "npusim graph error", "ops/relu/ir.json", "not a language model", "takes no token ids");
 }
+
+// ---- 7. .npubin semantics, not only its frame ------------------------------------------------------
+
+namespace {
+program::CompiledProgram reread(const program::CompiledProgram& p) { return program::deserialize(program::serialize(p), "forged.npubin"); }
+}  // namespace
+
+TEST(Reliability, NpubinKernelWritingIntoAWeightIsRejected) {
+  program::CompiledProgram p = test::compile_reference(runtime::Case::open(data("ops/conv2d_3x3_bias")).graph);
+  EXPECT_NO_THROW(reread(p));
+  program::Partition& part = p.partitions.at(0);
+  const ir::Graph& g = part.graph;
+  ASSERT_FALSE(g.weights.empty());
+  Kernel& k = part.kernels.at(0);
+  k.outputs.push_back(g.weights[0]);
+  NPUSIM_EXPECT_ERROR(reread(p), "npusim parse error", "forged.npubin", "malformed .npubin: partition 0", "kernel output is not produced by its nodes",
+                      "found a tensor of kind 'weight'");
+}
+
+TEST(Reliability, NpubinKernelKindThatIsNotAKernelKindIsRejected) {
+  program::CompiledProgram p = test::compile_reference(runtime::Case::open(data("ops/relu")).graph);
+  p.partitions.at(0).kernels.at(0).kind = "conv_bn_relu_but_not";
+  NPUSIM_EXPECT_ERROR(reread(p), "kernel kind is neither a fusion pattern nor its node's op", "expected 'relu', 'view' or a fusion pattern",
+                      "found conv_bn_relu_but_not");
+  p.partitions.at(0).kernels.at(0).kind = "view";  // relu moves data: it cannot be zero-copy
+  NPUSIM_EXPECT_ERROR(reread(p), "a zero-copy kernel must be one node that moves no data", "found relu");
+  p.partitions.at(0).kernels.at(0).kind = "sigmoid";  // another op's kernel for this node
+  NPUSIM_EXPECT_ERROR(reread(p), "kernel kind is neither a fusion pattern nor its node's op");
+}
+
+TEST(Reliability, NpubinShapesMustBeWhatTheOpInfers) {
+  program::CompiledProgram p = test::compile_reference(runtime::Case::open(data("ops/relu")).graph);
+  ir::Graph& g = p.partitions.at(0).graph;
+  // relu's output [3, 70] relabelled [70, 3]: same bytes, so the plan agrees; the op does not.
+  g.tensor(g.outputs.at(0)).shape = {70, 3};
+  p.outputs.at(0).shape = {70, 3};
+  NPUSIM_EXPECT_ERROR(reread(p), "npusim shape error", "forged.npubin", "node 'relu'", "disagrees with the op's shape/dtype inference");
+  // An op the registry does not know.
+  p = test::compile_reference(runtime::Case::open(data("ops/relu")).graph);
+  p.partitions.at(0).graph.nodes.at(0).op_type = "aten.not_an_op.default";
+  NPUSIM_EXPECT_ERROR(reread(p), "aten.not_an_op.default");
+}
+
+TEST(Reliability, NpubinKernelOperandRolesAreChecked) {
+  program::CompiledProgram p = test::compile_reference(runtime::Case::open(data("ops/neg_silu")).graph);
+  program::Partition& part = p.partitions.at(0);
+  ASSERT_GE(part.kernels.size(), 1u);
+  // A kernel input that its nodes do not read.
+  program::CompiledProgram a = p;
+  Kernel& k = a.partitions[0].kernels.back();
+  k.inputs.push_back(a.partitions[0].graph.outputs.at(0));
+  NPUSIM_EXPECT_ERROR(reread(a), "kernel input is not read by its nodes");
+  // A result another kernel reads, dropped from its producer's outputs (it would never be stored).
+  program::CompiledProgram b = p;
+  for (auto& kr : b.partitions[0].kernels) kr.outputs.clear();
+  NPUSIM_EXPECT_ERROR(reread(b), "a result read outside the kernel is not among its outputs");
+}
