@@ -7,14 +7,20 @@
 //   OUT/resnet18_bare/   ResNet-18 as a user's export without reference values: ir.json and
 //                        synth.json only
 //   OUT/image.png        a 96 x 80 RGB picture (a colour gradient with a disc)
+//   OUT/relu_nan.npy     expected outputs of ops/relu that are all NaN (a check that must fail)
+//   OUT/huge_ir.json     a relu over a [2^62, 1] float32 tensor: 2^64 bytes (compile must refuse it)
+//   OUT/tiny_decode_*/   copies of qwen2_tiny_decode whose kv_mapping.json is broken one way each
 //   usage: make_test_files DATA_DIR OUT_DIR
 #include <stb/stb_image_write.h>
 
 #include <cmath>
 #include <cstdio>
+#include <string_view>
+#include <tuple>
 #include <filesystem>
 
 #include "npusim/core/file.hpp"
+#include "npusim/core/npy.hpp"
 #include "npusim/ir/json.hpp"
 #include "npusim/weights/safetensors.hpp"
 
@@ -74,6 +80,29 @@ int main(int argc, char** argv) try {
       p[2] = static_cast<unsigned char>(disc ? 60 : 128);
     }
   if (!stbi_write_png((out / "image.png").c_str(), W, H, 3, px.data(), W * 3)) return std::fprintf(stderr, "cannot write image.png\n"), 1;
+  // Hostile files (docs/robustness.md, issue 26).
+  Tensor nan = Tensor::empty(DType::f32, {3, 70});
+  for (std::int64_t i = 0; i < nan.numel(); ++i) nan.data<float>()[i] = NAN;
+  write_npy((out / "relu_nan.npy").string(), nan);
+  const std::string huge = R"({"name": "T", "shape": [4611686018427387904, 1], "dtype": "float32"})";
+  auto t = [&](const char* name) { return std::string(huge).replace(huge.find('T'), 1, name); };
+  write_file_atomic((out / "huge_ir.json").string(), R"({"graph_inputs": [)" + t("x") + R"(], "graph_outputs": [)" + t("relu") +
+                                                         R"(], "weights": [], "nodes": [{"name": "relu", "op_type": "aten.relu.default", "inputs": [)" +
+                                                         t("x") + R"(], "outputs": [)" + t("relu") + "]}]}");
+  const std::string mapping = read_file((data / "models/qwen2_tiny_decode/kv_mapping.json").string());
+  for (auto [name, from, to] : {std::tuple{"cache_1e12", "\"max_cache_len\": 64", "\"max_cache_len\": 1000000000000"},
+                                std::tuple{"prefill_0", "\"prefill_seq_len\": 16", "\"prefill_seq_len\": 0"},
+                                std::tuple{"num_layers_3", "\"num_layers\": 2", "\"num_layers\": 3"},
+                                std::tuple{"layer_twice", "\"kv_2\"", "\"kv_0\""}}) {
+    const fs::path d = out / (std::string("tiny_decode_") + name);
+    fs::remove_all(d);
+    fs::create_directories(d);
+    for (const char* f : {"ir.json", "meta.json"})
+      if (fs::exists(data / "models/qwen2_tiny_decode" / f)) fs::copy_file(data / "models/qwen2_tiny_decode" / f, d / f);
+    std::string m = mapping;
+    m.replace(m.find(from), std::string_view(from).size(), to);
+    write_file_atomic((d / "kv_mapping.json").string(), m);
+  }
   std::printf("wrote %s\n", out.c_str());
   return 0;
 } catch (const std::exception& e) {

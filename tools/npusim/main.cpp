@@ -4,6 +4,7 @@
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <iostream>
@@ -44,11 +45,31 @@ Progress console_progress() {
 
 void set_threads(int n) {
   if (n <= 0) return;
+  cpu::set_threads(n);  // first: it starts the threads, and says so cleanly when the system refuses them
 #ifdef _OPENMP
   omp_set_num_threads(n);
 #endif
   Eigen::setNbThreads(n);
-  cpu::set_threads(n);
+}
+
+// A number option in [lo, hi] (lo excluded when lo_open); NaN and infinities are refused at parse
+// time (CLI::Range lets NaN through: no comparison with it is true).
+CLI::Validator finite_range(double lo, double hi, bool lo_open = false) {
+  const std::string desc = std::string(lo_open ? "(" : "[") + fmt_num(lo) + ", " + fmt_num(hi) + "]";
+  return CLI::Validator(
+      [=](std::string& in) -> std::string {
+        double v = 0;
+        if (!CLI::detail::lexical_cast(in, v) || !std::isfinite(v) || v < lo || v > hi || (lo_open && v == lo))
+          return "value " + in + " is not a finite number in " + desc;
+        return {};
+      },
+      "FLOAT in " + desc);
+}
+
+// An unsigned option: CLI11 reads "-1" into an unsigned as 2^64-1; refuse the sign instead.
+CLI::Validator no_sign() {
+  return CLI::Validator([](std::string& in) -> std::string { return in.find('-') != std::string::npos ? "value " + in + " must not be negative" : ""; },
+                        "");
 }
 
 void print_compile_summary(const program::CompiledProgram& p, double secs, FILE* out = stdout) {
@@ -560,7 +581,7 @@ int main(int argc, char** argv) {
   auto* run = app.add_subcommand("run", "run a model (case directory, IR .json or .npubin); compare with expected outputs when the case has them");
   run->add_option("model", ra.model, "case directory, IR .json file or .npubin")->required();
   run->add_option("--weights", ra.weights, "auto, none, safetensors, synth, or a path (.safetensors, synth.json, a Hugging Face model directory)");
-  run->add_option("--tol", ra.tol, "relative L2 tolerance (default: by dtype and reduction length)")->check(CLI::PositiveNumber);
+  run->add_option("--tol", ra.tol, "relative L2 tolerance (default: by dtype and reduction length)")->check(finite_range(0.0, 1.0, true));
   add_inputs(run, ra.inputs);
   run->add_option("--output", ra.output, "write the outputs here (.safetensors: all by name; .npy: one)");
   run->add_option("--expected", ra.expected, "compare the outputs with these (.safetensors by output name, or .npy for one output)")
@@ -578,11 +599,11 @@ int main(int argc, char** argv) {
   gen->add_option("decode_dir", ga.decode_dir, "decode case directory (with kv_mapping.json)")->required();
   auto* gen_check = gen->add_flag("--check", ga.check, "compare prefill/decode logits and greedy tokens with the reference");
   gen->add_option("--weights", ga.weights, "auto, safetensors, synth, or a path (.safetensors, synth.json, a Hugging Face model directory)");
-  gen->add_option("--tol", ga.tol, "with --check: relative L2 tolerance for logits")->check(CLI::PositiveNumber)->needs(gen_check);
+  gen->add_option("--tol", ga.tol, "with --check: relative L2 tolerance for logits")->check(finite_range(0.0, 1.0, true))->needs(gen_check);
   gen->add_option("--min-token-matches", ga.min_matches, "with --check: greedy tokens that must match (default: all; half dtypes: all but one)")
       ->check(CLI::NonNegativeNumber)->needs(gen_check);
   gen->add_option("--max-new-tokens", ga.max_new_tokens, "tokens to generate (default 16; stops earlier at an --eos id or the cache's end)")
-      ->check(CLI::Range(std::size_t{1}, std::size_t{1} << 40))->excludes(gen_check);
+      ->check(no_sign())->check(CLI::Range(std::size_t{1}, std::size_t{1} << 40))->excludes(gen_check);
   auto* gen_ids = gen->add_option("--prompt-ids", ga.prompt_ids, "prompt token ids, e.g. 1,2,3 (default: the prefill case's input_ids)")->excludes(gen_check);
   auto* gen_ids_file = gen->add_option("--prompt-ids-file", ga.prompt_ids_file, "file of prompt token ids (whitespace or comma separated)")
       ->excludes(gen_check)->excludes(gen_ids)->check(CLI::ExistingFile);
@@ -602,11 +623,11 @@ int main(int argc, char** argv) {
       throw CLI::ValidationError("--chat", "needs the user's message: --prompt TEXT or --prompt-file FILE");
   });
   gen->add_option("--eos", ga.eos, "stop after generating any of these ids (comma separated)")->excludes(gen_check);
-  gen->add_option("--temperature", ga.sampling.temperature, "sampling temperature (0: greedy)")->check(CLI::Range(0.0, 100.0))->excludes(gen_check);
-  gen->add_option("--top-k", ga.sampling.top_k, "sample among the k most likely tokens (0: all)")->check(CLI::NonNegativeNumber)->excludes(gen_check);
+  gen->add_option("--temperature", ga.sampling.temperature, "sampling temperature (0: greedy)")->check(finite_range(0.0, 100.0))->excludes(gen_check);
+  gen->add_option("--top-k", ga.sampling.top_k, "sample among the k most likely tokens (0: all)")->check(CLI::Range(std::int64_t{0}, std::int64_t{1} << 31))->excludes(gen_check);
   gen->add_option("--top-p", ga.sampling.top_p, "sample among the smallest set reaching this probability (1: all)")
-      ->check(CLI::Range(0.0, 1.0))->excludes(gen_check);
-  gen->add_option("--seed", ga.sampling.seed, "sampling seed")->excludes(gen_check);
+      ->check(finite_range(0.0, 1.0, true))->excludes(gen_check);
+  gen->add_option("--seed", ga.sampling.seed, "sampling seed")->check(no_sign())->excludes(gen_check);
   auto* gen_profile = gen->add_flag("--profile", ga.profile, "time every decode kernel; print a table by kernel kind");
   gen->add_option("--trace", ga.trace, "with --profile: write a Chrome/Perfetto trace of the decode steps")->needs(gen_profile);
   add_target(gen, true);
@@ -692,9 +713,19 @@ int main(int argc, char** argv) {
         std::printf("%-12s %s%s\n", t.name.c_str(), t.summary.c_str(), t.name == cli::default_target ? "  (default)" : "");
       return 0;
     }
-  } catch (const std::exception& e) {
+  } catch (const Error& e) {
     std::fflush(stdout);
     std::fprintf(stderr, "%s\n", e.what());
+    return 2;
+  } catch (const std::bad_alloc&) {
+    // Sizes are checked before allocating (docs/robustness.md); this is memory the machine ran out of.
+    std::fflush(stdout);
+    std::fprintf(stderr, "npusim resource error: out of memory (the machine could not provide an allocation; a smaller model, batch or --threads may fit)\n");
+    return 2;
+  } catch (const std::exception& e) {
+    // Every failure npusim knows of is an npusim::Error; anything else is a bug in npusim.
+    std::fflush(stdout);
+    std::fprintf(stderr, "npusim internal error: an unexpected exception escaped (%s); please report it with the command line\n", e.what());
     return 2;
   }
   return 0;

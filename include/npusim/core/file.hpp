@@ -77,6 +77,8 @@ inline std::string read_file(const std::string& path, std::uint64_t max_bytes = 
 class AtomicFile {
  public:
   explicit AtomicFile(std::string path) : path_(std::move(path)), tmp_(path_ + ".tmp." + std::to_string(::getpid())) {
+    if (std::error_code ec; std::filesystem::is_directory(path_, ec))
+      throw Error(ErrorCode::io, "the output path is a directory", {.file = path_, .expected = "a file name (the file is created or replaced)"});
     f_ = std::fopen(tmp_.c_str(), "wb");
     if (!f_) throw Error(ErrorCode::io, std::string("cannot create: ") + std::strerror(errno), {.file = tmp_});
   }

@@ -87,6 +87,21 @@ inline void convert_elements(DType from, const void* src, DType to, void* dst, s
   });
 }
 
+// The most bytes one tensor may hold (a format cap, far beyond any real tensor): every size
+// computation from a shape goes through checked_nbytes, so no byte count wraps.
+inline constexpr std::int64_t max_tensor_bytes = std::int64_t{1} << 46;  // 64 TiB
+
+// Bytes of a `dtype` tensor of `shape`, with a resource error (never a wrapped count) beyond
+// max_tensor_bytes or when the element count overflows.
+inline std::int64_t checked_nbytes(const Shape& shape, DType dtype) {
+  const std::int64_t n = checked_numel(shape), es = static_cast<std::int64_t>(dtype_size(dtype));
+  if (n > max_tensor_bytes / es)
+    throw Error(ErrorCode::resource, std::string(dtype_name(dtype)) + " tensor of shape " + to_string(shape) + " is too large",
+                {.expected = "<= " + std::to_string(max_tensor_bytes) + " bytes (64 TiB)",
+                 .found = n > INT64_MAX / es ? "more than 2^63 bytes" : std::to_string(n * es) + " bytes"});
+  return n * es;
+}
+
 // The most bytes one allocation may take: by default this machine's physical memory (a larger
 // request could only end in std::bad_alloc or the OOM killer). Checked before allocating, so a
 // file claiming a 1 TB tensor is an npusim::Error, not a crash. Tools and fuzzers may lower it.
@@ -212,11 +227,8 @@ class Tensor {
   }
 
  private:
-  static std::size_t checked_bytes(std::int64_t n, DType dtype, const Shape& shape) {
-    constexpr std::int64_t max_bytes = std::int64_t{1} << 46;  // 64 TiB: beyond any real tensor
-    if (n > max_bytes / static_cast<std::int64_t>(dtype_size(dtype)))
-      throw Error(ErrorCode::resource, "tensor of shape " + to_string(shape) + " is too large");
-    return static_cast<std::size_t>(n) * dtype_size(dtype);
+  static std::size_t checked_bytes(std::int64_t, DType dtype, const Shape& shape) {
+    return static_cast<std::size_t>(checked_nbytes(shape, dtype));
   }
   template <class T>
   void check_type() const {

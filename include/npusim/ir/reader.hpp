@@ -54,6 +54,11 @@ inline MetaJson parse_meta(const json& j, const std::string& what, const std::st
     throw Error(ErrorCode::dtype, "unsupported dtype '" + ds + "'", {.file = src, .tensor = m.name,
                 .expected = "float32, float16, bfloat16, float64, int64, int32, int16, int8, uint8 or bool"});
   m.dtype = *parsed;
+  try {
+    checked_nbytes(m.shape, m.dtype);  // every later size computation (planner, arena) stays in range
+  } catch (Error& e) {
+    throw e.with_file(src).with_tensor(m.name);
+  }
   if (auto it = j.find("producer_node"); it != j.end() && !it->is_null()) {
     m.producer = get_string(*it, w + " producer_node", src);
     if (auto jt = j.find("producer_output_idx"); jt != j.end()) m.producer_idx = get_int64(*jt, w + " producer_output_idx", src);

@@ -52,7 +52,9 @@ struct BufferPlan {
 };
 
 inline constexpr std::int64_t arena_alignment = 64;
-inline std::int64_t align_up(std::int64_t x, std::int64_t a = arena_alignment) { return (x + a - 1) / a * a; }
+inline std::int64_t align_up(std::int64_t x, std::int64_t a = arena_alignment) { return (x + a - 1) / a * a; }  // x <= max_tensor_bytes
+// Totals over many tensors (statistics) saturate instead of overflowing.
+inline std::int64_t sat_add(std::int64_t a, std::int64_t b) { return a > INT64_MAX - b ? INT64_MAX : a + b; }
 
 // Kinds whose kernels read and write element i only at index i, with one full-shape output.
 inline bool pointwise_kind(std::string_view kind) {
@@ -74,7 +76,11 @@ inline BufferPlan plan_buffers(const ir::Graph& g, const std::vector<Kernel>& ks
     const ir::TensorInfo& info = g.tensors[t];
     TensorPlan& p = bp.tensors[t];
     p.storage = pol.storage(info.dtype);
-    p.bytes = numel(info.shape) * static_cast<std::int64_t>(dtype_size(p.storage));
+    try {
+      p.bytes = checked_nbytes(info.shape, p.storage);  // the storage type may be wider than the tensor's own
+    } catch (Error& e) {
+      throw e.with_tensor(info.name).with_file(g.source);
+    }
     p.root = static_cast<ir::TensorId>(t);
     if (info.kind == ir::TensorKind::input) p.place = Place::input, p.first = -1;
     if (info.kind == ir::TensorKind::weight || info.kind == ir::TensorKind::constant) p.place = Place::weight;
@@ -157,7 +163,7 @@ inline BufferPlan plan_buffers(const ir::Graph& g, const std::vector<Kernel>& ks
   for (std::size_t t = 0; t < T; ++t) {
     const TensorPlan& p = bp.tensors[t];
     if (p.place != Place::arena) continue;
-    bp.naive_bytes += align_up(p.bytes);
+    bp.naive_bytes = sat_add(bp.naive_bytes, align_up(p.bytes));
     Group& gr = groups[static_cast<std::size_t>(find(static_cast<std::int32_t>(t)))];
     if (gr.last < 0) roots.push_back(find(static_cast<std::int32_t>(t)));
     gr.first = std::min(gr.first, p.first);
@@ -184,6 +190,10 @@ inline BufferPlan plan_buffers(const ir::Graph& g, const std::vector<Kernel>& ks
       at = std::max(at, e);
     }
     gr.offset = at;
+    if (at > max_tensor_bytes - gr.bytes)  // what a .npubin may hold (program/validate.hpp); never an int64 overflow
+      throw Error(ErrorCode::resource, "the program's arena would exceed the 64 TiB a .npubin may hold", {.file = g.source,
+                  .tensor = g.tensor(r).name, .expected = "<= " + std::to_string(max_tensor_bytes) + " bytes",
+                  .found = "offset " + std::to_string(at) + " + " + std::to_string(gr.bytes) + " bytes"});
     bp.arena_bytes = std::max(bp.arena_bytes, at + gr.bytes);
     placed.push_back(r);
   }
@@ -199,7 +209,7 @@ inline BufferPlan plan_buffers(const ir::Graph& g, const std::vector<Kernel>& ks
   std::vector<std::int64_t> live(static_cast<std::size_t>(K) + 2, 0);
   for (std::int32_t r : roots) {
     const Group& gr = groups[static_cast<std::size_t>(r)];
-    for (std::int32_t k = std::max(gr.first, 0); k <= std::min(gr.last, K); ++k) live[static_cast<std::size_t>(k)] += gr.bytes;
+    for (std::int32_t k = std::max(gr.first, 0); k <= std::min(gr.last, K); ++k) live[static_cast<std::size_t>(k)] = sat_add(live[static_cast<std::size_t>(k)], gr.bytes);
   }
   bp.lower_bound_bytes = live.empty() ? 0 : *std::max_element(live.begin(), live.end());
   return bp;

@@ -191,6 +191,13 @@ struct Reader {
     }
     return s;
   }
+  void sized(const Shape& s, DType d) const {
+    try {
+      checked_nbytes(s, d);
+    } catch (const Error& e) {
+      fail("shape: " + e.message());
+    }
+  }
   template <class T>
   std::vector<T> ids(const msgpack::object& o, std::int64_t bound) const {
     std::vector<T> v;
@@ -234,6 +241,7 @@ struct Reader {
       auto f = arr(t, 7);
       ir::TensorInfo info;
       info.name = str(f[0]), info.shape = shape(f[1]), info.dtype = dtype(f[2]);
+      sized(info.shape, info.dtype);
       std::int64_t kind = i64(f[3]);
       if (kind < 0 || kind > 3) fail("bad tensor kind");
       info.kind = static_cast<ir::TensorKind>(kind);
@@ -298,6 +306,7 @@ struct Reader {
     for (const auto& e : arr(o)) {
       auto f = arr(e, 3);
       v.push_back({str(f[0]), shape(f[1]), dtype(f[2])});
+      sized(v.back().shape, v.back().dtype);
     }
     return v;
   }

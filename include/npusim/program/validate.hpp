@@ -11,7 +11,15 @@
 //   program   each partition's inputs come from the caller or an earlier partition, and every
 //             program output is produced;
 //   recipes   known kinds with the inputs, outputs and params they need; each derived weight
-//             produced once and read only by later recipes (no cycles).
+//             produced once and read only by later recipes (no cycles);
+//   semantics every node is a known op whose stored output shapes and dtypes are what the op
+//             infers from its inputs and attributes; every kernel's kind is "view" (a node that
+//             moves no data), its node's op id, or a fusion pattern; a kernel's inputs are read by
+//             its nodes and produced outside it, its outputs are produced by its nodes, stored
+//             (arena or view: never a weight or an input) and include every member result read
+//             elsewhere; everything a kernel reads has storage.
+// Checksums only prove the bytes are the ones written: a file forged with a recomputed checksum
+// meets these checks like any other.
 #pragma once
 
 #include <algorithm>
@@ -20,6 +28,8 @@
 #include <string>
 #include <unordered_set>
 
+#include "npusim/fusion/fuse.hpp"
+#include "npusim/ops/registry.hpp"
 #include "npusim/program/program.hpp"
 
 namespace npusim::inline NPUSIM_ABI::program {
@@ -106,7 +116,12 @@ inline void check_plan(const Partition& p) {
     const plan::TensorPlan& t = b.tensors[i];
     const ir::TensorInfo& info = g.tensors[i];
     if (t.place != plan::Place::arena && t.place != plan::Place::view) continue;
-    const std::int64_t want = numel(info.shape) * static_cast<std::int64_t>(dtype_size(t.storage));  // shapes are checked
+    std::int64_t want = 0;
+    try {
+      want = checked_nbytes(info.shape, t.storage);  // the storage type may be wider than the tensor's own
+    } catch (const Error& e) {
+      fail("buffer plan: " + e.message(), {.tensor = info.name});
+    }
     if (t.bytes != want)
       fail("buffer plan size disagrees with the tensor's shape and storage type",
            {.tensor = info.name, .expected = std::to_string(want) + " bytes", .found = std::to_string(t.bytes) + " bytes"});
@@ -117,6 +132,207 @@ inline void check_plan(const Partition& p) {
       if (t.root < 0 || b.tensors[static_cast<std::size_t>(t.root)].place == plan::Place::view ||
           b.tensors[static_cast<std::size_t>(t.root)].bytes < t.bytes)
         fail("view is not rooted at a buffer at least as large as itself", {.tensor = info.name});
+    }
+  }
+}
+
+template <class... Ps>
+bool is_pattern_name(std::string_view kind, meta::list<Ps...>) {
+  return ((kind == Ps::name) || ...);
+}
+
+// A view kernel's node moves no data: a view op, a cast that leaves the stored type unchanged, a
+// transpose/permute of size-1 dims, an expand to its own shape.
+inline bool moves_no_data(const fusion::GraphView& v, const plan::BufferPlan& b, std::int32_t ni) {
+  const ir::Node& n = v.node(ni);
+  if (v.is<ops::ToDtype>(ni))
+    return b.tensors[static_cast<std::size_t>(n.inputs.at(0))].storage == b.tensors[static_cast<std::size_t>(n.outputs.at(0))].storage;
+  return fusion::is_view_node(v, ni, passes::DTypePolicy{});
+}
+
+// A pattern kernel's nodes form its pattern: the pattern's own matcher, anchored at one of them with
+// every other kernel's nodes taken, gives back the same kernel (nodes, inputs, outputs, params).
+// Targets' fused kernels rely on the structure the matcher checked (a forged "attention" over
+// a relu would have them read operands that are not there).
+// Attribute values as the .npubin keeps them: a whole double may come back as an integer.
+inline bool same_value(const ir::AttrValue& a, const ir::AttrValue& b) {
+  if (a.is_number() && b.is_number()) return a.as_double() == b.as_double();
+  if (a.is_list() && b.is_list())
+    return a.as_list().size() == b.as_list().size() && std::equal(a.as_list().begin(), a.as_list().end(), b.as_list().begin(), same_value);
+  return a == b;
+}
+inline bool same_kernel(const Kernel& a, const Kernel& b) {
+  if (a.kind != b.kind || a.nodes != b.nodes || a.inputs != b.inputs || a.outputs != b.outputs || a.params.items.size() != b.params.items.size()) return false;
+  for (const auto& [k, v] : a.params.items)
+    if (const ir::AttrValue* w = b.params.find(k); !w || !same_value(v, *w)) return false;
+  return true;
+}
+
+template <class... Ps>
+bool forms_pattern(const ir::Graph& g, const std::vector<Kernel>& kernels, std::size_t k, meta::list<Ps...>) {
+  const Kernel& kr = kernels[k];
+  fusion::GraphView v(g);
+  for (std::size_t j = 0; j < kernels.size(); ++j)
+    if (j != k) v.take(kernels[j].nodes);
+  auto same = [&](auto pattern) {
+    using P = decltype(pattern);
+    for (auto anchor : kr.nodes) {
+      auto m = P::match(v, anchor);
+      if (!m) continue;
+      auto again = fusion::finalize(v, std::move(*m), P::name);
+      if (again && same_kernel(*again, kr)) return true;
+    }
+    return false;
+  };
+  bool ok = false;
+  ((kr.kind == Ps::name && (ok = same(Ps{}))) || ...);
+  return ok;
+}
+
+inline void check_semantics(const Partition& p, DType compute) {
+  const ir::Graph& g = p.graph;
+  const plan::BufferPlan& b = p.plan;
+  // Storage types are the compiler's: an integer or bool tensor in its own type, a float tensor
+  // in float32 or the compute type (targets' kernels take no others).
+  for (std::size_t t = 0; t < g.tensors.size(); ++t) {
+    const DType ir = g.tensors[t].dtype, st = b.tensors[t].storage;
+    if (is_floating(ir) ? (st != DType::f32 && st != compute) : st != ir)
+      fail("buffer plan stores a tensor in a type the compiler does not use", {.tensor = g.tensors[t].name,
+           .expected = is_floating(ir) ? "float32 or " + std::string(dtype_name(compute)) : std::string(dtype_name(ir)), .found = std::string(dtype_name(st))});
+  }
+  // Places agree with kinds: an input is bound by the caller, a weight or constant at load, an
+  // intermediate lives in the arena, as a view, or nowhere (inside a fused kernel, or unused).
+  for (std::size_t t = 0; t < g.tensors.size(); ++t) {
+    const ir::TensorKind kind = g.tensors[t].kind;
+    const plan::Place place = b.tensors[t].place;
+    const bool ok = kind == ir::TensorKind::input      ? place == plan::Place::input
+                    : kind == ir::TensorKind::intermediate ? place == plan::Place::arena || place == plan::Place::view || place == plan::Place::none
+                                                           : place == plan::Place::weight;
+    if (!ok)
+      fail("buffer plan places a tensor where its kind cannot be", {.tensor = g.tensors[t].name,
+           .expected = std::string("a place for a tensor of kind '") + ir::tensor_kind_name(kind) + "'", .found = plan::place_name(place)});
+  }
+  // Float math takes float operands (the IR's own inference checks shapes and output dtypes, not
+  // every operand's): convolutions, matrix products, normalisations, pooling, the softmaxes, and
+  // attention's query, key and value.
+  for (const ir::Node& n : g.nodes) {
+    const ops::OpInfo& info = ops::op_info(ops::require_op(n));
+    std::size_t count = 0;
+    switch (info.op_class) {
+      case ops::OpClass::conv:
+      case ops::OpClass::matmul:
+      case ops::OpClass::normalization:
+      case ops::OpClass::pool: count = n.inputs.size(); break;
+      case ops::OpClass::attention: count = std::min<std::size_t>(3, n.inputs.size()); break;
+      case ops::OpClass::reduction: count = info.id == "softmax" || info.id == "log_softmax" ? std::min<std::size_t>(1, n.inputs.size()) : 0; break;
+      default: break;
+    }
+    for (std::size_t i = 0; i < count; ++i)
+      if (!is_floating(g.tensor(n.inputs[i]).dtype))
+        fail(std::string(info.id) + " takes floating-point operands", {.node = n.name, .tensor = g.tensor(n.inputs[i]).name,
+             .expected = "float32, float16, bfloat16 or float64", .found = std::string(dtype_name(g.tensor(n.inputs[i]).dtype))});
+  }
+  // Constants the program carries have their tensors' shapes.
+  for (const auto& t : g.tensors)
+    if (t.kind == ir::TensorKind::constant || t.kind == ir::TensorKind::weight)
+      if (auto c = g.constants.find(t.weight_key); c != g.constants.end() && c->second.shape() != t.shape)
+        fail("embedded constant's shape differs from its tensor's", {.tensor = t.name, .expected = to_string(t.shape), .found = to_string(c->second.shape())});
+  // Every input or weight a node reads is one the caller or the binding provides.
+  for (const ir::Node& n : g.nodes)
+    for (auto t : n.inputs) {
+      const ir::TensorInfo& info = g.tensor(t);
+      const bool listed = info.kind == ir::TensorKind::input        ? std::find(g.inputs.begin(), g.inputs.end(), t) != g.inputs.end()
+                          : info.kind == ir::TensorKind::intermediate ? true
+                                                                       : std::find(g.weights.begin(), g.weights.end(), t) != g.weights.end();
+      if (!listed)
+        fail(std::string("node reads a tensor of kind '") + ir::tensor_kind_name(info.kind) + "' that is not in the graph's " +
+             (info.kind == ir::TensorKind::input ? "inputs" : "weights"), {.node = n.name, .tensor = info.name});
+      if ((info.kind == ir::TensorKind::weight || info.kind == ir::TensorKind::constant) && info.weight_key.empty())
+        fail("node reads a weight that names no key to load it by", {.node = n.name, .tensor = info.name});
+    }
+  // Ops and shapes: the op's own inference (unknown op, bad attributes, wrong operand count or
+  // output metadata are its errors, naming the node).
+  for (const ir::Node& n : g.nodes) ops::check_node(g, n);
+  const fusion::GraphView v(g);
+  std::vector<std::int32_t> kernel_of(g.tensors.size(), -1);  // the kernel producing each tensor
+  for (std::size_t k = 0; k < p.kernels.size(); ++k)
+    for (auto ni : p.kernels[k].nodes)
+      for (auto t : g.nodes[static_cast<std::size_t>(ni)].outputs) kernel_of[static_cast<std::size_t>(t)] = static_cast<std::int32_t>(k);
+  std::vector<bool> read_outside(g.tensors.size(), false);  // read by another kernel, or a graph output
+  for (auto t : g.outputs) read_outside[static_cast<std::size_t>(t)] = true;
+  for (std::size_t k = 0; k < p.kernels.size(); ++k)
+    for (auto ni : p.kernels[k].nodes)
+      for (auto t : g.nodes[static_cast<std::size_t>(ni)].inputs)
+        if (kernel_of[static_cast<std::size_t>(t)] != static_cast<std::int32_t>(k)) read_outside[static_cast<std::size_t>(t)] = true;
+  for (std::size_t k = 0; k < p.kernels.size(); ++k) {
+    const Kernel& kr = p.kernels[k];
+    const std::string what = "kernel " + std::to_string(k) + " ('" + kr.kind + "')";
+    if (kr.nodes.empty()) fail(what + " has no nodes");
+    const ir::Node& first = g.nodes[static_cast<std::size_t>(kr.nodes[0])];
+    const std::string_view op_id = ops::op_info(ops::require_op(first)).id;
+    auto member = [&](ir::TensorId t, bool as_output) {
+      for (auto ni : kr.nodes) {
+        const auto& io = as_output ? g.nodes[static_cast<std::size_t>(ni)].outputs : g.nodes[static_cast<std::size_t>(ni)].inputs;
+        if (std::find(io.begin(), io.end(), t) != io.end()) return true;
+      }
+      return false;
+    };
+    for (auto t : kr.inputs) {
+      const auto ti = static_cast<std::size_t>(t);
+      if (!member(t, false) || kernel_of[ti] == static_cast<std::int32_t>(k))
+        fail(what + ": kernel input is not read by its nodes, or is produced inside the kernel", {.node = first.name, .tensor = g.tensors[ti].name});
+      if (b.tensors[ti].place == plan::Place::none)
+        fail(what + ": kernel reads a tensor that has no storage", {.node = first.name, .tensor = g.tensors[ti].name});
+    }
+    for (auto t : kr.outputs) {
+      const auto ti = static_cast<std::size_t>(t);
+      if (!member(t, true))
+        fail(what + ": kernel output is not produced by its nodes (a kernel may write only its own results)", {.node = first.name,
+             .tensor = g.tensors[ti].name, .found = std::string("a tensor of kind '") + ir::tensor_kind_name(g.tensors[ti].kind) + "'"});
+      if (b.tensors[ti].place != plan::Place::arena && b.tensors[ti].place != plan::Place::view)
+        fail(what + ": kernel output is not stored in the arena", {.node = first.name, .tensor = g.tensors[ti].name,
+             .expected = "arena or view", .found = plan::place_name(b.tensors[ti].place)});
+    }
+    for (auto ni : kr.nodes)
+      for (auto t : g.nodes[static_cast<std::size_t>(ni)].inputs)
+        if (kernel_of[static_cast<std::size_t>(t)] != static_cast<std::int32_t>(k) && b.tensors[static_cast<std::size_t>(t)].place == plan::Place::none)
+          fail(what + ": a node reads a tensor from outside the kernel that has no storage", {.node = g.nodes[static_cast<std::size_t>(ni)].name,
+               .tensor = g.tensors[static_cast<std::size_t>(t)].name});
+    for (auto ni : kr.nodes)
+      for (auto t : g.nodes[static_cast<std::size_t>(ni)].outputs)
+        if (read_outside[static_cast<std::size_t>(t)] && std::find(kr.outputs.begin(), kr.outputs.end(), t) == kr.outputs.end())
+          fail(what + ": a result read outside the kernel is not among its outputs", {.node = g.nodes[static_cast<std::size_t>(ni)].name,
+               .tensor = g.tensors[static_cast<std::size_t>(t)].name});
+    // Kinds, once the operands are known to be the kernel's own.
+    if (kr.kind == "view") {
+      if (kr.nodes.size() != 1 || !moves_no_data(v, b, kr.nodes[0]))
+        fail(what + ": a zero-copy kernel must be one node that moves no data", {.node = first.name, .found = std::string(op_id)});
+    } else if (kr.nodes.size() == 1 && kr.kind == op_id && moves_no_data(v, b, kr.nodes[0])) {
+      // The compiler makes every node that moves no data a view (targets have no kernel for some).
+      fail(what + ": a node that moves no data is a zero-copy kernel", {.node = first.name, .expected = "view", .found = kr.kind});
+    } else if (is_pattern_name(kr.kind, fusion::all_patterns{})) {
+      if (!forms_pattern(g, p.kernels, k, fusion::all_patterns{}))
+        fail(what + ": the kernel's nodes do not form the pattern it names", {.node = first.name, .found = std::to_string(kr.nodes.size()) + " node(s)"});
+      // Float-only fused kernels (the others may take masks, positions or integers).
+      static constexpr std::string_view float_only[] = {"rmsnorm", "silu_gate", "conv_bn_relu", "conv_max_pool", "conv_add_relu", "matmul_transb", "gqa_matmul"};
+      if (std::find(std::begin(float_only), std::end(float_only), kr.kind) != std::end(float_only))
+        for (auto t : kr.inputs)
+          if (!is_floating(g.tensor(t).dtype))
+            fail(what + " takes floating-point operands", {.node = first.name, .tensor = g.tensor(t).name,
+                 .expected = "float32, float16, bfloat16 or float64", .found = std::string(dtype_name(g.tensor(t).dtype))});
+    } else if (kr.nodes.size() != 1 || kr.kind != op_id) {
+      fail(what + ": kernel kind is neither a fusion pattern nor its node's op", {.node = first.name,
+           .expected = kr.nodes.size() == 1 ? "'" + std::string(op_id) + "', 'view' or a fusion pattern" : "a fusion pattern", .found = kr.kind});
+    }
+    if (!is_pattern_name(kr.kind, fusion::all_patterns{})) {
+      // One node's kernel (fusion::fuse): its node's distinct inputs and all its outputs, in order,
+      // no parameters. Kernels bind their operands by position.
+      Kernel want;
+      for (auto t : first.inputs)
+        if (std::find(want.inputs.begin(), want.inputs.end(), t) == want.inputs.end()) want.inputs.push_back(t);
+      want.outputs = first.outputs;
+      if (kr.inputs != want.inputs || kr.outputs != want.outputs || !kr.params.empty())
+        fail(what + ": kernel operands differ from its node's (inputs, outputs, in order; no parameters)", {.node = first.name});
     }
   }
 }
@@ -133,6 +349,22 @@ inline void validate(const CompiledProgram& p) {
       check_graph_structure(part.graph);
       check_schedule(part);
       check_plan(part);
+      if (part.target != p.target && part.target != "reference")  // every target's fallback is the reference
+        fail("partition of another target than the program's or its fallback", {.expected = "'" + p.target + "' or 'reference'", .found = part.target});
+      check_semantics(part, p.compute);
+      // The program's io specs and the partitions' graphs agree (runners check values against the specs).
+      for (auto t : part.graph.inputs)
+        for (const auto& io : p.inputs)
+          if (io.name == part.graph.tensor(t).name && (io.shape != part.graph.tensor(t).shape || io.dtype != part.graph.tensor(t).dtype))
+            fail("program input spec disagrees with the partition's graph input", {.tensor = io.name,
+                 .expected = std::string(dtype_name(part.graph.tensor(t).dtype)) + to_string(part.graph.tensor(t).shape),
+                 .found = std::string(dtype_name(io.dtype)) + to_string(io.shape)});
+      for (auto t : part.graph.outputs)
+        for (const auto& io : p.outputs)
+          if (io.name == part.graph.tensor(t).name && (io.shape != part.graph.tensor(t).shape || io.dtype != part.graph.tensor(t).dtype))
+            fail("program output spec disagrees with the partition's graph output", {.tensor = io.name,
+                 .expected = std::string(dtype_name(part.graph.tensor(t).dtype)) + to_string(part.graph.tensor(t).shape),
+                 .found = std::string(dtype_name(io.dtype)) + to_string(io.shape)});
       for (auto t : part.graph.inputs)
         if (!available.count(part.graph.tensor(t).name))
           fail("partition input is neither a program input nor an earlier partition's output", {.tensor = part.graph.tensor(t).name});

@@ -46,6 +46,9 @@ inline Stats stats_of(std::vector<double> ms) {
 // Calls f() `warmup` times untimed, then `repeats` times timed (f must be synchronous: targets'
 // run() returns when the device is done).
 inline Stats time_it(const std::function<void()>& f, int warmup, int repeats) {
+  if (warmup < 0 || repeats < 1)
+    throw Error(ErrorCode::attr, "bench: warm-up runs must be >= 0 and timed runs >= 1",
+                {.expected = "warmup >= 0, repeats >= 1", .found = "warmup " + std::to_string(warmup) + ", repeats " + std::to_string(repeats)});
   for (int i = 0; i < warmup; ++i) f();
   std::vector<double> ms;
   ms.reserve(static_cast<std::size_t>(repeats));

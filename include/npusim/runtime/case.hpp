@@ -193,7 +193,8 @@ inline CaseResult check_outputs(const std::vector<std::string>& names, const std
     oc.metrics = compare(got, *want);
     oc.exact = !is_floating(dtypes.at(i));
     oc.tolerance = oc.exact ? 0.0 : tol;
-    oc.pass = oc.exact ? oc.metrics.max_abs == 0 : oc.metrics.rel_l2 <= tol;
+    // NaN/Inf must match by class (compare()); a comparison of no elements proves nothing.
+    oc.pass = oc.metrics.compared() && oc.metrics.nonfinite == 0 && (oc.exact ? oc.metrics.max_abs == 0 : oc.metrics.rel_l2 <= tol);
     oc.classifier = classifier && want->rank() == 2 && want->shape()[1] >= 5;
     if (oc.classifier) {
       auto g = last_row(got), w = last_row(*want);
@@ -247,6 +248,10 @@ inline void print_case_result(std::FILE* out, const std::string& name, const Cas
                  to_string(o.shape).c_str(), fmt("%.3g", o.metrics.max_abs).c_str(), fmt("%.3g", o.metrics.rel_l2).c_str(),
                  fmt("%.7f", o.metrics.cosine).c_str(), o.exact ? "(exact)" : ("tol " + fmt("%.0e", o.tolerance)).c_str(),
                  o.pass ? "OK" : "FAIL");
+    if (o.metrics.nonfinite)
+      std::fprintf(out, "    %lld value(s) differ in class from the expected ones (NaN where a number or another NaN/Inf is expected, or the reverse)\n",
+                   static_cast<long long>(o.metrics.nonfinite));
+    if (!o.metrics.compared() && !o.metrics.nonfinite) std::fprintf(out, "    nothing compared: the output has no elements\n");
     if (o.classifier) {
       auto join = [](const std::vector<std::int64_t>& v) {
         std::string s;

@@ -12,26 +12,33 @@ namespace npusim::inline NPUSIM_ABI {
 
 struct Metrics {
   double max_abs = 0;
-  double rel_l2 = 0;   // ||got - want|| / ||want||
+  double rel_l2 = 0;   // ||got - want|| / ||want|| over the finite pairs
   double cosine = 1;   // <got, want> / (|got| |want|)
-  std::int64_t count = 0;
-  std::int64_t nonfinite = 0;  // NaN/Inf in `got` where `want` is finite
+  std::int64_t count = 0;      // elements compared: finite pairs, and non-finite values of the same class
+  std::int64_t nonfinite = 0;  // elements whose class differs: NaN/Inf in `got` where `want` is finite, or the reverse, or another NaN/Inf
+  bool compared() const { return count > 0; }
 };
 
+// Non-finite expected values are compared by class: NaN must be NaN, +Inf must be +Inf, -Inf must
+// be -Inf (nothing is skipped, so an expected tensor of NaNs cannot pass an output of numbers). Any
+// mismatch makes rel_l2 and max_abs infinite and the cosine 0. A comparison of zero elements
+// compared nothing: count is 0 and callers treat it as a failure (check_outputs does).
 inline Metrics compare(const Tensor& got, const Tensor& want) {
   if (got.numel() != want.numel())
     throw Error(ErrorCode::shape, "cannot compare tensors of different sizes", {.expected = to_string(want.shape()), .found = to_string(got.shape())});
   Tensor g = got.to(DType::f64), w = want.to(DType::f64);
   const double *pg = g.data<double>(), *pw = w.data<double>();
   Metrics m;
-  m.count = got.numel();
   double diff2 = 0, want2 = 0, got2 = 0, dot = 0;
-  for (std::int64_t i = 0; i < m.count; ++i) {
-    if (!std::isfinite(pg[i]) && std::isfinite(pw[i])) {
-      ++m.nonfinite;
+  for (std::int64_t i = 0, n = got.numel(); i < n; ++i) {
+    const bool fg = std::isfinite(pg[i]), fw = std::isfinite(pw[i]);
+    if (!fg || !fw) {
+      const bool same = !fg && !fw && (std::isnan(pg[i]) ? std::isnan(pw[i]) : (!std::isnan(pw[i]) && std::signbit(pg[i]) == std::signbit(pw[i])));
+      if (same) ++m.count;
+      else ++m.nonfinite;
       continue;
     }
-    if (!std::isfinite(pw[i])) continue;
+    ++m.count;
     double d = pg[i] - pw[i];
     m.max_abs = std::max(m.max_abs, std::abs(d));
     diff2 += d * d, want2 += pw[i] * pw[i], got2 += pg[i] * pg[i], dot += pg[i] * pw[i];

@@ -30,6 +30,7 @@ struct LlmPrograms {
   LlmPrograms(Runner& p, Runner& d, KvMapping m, const ir::Graph& prefill_ir, const ir::Graph& decode_ir)
       : prefill(p), decode(d), map(std::move(m)) {
     map.complete(prefill_ir);
+    check_kv_mapping(map, prefill_ir, decode_ir);
     prefill_roles = detect_roles(prefill_ir);
     std::set<ir::TensorId> kv;
     for (const auto& l : map.layers) kv.insert(input_id(decode_ir, l.decode_key_input)), kv.insert(input_id(decode_ir, l.decode_value_input));

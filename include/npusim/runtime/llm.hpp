@@ -26,38 +26,77 @@ struct KvLayer {
   std::string decode_key_output, decode_value_output;
 };
 
+// The longest KV cache a mapping may declare (positions): 2^24, 512x Qwen2.5's 32k. Checked when
+// read; the decode graph's KV inputs must then have exactly that length (check_kv_mapping).
+inline constexpr std::int64_t max_kv_cache_len = std::int64_t{1} << 24;
+
 struct KvMapping {
   std::int64_t prefill_seq_len = 0;
   std::int64_t max_cache_len = 0;
   std::vector<KvLayer> layers;
 
-  static KvMapping read(const std::string& path) {
-    ir::json j = ir::parse_json(read_file(path, 64u << 20), path);
+  static KvMapping read(const std::string& path) { return parse(read_file(path, 64u << 20), path); }
+
+  // kv_mapping.json's text (`path` names it in errors). Refused: lengths outside
+  // 1 <= prefill_seq_len <= max_cache_len <= max_kv_cache_len (prefill_seq_len may be left out),
+  // a num_layers other than the number of layers listed, a "layer" index out of order or repeated,
+  // and a tensor mapped twice.
+  static KvMapping parse(const std::string& text, const std::string& path) {
+    ir::json j = ir::parse_json(text, path);
+    if (!j.is_object()) throw Error(ErrorCode::parse, "a kv mapping must be a JSON object", {.file = path, .found = ir::json_type_name(j)});
     KvMapping m;
     auto field = [&](const ir::json& o, const char* k, const std::string& what) { return ir::get_string(ir::require_field(o, k, what, path), what, path); };
     // A decode-only mapping (e.g. models/qwen2.5_1.5b_decode_c32k) names no prefill outputs and
     // no prefill length: complete() takes them from the prefill graph.
-    if (j.is_object() && j.contains("prefill_seq_len"))
-      m.prefill_seq_len = ir::get_int64(j["prefill_seq_len"], "prefill_seq_len", path);
+    const bool has_prefill_len = j.contains("prefill_seq_len");
+    if (has_prefill_len) m.prefill_seq_len = ir::get_int64(j["prefill_seq_len"], "prefill_seq_len", path);
     m.max_cache_len = ir::get_int64(ir::require_field(j, "max_cache_len", "kv mapping", path), "max_cache_len", path);
+    if (m.max_cache_len < 1 || m.max_cache_len > max_kv_cache_len)
+      throw Error(ErrorCode::resource, "kv mapping: max_cache_len outside the supported range", {.file = path,
+                  .expected = "1.." + std::to_string(max_kv_cache_len), .found = std::to_string(m.max_cache_len)});
+    if (has_prefill_len && (m.prefill_seq_len < 1 || m.prefill_seq_len > m.max_cache_len))
+      throw Error(ErrorCode::parse, "kv mapping: prefill_seq_len does not fit the KV cache", {.file = path,
+                  .expected = "1.." + std::to_string(m.max_cache_len) + " (max_cache_len)", .found = std::to_string(m.prefill_seq_len)});
     const ir::json& layers = ir::require_field(j, "layers", "kv mapping", path);
-    if (!layers.is_array()) throw Error(ErrorCode::parse, "\"layers\" must be a list", {.file = path});
-    for (const ir::json& l : layers) {
-      KvLayer k;
-      if (l.is_object() && (l.contains("prefill_key_output") || l.contains("prefill_value_output"))) {
-        k.prefill_key_output = field(l, "prefill_key_output", "layer");
-        k.prefill_value_output = field(l, "prefill_value_output", "layer");
+    if (!layers.is_array()) throw Error(ErrorCode::parse, "\"layers\" must be a list", {.file = path, .found = ir::json_type_name(layers)});
+    if (j.contains("num_layers")) {
+      const std::int64_t n = ir::get_int64(j["num_layers"], "num_layers", path);
+      if (n != static_cast<std::int64_t>(layers.size()))
+        throw Error(ErrorCode::parse, "kv mapping: num_layers disagrees with the layers listed", {.file = path,
+                    .expected = std::to_string(layers.size()) + " (the layers listed)", .found = std::to_string(n)});
+    }
+    // Prefill and decode tensors live in different graphs: a name may repeat across them, not within one.
+    std::map<std::string, std::size_t> seen_prefill, seen_decode;  // tensor name -> the layer that maps it
+    auto once = [&](std::map<std::string, std::size_t>& seen, const char* graph, const std::string& name, std::size_t layer) {
+      if (name.empty()) return;
+      auto [it, fresh] = seen.emplace(name, layer);
+      if (!fresh)
+        throw Error(ErrorCode::parse, std::string("kv mapping maps one ") + graph + " tensor twice", {.file = path, .tensor = name,
+                    .expected = "each tensor in one role of one layer", .found = "layers " + std::to_string(it->second) + " and " + std::to_string(layer)});
+    };
+    for (std::size_t i = 0; i < layers.size(); ++i) {
+      const ir::json& l = layers[i];
+      const std::string what = "layer " + std::to_string(i);
+      if (!l.is_object()) throw Error(ErrorCode::parse, "kv mapping: " + what + " must be an object", {.file = path, .found = ir::json_type_name(l)});
+      if (l.contains("layer")) {
+        const std::int64_t idx = ir::get_int64(l["layer"], "\"layer\"", path);
+        if (idx != static_cast<std::int64_t>(i))
+          throw Error(ErrorCode::parse, "kv mapping: layers must be listed once each, in order", {.file = path,
+                      .expected = "\"layer\": " + std::to_string(i), .found = std::to_string(idx)});
       }
-      k.decode_key_input = field(l, "decode_key_input", "layer");
-      k.decode_value_input = field(l, "decode_value_input", "layer");
-      k.decode_key_output = field(l, "decode_key_output", "layer");
-      k.decode_value_output = field(l, "decode_value_output", "layer");
+      KvLayer k;
+      if (l.contains("prefill_key_output") || l.contains("prefill_value_output")) {
+        k.prefill_key_output = field(l, "prefill_key_output", what);
+        k.prefill_value_output = field(l, "prefill_value_output", what);
+      }
+      k.decode_key_input = field(l, "decode_key_input", what);
+      k.decode_value_input = field(l, "decode_value_input", what);
+      k.decode_key_output = field(l, "decode_key_output", what);
+      k.decode_value_output = field(l, "decode_value_output", what);
+      for (const std::string* n : {&k.prefill_key_output, &k.prefill_value_output}) once(seen_prefill, "prefill", *n, i);
+      for (const std::string* n : {&k.decode_key_input, &k.decode_value_input, &k.decode_key_output, &k.decode_value_output}) once(seen_decode, "decode", *n, i);
       m.layers.push_back(std::move(k));
     }
-    if (m.max_cache_len <= 0 || m.prefill_seq_len < 0 || m.max_cache_len < m.prefill_seq_len)
-      throw Error(ErrorCode::parse, "kv mapping lengths are inconsistent", {.file = path,
-                  .expected = "0 <= prefill_seq_len <= max_cache_len, max_cache_len > 0",
-                  .found = std::to_string(m.prefill_seq_len) + ", " + std::to_string(m.max_cache_len)});
     return m;
   }
 
@@ -119,7 +158,8 @@ inline Roles detect_roles(const ir::Graph& g, const std::set<ir::TensorId>& kv_i
     else if (is_floating(info.dtype) && info.shape.size() == 4 && r.attention_mask == ir::no_tensor) r.attention_mask = t;
   }
   if (r.input_ids == ir::no_tensor)
-    throw Error(ErrorCode::graph, "cannot find the token-id input (no embedding reads a graph input)", {.file = g.source});
+    throw Error(ErrorCode::graph, "not a language model: no embedding reads a graph input, so the graph takes no token ids "
+                "(generate and bench-llm take a causal LM's prefill and decode cases)", {.file = g.source, .expected = "an aten.embedding reading a graph input"});
   auto name = [&](ir::TensorId t) { return t == ir::no_tensor ? std::string() : g.tensor(t).name; };
   return {name(r.input_ids), name(r.attention_mask), name(r.position_ids), name(r.cache_position)};
 }
@@ -185,6 +225,60 @@ inline ir::TensorId input_id(const ir::Graph& g, const std::string& name) {
   if (!id || g.tensor(*id).kind != ir::TensorKind::input)
     throw Error(ErrorCode::graph, "kv mapping names a tensor that is not a graph input", {.file = g.source, .tensor = name});
   return *id;
+}
+
+// The mapping against its two graphs: every tensor it names exists in the role it names, and each
+// decode KV input is [B, H, max_cache_len, D] with the prefill's K/V outputs of the same B, H, D
+// and at most that many positions. Called once the mapping is complete (LlmPrograms).
+inline void check_kv_mapping(const KvMapping& m, const ir::Graph& prefill, const ir::Graph& decode) {
+  for (std::size_t l = 0; l < m.layers.size(); ++l) {
+    const KvLayer& k = m.layers[l];
+    const std::pair<const std::string*, const std::string*> kv[] = {{&k.decode_key_input, &k.prefill_key_output},
+                                                                     {&k.decode_value_input, &k.prefill_value_output}};
+    for (auto [in, pre] : kv) {
+      const ir::TensorInfo& cache = decode.tensor(input_id(decode, *in));
+      const std::string layer = "layer " + std::to_string(l);
+      if (cache.shape.size() != 4 || cache.shape[2] != m.max_cache_len)
+        throw Error(ErrorCode::shape, "kv mapping: " + layer + ": the decode graph's KV cache input disagrees with max_cache_len",
+                    {.file = decode.source, .tensor = *in, .expected = "[B, H, " + std::to_string(m.max_cache_len) + ", D]", .found = to_string(cache.shape)});
+      if (pre->empty()) continue;
+      const ir::TensorInfo& p = prefill.tensor(prefill.outputs[output_index(prefill, *pre)]);
+      if (p.shape.size() != 4 || p.shape[0] != cache.shape[0] || p.shape[1] != cache.shape[1] || p.shape[3] != cache.shape[3] || p.shape[2] > cache.shape[2])
+        throw Error(ErrorCode::shape, "kv mapping: " + layer + ": the prefill K/V output does not fit the decode graph's KV cache",
+                    {.file = prefill.source, .tensor = *pre, .expected = "[" + std::to_string(cache.shape[0]) + ", " + std::to_string(cache.shape[1]) +
+                     ", <= " + std::to_string(cache.shape[2]) + ", " + std::to_string(cache.shape[3]) + "]", .found = to_string(p.shape)});
+    }
+    // The updated caches the decode step returns have the caches' shapes (the next step takes them back).
+    const std::pair<const std::string*, const std::string*> io[] = {{&k.decode_key_output, &k.decode_key_input},
+                                                                     {&k.decode_value_output, &k.decode_value_input}};
+    for (auto [out, in] : io) {
+      const ir::TensorInfo& o = decode.tensor(decode.outputs[output_index(decode, *out)]);
+      const ir::TensorInfo& i = decode.tensor(input_id(decode, *in));
+      if (o.shape != i.shape || o.dtype != i.dtype)
+        throw Error(ErrorCode::shape, "kv mapping: layer " + std::to_string(l) + ": the decode step's updated cache differs from the cache it reads",
+                    {.file = decode.source, .tensor = *out, .expected = std::string(dtype_name(i.dtype)) + to_string(i.shape) + " (as '" + *in + "')",
+                     .found = std::string(dtype_name(o.dtype)) + to_string(o.shape)});
+    }
+  }
+  // The prefill length is the prefill graph's: its K/V outputs hold that many positions.
+  for (std::size_t l = 0; l < m.layers.size(); ++l)
+    for (const std::string* pre : {&m.layers[l].prefill_key_output, &m.layers[l].prefill_value_output}) {
+      if (pre->empty()) continue;
+      const ir::TensorInfo& p = prefill.tensor(prefill.outputs[output_index(prefill, *pre)]);
+      if (p.shape.size() == 4 && p.shape[2] != m.prefill_seq_len)
+        throw Error(ErrorCode::shape, "kv mapping: prefill_seq_len disagrees with the prefill graph's K/V outputs", {.file = prefill.source,
+                    .tensor = *pre, .expected = std::to_string(p.shape[2]) + " positions", .found = "prefill_seq_len " + std::to_string(m.prefill_seq_len)});
+    }
+  // Every decode input is fed: a mapped KV cache, or one of the roles the driver builds.
+  std::set<ir::TensorId> kv;
+  for (const KvLayer& k : m.layers) kv.insert(input_id(decode, k.decode_key_input)), kv.insert(input_id(decode, k.decode_value_input));
+  const Roles r = detect_roles(decode, kv);
+  for (ir::TensorId t : decode.inputs) {
+    const std::string& name = decode.tensor(t).name;
+    if (!kv.count(t) && name != r.input_ids && name != r.attention_mask && name != r.position_ids && name != r.cache_position)
+      throw Error(ErrorCode::graph, "kv mapping: a decode graph input is neither a mapped KV cache nor a token, mask or position input",
+                  {.file = decode.source, .tensor = name, .expected = std::to_string(m.layers.size()) + " mapped layer(s) covering every KV input"});
+  }
 }
 
 // Copies a prefill K/V output [B, H, S, D] into positions 0..S-1 of a zeroed cache [B, H, max, D].

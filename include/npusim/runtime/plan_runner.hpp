@@ -121,6 +121,12 @@ class PlanRunner : public Runner {
       if (inputs[i].defined() && inputs[i].shape() != io.shape)
         throw Error(ErrorCode::shape, "input has the wrong shape", {.file = prog_.source, .tensor = io.name, .expected = to_string(io.shape),
                                                                     .found = to_string(inputs[i].shape())});
+      // The reference target's rule, for every target: a float input takes any float type, an
+      // integer input any integer type, a bool input bool only (no silent float -> int casts).
+      if (inputs[i].defined() && (is_floating(io.dtype) != is_floating(inputs[i].dtype()) ||
+                                  (io.dtype == DType::boolean) != (inputs[i].dtype() == DType::boolean)))
+        throw Error(ErrorCode::dtype, "graph input has the wrong kind of dtype", {.file = prog_.source, .tensor = io.name,
+                    .expected = std::string(dtype_name(io.dtype)), .found = std::string(dtype_name(inputs[i].dtype()))});
       if (!inputs[i].defined()) {
         auto c = carried_.find(io.name);
         if (c == carried_.end())
@@ -144,7 +150,15 @@ class PlanRunner : public Runner {
           throw Error(ErrorCode::runtime, "partition input was not produced by an earlier partition (npusim bug)", {.tensor = g.tensor(t).name});
         in.push_back(it->second);
       }
-      std::vector<Tensor> out = execs_[k]->run(in);
+      std::vector<Tensor> out;
+      try {
+        out = execs_[k]->run(in);
+      } catch (Error& e) {  // executors name the node and tensor; the program's file is known here
+        throw e.with_file(prog_.source);
+      } catch (const std::bad_alloc&) {
+        throw Error(ErrorCode::resource, "out of memory while running partition " + std::to_string(k) + " (" + prog_.partitions[k].target + ")",
+                    {.file = prog_.source});
+      }
       for (std::size_t i = 0; i < g.outputs.size(); ++i) vals[g.tensor(g.outputs[i]).name] = std::move(out[i]);
     }
     std::vector<Tensor> result;

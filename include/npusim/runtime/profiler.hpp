@@ -60,6 +60,7 @@ class Profiler {
 
   // Table by kernel kind; `wall_us` is the run's measured wall time (the share column uses it).
   void print_summary(std::FILE* out, double wall_us, int runs = 1) const {
+    if (runs < 1) throw Error(ErrorCode::attr, "profile summary: the number of runs must be at least 1", {.expected = ">= 1", .found = std::to_string(runs)});
     double total = 0;
     bool device = false;
     for (const auto& e : events_) total += e.dur_us, device = device || e.device_us >= 0;

@@ -139,8 +139,12 @@ inline Tensor load_tensor_file(const std::string& spec, const ExpectedTensor& wa
       }
     }
     if (path.empty()) throw Error(ErrorCode::attr, "raw input '" + spec + "' names no file", {.tensor = want.name, .expected = "raw:PATH or raw:DTYPE:PATH"});
-    const std::int64_t n = checked_numel(want.shape);
-    const std::uint64_t need = static_cast<std::uint64_t>(n) * dtype_size(stored);
+    std::uint64_t need = 0;
+    try {
+      need = static_cast<std::uint64_t>(checked_nbytes(want.shape, stored));  // never a wrapped byte count
+    } catch (Error& e) {
+      throw e.with_file(path).with_tensor(want.name);
+    }
     std::error_code ec;
     const auto size = std::filesystem::file_size(path, ec);
     if (!ec && size != need)

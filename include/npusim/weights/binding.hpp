@@ -157,6 +157,7 @@ inline BoundWeights bind_weights(const ir::Graph& g, const WeightSource* src, co
     ir::TensorId id;
     std::string key, from;  // IR key, key actually read
     bool constant;
+    bool recompute = false;  // a rotary inv_freq computed from rope_theta (not read)
   };
   std::vector<Item> plan;
   std::vector<std::string> missing;
@@ -175,7 +176,7 @@ inline BoundWeights bind_weights(const ir::Graph& g, const WeightSource* src, co
         it.from = *tie;
         out.notes.push_back("tied: " + w.weight_key + " uses " + *tie);
       } else if (detail::is_inv_freq(w.weight_key) && opt.rope_theta) {
-        it.from.clear();  // recomputed below
+        it.from.clear(), it.recompute = true;  // recomputed below
       } else {
         if (missing.empty()) first_missing_user = detail::describe_users(g, id);
         missing.push_back(w.weight_key);
@@ -193,7 +194,7 @@ inline BoundWeights bind_weights(const ir::Graph& g, const WeightSource* src, co
   for (const Item& it : plan) {
     const ir::TensorId id = it.id;
     const ir::TensorInfo& w = g.tensor(id);
-    if (!it.constant && !it.from.empty()) {
+    if (!it.constant && !it.recompute) {
       auto [shape, dtype] = src->meta(it.from);
       if (shape != w.shape)
         throw Error(ErrorCode::shape, "weight shape differs from the IR", {.file = src->path(), .node = detail::describe_users(g, id),
@@ -221,7 +222,7 @@ inline BoundWeights bind_weights(const ir::Graph& g, const WeightSource* src, co
     std::uint64_t sum = 0, largest = 0;
     const Item* big = nullptr;
     for (const Item& it : plan) {
-      if (it.constant || !seen.insert(it.from.empty() ? it.key : src->canonical(it.from)).second) continue;
+      if (it.constant || !seen.insert(it.recompute ? it.key : src->canonical(it.from)).second) continue;
       const ir::TensorInfo& w = g.tensor(it.id);
       const DType d = opt.load_as && is_floating(w.dtype) ? *opt.load_as : w.dtype;
       const auto n = static_cast<std::uint64_t>(numel(w.shape)), es = std::max(dtype_size(d), dtype_size(w.dtype));
@@ -258,7 +259,9 @@ inline BoundWeights bind_weights(const ir::Graph& g, const WeightSource* src, co
         throw Error(ErrorCode::shape, "IR constant shape differs from its weight entry", {.file = g.source, .tensor = it.key,
                     .expected = to_string(w.shape), .found = to_string(t.shape())});
       t = finish(t, it.id, false);
-    } else if (it.from.empty()) {
+    } else if (it.recompute) {
+      if (w.shape.size() != 1)
+        throw Error(ErrorCode::shape, "a rotary inv_freq weight is 1-D", {.file = g.source, .tensor = it.key, .expected = "[head_dim / 2]", .found = to_string(w.shape)});
       t = finish(detail::rope_inv_freq(*opt.rope_theta, w.shape.at(0)), it.id, false);
       out.notes.push_back("recomputed: " + it.key + " from rope_theta = " + std::to_string(*opt.rope_theta));
     } else {

@@ -3,6 +3,8 @@
 // tensor's byte range lies inside the data section and matches its shape. Plus an atomic writer.
 #pragma once
 
+#include <algorithm>
+#include <limits>
 #include <map>
 #include <memory>
 #include <string>
@@ -130,17 +132,32 @@ class SafetensorsFile {
         if (e.end > data_size)
           throw Error(ErrorCode::parse, "data_offsets point outside the file (truncated or corrupt file)",
                       {.offset = data_offset_ + e.end, .expected = "end <= " + std::to_string(data_size), .found = std::to_string(e.end)});
-        std::int64_t count = checked_numel(e.shape);
-        if (static_cast<std::uint64_t>(count) > (e.end - e.begin) / dtype_size(e.dtype) + 1 ||
-            static_cast<std::uint64_t>(count) * dtype_size(e.dtype) != e.end - e.begin)
+        // The claimed size, never a wrapped count (2^62 float32 elements are not "0 bytes").
+        const auto count = static_cast<std::uint64_t>(checked_numel(e.shape)), es = static_cast<std::uint64_t>(dtype_size(e.dtype));
+        const bool wraps = count > std::numeric_limits<std::uint64_t>::max() / es;
+        if (wraps || count * es != e.end - e.begin)
           throw Error(ErrorCode::shape, "byte range does not match dtype and shape",
-                      {.expected = std::to_string(static_cast<std::uint64_t>(count) * dtype_size(e.dtype)) + " bytes",
+                      {.expected = wraps ? std::string("more than 2^64 bytes") : std::to_string(count * es) + " bytes",
                        .found = std::to_string(e.end - e.begin) + " bytes"});
+        checked_nbytes(e.shape, e.dtype);  // within the 64 TiB cap (only a file that large could get here)
         index_[name] = entries_.size();
         entries_.push_back(std::move(e));
       } catch (Error& err) {
         throw err.with_tensor(name).with_file(path_);
       }
+    }
+    // Each tensor its own bytes: ranges that overlap (or alias one another) are refused, as
+    // the safetensors library does. Empty tensors take no bytes and may sit anywhere.
+    std::vector<std::size_t> order;
+    for (std::size_t i = 0; i < entries_.size(); ++i)
+      if (entries_[i].end > entries_[i].begin) order.push_back(i);
+    std::sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return entries_[a].begin < entries_[b].begin; });
+    for (std::size_t k = 1; k < order.size(); ++k) {
+      const SafetensorsEntry &prev = entries_[order[k - 1]], &e = entries_[order[k]];
+      if (e.begin < prev.end)
+        throw Error(ErrorCode::parse, "tensors overlap: their data_offsets share bytes (corrupt or forged file)",
+                    {.file = path_, .tensor = e.name, .offset = data_offset_ + e.begin,
+                     .expected = "begin >= " + std::to_string(prev.end) + " (the end of '" + prev.name + "')", .found = std::to_string(e.begin)});
     }
   }
 

@@ -414,7 +414,7 @@ TEST(NpubinWeights, MissingSourceWeightIsAnErrorAndLeavesNoFile) {
   NPUSIM_EXPECT_ERROR(program::save(p, d.file("p.npubin"), conv.weights.get()), "npusim weights error", "weight missing from the weights source");
   EXPECT_TRUE(std::filesystem::is_empty(d.path()));
   std::filesystem::create_directory(d.file("dir.npubin"));
-  NPUSIM_EXPECT_ERROR(program::save(p, d.file("dir.npubin"), resnet.weights.get()), "npusim io error", "cannot rename temporary file into place");
+  NPUSIM_EXPECT_ERROR(program::save(p, d.file("dir.npubin"), resnet.weights.get()), "npusim io error", "the output path is a directory");
   std::vector<std::string> left;
   for (auto& e : std::filesystem::directory_iterator(d.path())) left.push_back(e.path().filename().string());
   EXPECT_EQ(left, std::vector<std::string>{"dir.npubin"});

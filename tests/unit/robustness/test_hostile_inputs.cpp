@@ -291,10 +291,10 @@ TEST(HostileInputs, SavingAProgramIsAtomic) {
   test::write_text(target, "old contents");
   program::save(p, target);
   EXPECT_EQ(test::read_text(target), program::serialize(p));
-  // A failure after the temporary file was written (the target is a directory): the error names
-  // the file, the directory is untouched, and no temporary file is left behind.
+  // The target is a directory: the error says so and names it, the directory is untouched, and
+  // no temporary file is left behind.
   std::filesystem::create_directory(d.file("dir.npubin"));
-  NPUSIM_EXPECT_ERROR(program::save(p, d.file("dir.npubin")), "npusim io error", "dir.npubin", "cannot rename temporary file into place");
+  NPUSIM_EXPECT_ERROR(program::save(p, d.file("dir.npubin")), "npusim io error", "dir.npubin", "the output path is a directory");
   EXPECT_TRUE(std::filesystem::is_directory(d.file("dir.npubin")));
   // A failure before anything was written (no such directory).
   NPUSIM_EXPECT_ERROR(program::save(p, d.file("missing/p.npubin")), "npusim io error", "cannot create");

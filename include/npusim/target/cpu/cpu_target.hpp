@@ -96,6 +96,7 @@ class PartitionExecutor final : public runtime::PartitionExecutor {
           fns_.push_back(std::move(f));
           labels_.push_back(k.kind + " " + g.nodes[static_cast<std::size_t>(k.nodes.back())].name);
           kinds_.push_back(k.kind);
+          nodes_.push_back(g.nodes[static_cast<std::size_t>(k.nodes.back())].name);
         }
       } catch (Error& e) {
         throw e.with_node(g.nodes[static_cast<std::size_t>(k.nodes[0])].name).with_file(g.source);
@@ -117,7 +118,7 @@ class PartitionExecutor final : public runtime::PartitionExecutor {
       Tensor& dst = inputs_[i];
       const Tensor& src = inputs[i];
       if (src.shape() != dst.shape())
-        throw Error(ErrorCode::shape, "input has the wrong shape", {.tensor = g.tensor(g.inputs[i]).name, .expected = to_string(dst.shape()),
+        throw Error(ErrorCode::shape, "input has the wrong shape", {.file = g.source, .tensor = g.tensor(g.inputs[i]).name, .expected = to_string(dst.shape()),
                                                                     .found = to_string(src.shape())});
       if (src.dtype() == dst.dtype()) {
         if (src.raw() != dst.raw()) std::memcpy(dst.raw(), src.raw(), dst.nbytes());
@@ -125,13 +126,20 @@ class PartitionExecutor final : public runtime::PartitionExecutor {
         convert_elements(src.dtype(), src.raw(), dst.dtype(), dst.raw(), dst.numel());
       }
     }
-    if (!prof_) {
-      for (auto& f : fns_) f();
-    } else {
-      for (std::size_t i = 0; i < fns_.size(); ++i) {
-        runtime::ProfileScope s(prof_, labels_[i], kinds_[i], "cpu", track_);
-        fns_[i]();
+    // A kernel's runtime error (an index out of range, ...) names its node and the program's
+    // file, as the reference target's do; the try costs nothing on the path that does not throw.
+    std::size_t i = 0;
+    try {
+      if (!prof_) {
+        for (; i < fns_.size(); ++i) fns_[i]();
+      } else {
+        for (; i < fns_.size(); ++i) {
+          runtime::ProfileScope s(prof_, labels_[i], kinds_[i], "cpu", track_);
+          fns_[i]();
+        }
       }
+    } catch (Error& e) {
+      throw e.with_node(nodes_[i]).with_file(g.source);
     }
     std::vector<Tensor> out;
     out.reserve(g.outputs.size());
@@ -184,7 +192,7 @@ class PartitionExecutor final : public runtime::PartitionExecutor {
   std::vector<Tensor> inputs_;
   std::vector<std::byte*> addr_;
   std::vector<Fn> fns_;
-  std::vector<std::string> labels_, kinds_;
+  std::vector<std::string> labels_, kinds_, nodes_;
   std::vector<std::shared_ptr<void>> keep_;
   std::shared_ptr<ScratchPool> scratch_;
   runtime::Profiler* prof_ = nullptr;

@@ -34,18 +34,22 @@ namespace npusim::inline NPUSIM_ABI::cpu {
 
 class ThreadPool {
  public:
+  // When the system refuses a thread part way (a memory or process limit), the workers already
+  // started are stopped and joined, and a resource error says how many threads could be created:
+  // an exception escaping with running workers would destroy the condition variable they wait on
+  // (pthread_cond_destroy then blocks for ever) or a joinable std::thread (std::terminate).
   explicit ThreadPool(int threads) : n_(std::max(1, threads)) {
-    for (int i = 1; i < n_; ++i) workers_.emplace_back([this, i] { loop(i); });
-  }
-  ~ThreadPool() {
-    {
-      std::lock_guard lock(m_);
-      stop_ = true;
-      gen_.fetch_add(1, std::memory_order_release);
+    try {
+      workers_.reserve(static_cast<std::size_t>(n_ - 1));
+      for (int i = 1; i < n_; ++i) workers_.emplace_back([this, i] { loop(i); });
+    } catch (const std::exception& e) {
+      const std::size_t started = workers_.size();
+      stop_workers();
+      throw Error(ErrorCode::resource, "cannot start the CPU target's worker threads (" + std::string(e.what()) + "); ask for fewer with --threads or NPUSIM_THREADS",
+                  {.expected = std::to_string(n_) + " threads", .found = std::to_string(started + 1) + " could be started"});
     }
-    cv_.notify_all();
-    for (auto& w : workers_) w.join();
   }
+  ~ThreadPool() { stop_workers(); }
   ThreadPool(const ThreadPool&) = delete;
   ThreadPool& operator=(const ThreadPool&) = delete;
 
@@ -85,6 +89,16 @@ class ThreadPool {
       std::lock_guard lock(error_m_);
       if (!error_) error_ = std::current_exception();
     }
+  }
+  void stop_workers() {
+    {
+      std::lock_guard lock(m_);
+      stop_ = true;
+      gen_.fetch_add(1, std::memory_order_release);
+    }
+    cv_.notify_all();
+    for (auto& w : workers_) w.join();
+    workers_.clear();
   }
   static bool& inside() {
     thread_local bool in = false;
