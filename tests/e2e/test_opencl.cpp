@@ -147,6 +147,48 @@ TEST(OpenCLMixedPlans, FallbackPartitionsRunOnTheReference) {
   for (const auto& s : g.steps) EXPECT_LE(s.metrics.rel_l2, 1e-3);
 }
 
+// Indices are checked on the device: the first one out of range fails the run with the
+// reference's error, naming file, node and index tensor; the next run starts clean.
+TEST(OpenCLErrors, IndexOutOfRangeIsTheReferencesErrorNotNaN) {
+  runtime::Case emb = runtime::Case::open(data("ops/embedding"));
+  auto r = runner_for<OpenCLTarget>::make(compile_opencl(emb.graph, DType::f32), emb.weights.get());
+  Tensor ids = Tensor::zeros(DType::i64, {1, 7});
+  ids.data<std::int64_t>()[3] = 1000000;
+  NPUSIM_EXPECT_ERROR(r->run(std::vector<Tensor>{ids}), "npusim runtime error", "ops/embedding/ir.json", "node 'embedding'", "tensor 'input'",
+                      "embedding index out of range", "expected [0, 49]", "found 1000000");
+  ids.data<std::int64_t>()[3] = -1;  // embedding takes no negative index (the reference refuses it too)
+  NPUSIM_EXPECT_ERROR(r->run(std::vector<Tensor>{ids}), "embedding index out of range", "found -1");
+  ids.data<std::int64_t>()[3] = 49;
+  std::vector<Tensor> out;
+  ASSERT_NO_THROW(out = r->run(std::vector<Tensor>{ids}));
+  auto ref = runner_for<ReferenceTarget>::make(test::compile_reference(emb.graph), emb.weights.get());
+  EXPECT_EQ(compare(out.at(0), ref->run(std::vector<Tensor>{ids}).at(0)).max_abs, 0.0);
+
+  runtime::Case ic = runtime::Case::open(data("ops/index_copy_kv"));
+  auto ir = runner_for<OpenCLTarget>::make(compile_opencl(ic.graph, DType::f32), ic.weights.get());
+  std::vector<Tensor> in = ic.inputs();
+  in.at(1).data<std::int64_t>()[1] = -17;
+  NPUSIM_EXPECT_ERROR(ir->run(in), "npusim runtime error", "ops/index_copy_kv/ir.json", "index_copy index out of range", "expected [-16, 15]",
+                      "found -17");
+}
+
+// A decode step at a cache position past the KV cache: the merged rotary + KV-write launch checks it.
+TEST(OpenCLErrors, DecodeCachePositionPastTheCacheIsAnError) {
+  runtime::Case pc = runtime::Case::open(data("models/qwen2_tiny_prefill")), dc = runtime::Case::open(data("models/qwen2_tiny_decode"));
+  auto r = runner_for<OpenCLTarget>::make(compile_opencl(dc.graph, DType::bf16), pc.weights.get());
+  std::vector<Tensor> in;
+  for (ir::TensorId t : dc.graph.inputs) in.push_back(Tensor::zeros(dc.graph.tensor(t).dtype, dc.graph.tensor(t).shape));
+  auto at = [&](const char* name) -> Tensor& {
+    for (std::size_t i = 0; i < in.size(); ++i)
+      if (dc.graph.tensor(dc.graph.inputs[i]).name == name) return in[i];
+    throw std::runtime_error(std::string("no input ") + name);
+  };
+  at("cache_position").data<std::int64_t>()[0] = 64;
+  NPUSIM_EXPECT_ERROR(r->run(in), "npusim runtime error", "qwen2_tiny_decode/ir.json", "index_copy index out of range", "expected [-64, 63]", "found 64");
+  at("cache_position").data<std::int64_t>()[0] = 5;
+  EXPECT_NO_THROW(r->run(in));
+}
+
 TEST(OpenCLDevices, SelectionByIndexNameAndErrors) {
   auto all = ocl::list_devices();
   ASSERT_FALSE(all.empty()) << "no OpenCL device (install pocl-opencl-icd)";

@@ -13,9 +13,10 @@ inline std::int64_t read_index(const std::byte* p, DType t, std::int64_t i) {
   return visit_dtype(t, [&]<class T>() { return convert_scalar<std::int64_t>(reinterpret_cast<const T*>(p)[i]); });
 }
 
-inline void index_error(const char* what, std::int64_t i, std::int64_t size) {
+// negatives: the op counts negative indices from the end (index_copy, index_select; embedding does not).
+inline void index_error(const char* what, std::int64_t i, std::int64_t size, bool negatives = true) {
   throw Error(ErrorCode::runtime, std::string(what) + " index out of range",
-              {.expected = "[" + std::to_string(-size) + ", " + std::to_string(size - 1) + "]", .found = std::to_string(i)});
+              {.expected = "[" + std::to_string(negatives ? -size : 0) + ", " + std::to_string(size - 1) + "]", .found = std::to_string(i)});
 }
 
 inline Fn bind_embedding(Ctx& c) {
@@ -29,7 +30,7 @@ inline Fn bind_embedding(Ctx& c) {
     float* row = row_buffer(0, D);
     for (std::int64_t i = 0; i < count; ++i) {
       const std::int64_t r = read_index(pi, di, i);
-      if (r < 0 || r >= V) index_error("embedding", r, V);
+      if (r < 0 || r >= V) index_error("embedding", r, V, false);
       if (dw == dy) {
         std::memcpy(py + static_cast<std::size_t>(i * D) * dtype_size(dy), pw + static_cast<std::size_t>(r * D) * dtype_size(dw), static_cast<std::size_t>(D) * dtype_size(dw));
       } else {

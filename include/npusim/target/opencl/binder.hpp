@@ -56,11 +56,24 @@ struct Launch {
   std::string name;       // OpenCL kernel function
 };
 
+// An index a kernel checks on the device (embedding, index_select, index_copy): what the executor
+// needs to report the first index out of range as the reference does, naming node and tensor.
+struct IndexCheck {
+  std::string what;    // "embedding", "index_copy", ...
+  std::string node;    // the IR node
+  std::string tensor;  // its index tensor
+  std::int64_t size = 0;
+  bool negatives = true;  // negative indices count from the end
+  std::string expected() const {
+    return "[" + std::to_string(negatives ? -size : 0) + ", " + std::to_string(size - 1) + "]";
+  }
+};
+
 class Binder {
  public:
   Binder(Device& dev, const ir::Graph& g, const plan::BufferPlan& plan, std::function<TensorRef(ir::TensorId)> ref, cl_mem dummy,
-         std::vector<Launch>& launches, std::vector<Mem>& keep)
-      : dev_(dev), g_(g), plan_(plan), ref_(std::move(ref)), dummy_(dummy), launches_(launches), keep_(keep) {}
+         std::vector<Launch>& launches, std::vector<Mem>& keep, std::vector<IndexCheck>& checks, cl_mem errors)
+      : dev_(dev), g_(g), plan_(plan), ref_(std::move(ref)), dummy_(dummy), launches_(launches), keep_(keep), checks_(checks), errors_(errors) {}
 
   // The program kernel being bound.
   void begin(const Kernel& k, std::size_t index) { k_ = &k, index_ = index; }
@@ -111,6 +124,14 @@ class Binder {
     for (auto [n, t] : ts) o += std::string(" -D") + n + "=" + std::to_string(dt_code(t));
     return o;
   }
+
+  // Registers a device-side index check of node n's index tensor: the kernel gets the executor's
+  // error buffer and the returned code (pass both, as index_check_args does).
+  cl_int index_check(const ir::Node& n, ir::TensorId idx, std::string what, std::int64_t size, bool negatives) {
+    checks_.push_back({std::move(what), n.name, g_.tensor(idx).name, size, negatives});
+    return static_cast<cl_int>(checks_.size());
+  }
+  cl_mem errors() const { return errors_; }
 
   // A __constant descriptor buffer of int64 values (shapes, strides, parameters).
   cl_mem desc(const std::vector<std::int64_t>& v) { return constant(v.data(), v.size() * sizeof(std::int64_t)); }
@@ -174,6 +195,8 @@ class Binder {
   cl_mem dummy_;
   std::vector<Launch>& launches_;
   std::vector<Mem>& keep_;
+  std::vector<IndexCheck>& checks_;
+  cl_mem errors_;
   std::map<std::string, cl_program> sources_;
   const Kernel* k_ = nullptr;
   std::size_t index_ = 0;

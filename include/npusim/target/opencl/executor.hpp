@@ -27,6 +27,9 @@ class Executor final : public runtime::PartitionExecutor {
     bo.storage = [&plan](ir::TensorId t) { return plan.tensors.at(static_cast<std::size_t>(t)).storage; };
     auto bound = weights::bind_weights(g, ctx.weights, bo);
     dummy_ = dev_->alloc(64, "a placeholder argument");
+    errors_ = dev_->alloc(sizeof err_host_, "the index-check error word");
+    err_host_ = {};
+    dev_->write(errors_.get(), 0, sizeof err_host_, err_host_.data(), true);
     arena_ = dev_->alloc(static_cast<std::size_t>(plan.arena_bytes), "the arena of partition " + std::to_string(ctx.index));
     refs_.assign(T, TensorRef{});
     for (std::size_t i = 0; i < g.inputs.size(); ++i) {
@@ -49,7 +52,8 @@ class Executor final : public runtime::PartitionExecutor {
         TensorRef r = refs_[static_cast<std::size_t>(plan.tensors[t].root)];
         refs_[t] = {r.mem, r.off, plan.tensors[t].storage};
       }
-    Binder b(*dev_, g, plan, [this](ir::TensorId t) { return refs_.at(static_cast<std::size_t>(t)); }, dummy_.get(), launches_, keep_);
+    Binder b(*dev_, g, plan, [this](ir::TensorId t) { return refs_.at(static_cast<std::size_t>(t)); }, dummy_.get(), launches_, keep_, checks_,
+             errors_.get());
     for (std::size_t k = 0; k < part_.kernels.size(); ++k) labels_.push_back("k" + std::to_string(k) + " " + part_.kernels[k].kind);
     for (std::size_t k = 0; k < part_.kernels.size();) {
       const Kernel& kr = part_.kernels[k];
@@ -110,7 +114,12 @@ class Executor final : public runtime::PartitionExecutor {
         check(clEnqueueReadBuffer(q, r.mem, CL_FALSE, r.off, out[i].nbytes(), out[i].raw(), 0, nullptr, nullptr), "reading output " + g.tensor(o.id).name,
               dev_->info().name);
     }
+    // The index checks' error word is read behind the last launch, in the same wait.
+    if (!checks_.empty())
+      check(clEnqueueReadBuffer(q, errors_.get(), CL_FALSE, 0, sizeof err_host_, err_host_.data(), 0, nullptr, nullptr), "reading the index checks",
+            dev_->info().name);
     check(clFinish(q), "running partition (clFinish)", dev_->info().name);
+    if (!checks_.empty() && err_host_[0] != 0) report_index_error();
     stats_.total_us += std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - e0).count(), ++stats_.runs;
     if (prof_) record_profile(h0);
     return out;
@@ -156,6 +165,21 @@ class Executor final : public runtime::PartitionExecutor {
     bool carried = false;
     std::ptrdiff_t carry_to = -1;
   };
+
+  // A kernel met an index out of range: the error the reference gives (the node, its index tensor,
+  // the range), once the error word is cleared for the next run. The run's outputs are discarded.
+  [[noreturn]] void report_index_error() {
+    const std::size_t code = static_cast<std::size_t>(err_host_[0]);
+    const std::int64_t found = static_cast<std::int64_t>((static_cast<std::uint64_t>(static_cast<std::uint32_t>(err_host_[3])) << 32) |
+                                                         static_cast<std::uint32_t>(err_host_[2]));
+    err_host_ = {};
+    dev_->write(errors_.get(), 0, sizeof err_host_, err_host_.data(), true);
+    if (code < 1 || code > checks_.size())
+      throw Error(ErrorCode::runtime, "OpenCL index check reported an unknown check (npusim bug)", {.file = part_.graph.source, .found = std::to_string(code)});
+    const IndexCheck& c = checks_[code - 1];
+    throw Error(ErrorCode::runtime, c.what + " index out of range",
+                {.file = part_.graph.source, .node = c.node, .tensor = c.tensor, .expected = c.expected(), .found = std::to_string(found)});
+  }
 
   void upload(cl_command_queue q, In& in, const Tensor& t) {
     const ir::TensorInfo& info = part_.graph.tensor(in.id);
@@ -342,7 +366,7 @@ class Executor final : public runtime::PartitionExecutor {
                b.typed(rk.inputs[0]), b.typed(cv.inputs[2]), b.typed(rq.inputs[1]), b.typed(rq.inputs[2]), b.typed(ck.outputs[0]),
                b.typed(cv.outputs[0]), b.typed(ck.inputs[1]), rotary_desc(rq.inputs[0]), rotary_desc(rk.inputs[0]), static_cast<cl_long>(nq),
                static_cast<cl_long>(nk), static_cast<cl_long>(nk), static_cast<cl_long>(cache[2]), static_cast<cl_long>(kshape[2]),
-               static_cast<cl_long>(kshape[3]));
+               static_cast<cl_long>(kshape[3]), b.errors(), b.index_check(ck, ck.inputs[1], "index_copy", cache[2], true));
     return 4;
   }
 
@@ -410,6 +434,9 @@ class Executor final : public runtime::PartitionExecutor {
   std::vector<TensorRef> refs_;
   std::vector<Launch> launches_;
   std::vector<Mem> keep_;
+  std::vector<IndexCheck> checks_;  // device-side index checks, code = position + 1
+  Mem errors_;
+  std::array<cl_int, 4> err_host_{};
   std::vector<std::string> labels_;
   runtime::Profiler* prof_ = nullptr;
   int track_ = 0;

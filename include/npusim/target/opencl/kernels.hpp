@@ -540,21 +540,22 @@ struct kernel<Op, OpenCLTarget> {
 };
 
 namespace ocl {
-inline void gather_rows(Binder& b, ir::TensorId x, ir::TensorId idx, ir::TensorId y, std::size_t d) {
+inline void gather_rows(Binder& b, ir::TensorId x, ir::TensorId idx, ir::TensorId y, std::size_t d, const char* what, bool negatives) {
   const Shape& s = b.shape(x);
   std::int64_t outer = 1, inner = 1;
   for (std::size_t i = 0; i < d; ++i) outer *= s[i];
   for (std::size_t i = d + 1; i < s.size(); ++i) inner *= s[i];
   const std::int64_t n = b.numel(idx);
+  const cl_int code = b.index_check(b.node(), idx, what, s[d], negatives);
   b.launch1d(b.program("generic", ocl::cl_source::generic), "gather_rows", outer * n * inner, 256, b.typed(x), b.typed(idx), b.typed(y),
-             static_cast<cl_long>(outer), static_cast<cl_long>(s[d]), static_cast<cl_long>(n), static_cast<cl_long>(inner));
+             static_cast<cl_long>(outer), static_cast<cl_long>(s[d]), static_cast<cl_long>(n), static_cast<cl_long>(inner), negatives, b.errors(), code);
 }
 }  // namespace ocl
 
 template <>
 struct kernel<ops::Embedding, OpenCLTarget> {
   static constexpr bool provided = true;
-  static void bind(ocl::Binder& b) { ocl::gather_rows(b, b.node().inputs.at(0), b.node().inputs.at(1), b.out(), 0); }
+  static void bind(ocl::Binder& b) { ocl::gather_rows(b, b.node().inputs.at(0), b.node().inputs.at(1), b.out(), 0, "embedding", false); }
 };
 
 template <>
@@ -563,7 +564,7 @@ struct kernel<ops::IndexSelect, OpenCLTarget> {
   static void bind(ocl::Binder& b) {
     const ir::TensorId x = b.node().inputs.at(0);
     auto d = static_cast<std::size_t>(normalize_dim(b.attrs<ops::IndexSelect>().dim, static_cast<std::int64_t>(b.shape(x).size())));
-    ocl::gather_rows(b, x, b.node().inputs.at(1), b.out(), d);
+    ocl::gather_rows(b, x, b.node().inputs.at(1), b.out(), d, "index_select", true);
   }
 };
 
@@ -583,8 +584,9 @@ struct kernel<ops::IndexCopy, OpenCLTarget> {
     for (std::size_t i = 0; i < d; ++i) outer *= s[i];
     for (std::size_t i = d + 1; i < s.size(); ++i) inner *= s[i];
     const std::int64_t n = b.numel(idx);
+    const cl_int code = b.index_check(b.node(), idx, "index_copy", s[d], true);
     b.launch1d(b.program("generic", ocl::cl_source::generic), "scatter_rows", outer * n * inner, 256, b.typed(src), b.typed(idx), b.typed(y),
-               static_cast<cl_long>(outer), static_cast<cl_long>(s[d]), static_cast<cl_long>(n), static_cast<cl_long>(inner));
+               static_cast<cl_long>(outer), static_cast<cl_long>(s[d]), static_cast<cl_long>(n), static_cast<cl_long>(inner), b.errors(), code);
   }
 };
 

@@ -30,6 +30,16 @@ inline float round_to(float v, int dt) {
   return v;
 }
 
+// A kernel that meets an index out of range reports the first one through err (int[4], zeroed by
+// the executor): err[0] the check's code (1-based, the executor's list), err[2], err[3] the index's
+// low and high 32 bits.
+inline void report_index(__global int* err, int code, long v) {
+  if (atomic_cmpxchg(err, 0, code) == 0) {
+    err[2] = (int)(v & 0xffffffffL);
+    err[3] = (int)(v >> 32);
+  }
+}
+
 inline float ldf(__global const uchar* p, int dt, long i) {
   switch (dt) {
     case DT_F32: return ((__global const float*)p)[i];

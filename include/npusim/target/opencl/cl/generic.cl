@@ -309,30 +309,36 @@ __kernel void pool2d(__global const uchar* xb, ulong xo, int xt, __global uchar*
 
 // ---- indexing --------------------------------------------------------------------------------------
 // Row i of a gather/scatter over [outer, n, inner] (n index entries): the flat position of element
-// i in the indexed tensor [outer, S, inner], or -1 when its index is out of range.
-inline long indexed_row(long i, __global const uchar* ib, int it, long S, long n, long inner) {
+// i in the indexed tensor [outer, S, inner], or -1 when its index is out of range, which is then
+// reported through err (check `code`). neg: negative indices count from the end (index_copy,
+// index_select); embedding takes none.
+inline long indexed_row(long i, __global const uchar* ib, int it, long S, long n, long inner, int neg, __global int* err, int code) {
   const long e = i % inner, k = (i / inner) % n, o = i / (inner * n);
-  long p = ldi(ib, it, k);
-  if (p < 0) p += S;
-  return p < 0 || p >= S ? -1 : (o * S + p) * inner + e;
+  const long v = ldi(ib, it, k);
+  const long p = v < 0 && neg ? v + S : v;
+  if (p < 0 || p >= S) {
+    report_index(err, code, v);
+    return -1;
+  }
+  return (o * S + p) * inner + e;
 }
 
 // y[(o*n + k)*inner + e] = x[(o*S + idx[k])*inner + e]  (embedding: outer = 1, inner = D, S = V)
 __kernel void gather_rows(__global const uchar* xb, ulong xo, int xt, __global const uchar* ib, ulong io, int it, __global uchar* yb,
-                          ulong yo, int yt, long outer, long S, long n, long inner) {
+                          ulong yo, int yt, long outer, long S, long n, long inner, int neg, __global int* err, int code) {
   long i = get_global_id(0);
   if (i >= outer * n * inner) return;
-  const long at = indexed_row(i, CGPTR(ib, io), it, S, n, inner);
+  const long at = indexed_row(i, CGPTR(ib, io), it, S, n, inner, neg, err, code);
   if (at < 0) stf(GPTR(yb, yo), yt, i, NAN);
   else copy_elem(CGPTR(xb, xo), xt, at, GPTR(yb, yo), yt, i);
 }
 
 // y[(o*S + idx[k])*inner + e] = src[(o*n + k)*inner + e]  (y already holds self)
 __kernel void scatter_rows(__global const uchar* sb, ulong so, int st, __global const uchar* ib, ulong io, int it, __global uchar* yb,
-                           ulong yo, int yt, long outer, long S, long n, long inner) {
+                           ulong yo, int yt, long outer, long S, long n, long inner, __global int* err, int code) {
   long i = get_global_id(0);
   if (i >= outer * n * inner) return;
-  const long at = indexed_row(i, CGPTR(ib, io), it, S, n, inner);
+  const long at = indexed_row(i, CGPTR(ib, io), it, S, n, inner, 1, err, code);
   if (at >= 0) copy_elem(CGPTR(sb, so), st, i, GPTR(yb, yo), yt, at);
 }
 
@@ -359,7 +365,7 @@ __kernel void rope_kv(__global const uchar* qb, ulong qo, int qt, __global uchar
                       int kt, __global const uchar* vb, ulong vo, int vt, __global const uchar* cb, ulong co, int ct, __global const uchar* sb,
                       ulong so, int st, __global uchar* kcb, ulong kco, int kct, __global uchar* vcb, ulong vco, int vct,
                       __global const uchar* ib, ulong io, int it, __constant const long* dq, __constant const long* dk, long nq, long nk,
-                      long nv, long S, long n, long D) {
+                      long nv, long S, long n, long D, __global int* err, int code) {
   long i = get_global_id(0);
   if (i >= nq + nk + nv) return;
   if (i < nq) {
@@ -369,9 +375,12 @@ __kernel void rope_kv(__global const uchar* qb, ulong qo, int qt, __global uchar
   const int is_k = i < nq + nk;
   const long j = is_k ? i - nq : i - nq - nk;
   const long e = j % D, t = (j / D) % n, bh = j / (D * n);
-  long p = ldi(CGPTR(ib, io), it, t);
-  if (p < 0) p += S;
-  if (p < 0 || p >= S) return;
+  const long v = ldi(CGPTR(ib, io), it, t);
+  const long p = v < 0 ? v + S : v;
+  if (p < 0 || p >= S) {
+    report_index(err, code, v);
+    return;
+  }
   if (is_k) stf(GPTR(kcb, kco), kct, (bh * S + p) * D + e, rotary_at(CGPTR(kb, ko), kt, CGPTR(cb, co), ct, CGPTR(sb, so), st, dk, j));
   else copy_elem(CGPTR(vb, vo), vt, j, GPTR(vcb, vco), vct, (bh * S + p) * D + e);
 }
