@@ -1,7 +1,7 @@
 // Structure-aware mutation fuzzers that need no libFuzzer (GCC or clang, any build): they mutate
 // valid inputs the way a forger would, so every mutation gets past the frame and the parser.
 //
-//   npusim_mutation_fuzz npubin DATA_DIR EXECUTIONS [SEED]
+//   npusim_mutation_fuzz npubin DATA_DIR EXECUTIONS [SEED [SECONDS]]
 //     Compiles every op fixture for the reference and the CPU target, then per execution takes
 //     one, applies 1-3 mutations to the CompiledProgram itself (kernel kinds, operands and member
 //     nodes; tensor shapes, dtypes and kinds, with the plan's sizes kept in step half of the time
@@ -9,7 +9,7 @@
 //     node ops, operands and attributes; io specs; partition targets) or to its serialised bytes,
 //     writes it with a correct checksum, and reads it back. A program that is read back is run on
 //     its target (the CPU target's kernels for cpu partitions) with synthetic weights and inputs.
-//   npusim_mutation_fuzz kv DATA_DIR EXECUTIONS [SEED]
+//   npusim_mutation_fuzz kv DATA_DIR EXECUTIONS [SEED [SECONDS]]
 //     Mutates the tiny Qwen2's kv_mapping.json (numbers, layer entries, tensor names taken from
 //     the graphs, fields dropped or duplicated), reads it and checks it against the prefill and
 //     decode graphs; a mapping that is accepted and differs from those already run drives a
@@ -24,6 +24,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <random>
 #include <set>
 
@@ -43,11 +44,14 @@ namespace fs = std::filesystem;
 namespace {
 
 struct Counts {
-  std::uint64_t executions = 0, rejected = 0, accepted = 0, failed_when_run = 0, escaped = 0, data_errors = 0, run = 0;
-  std::map<std::string, std::uint64_t> reject_reasons;
+  std::uint64_t executions = 0, rejected = 0, accepted = 0, failed_when_run = 0, escaped = 0, data_errors = 0, run = 0, refused_when_loaded = 0;
+  std::map<std::string, std::uint64_t> reject_reasons, load_reasons;
 };
 
 std::mt19937_64 rng;
+// SECONDS (optional): stop at this time even if fewer executions were made.
+std::chrono::steady_clock::time_point deadline = std::chrono::steady_clock::time_point::max();
+bool out_of_time(std::uint64_t execution) { return (execution & 0xff) == 0 && std::chrono::steady_clock::now() >= deadline; }
 std::uint64_t below(std::uint64_t n) { return n ? rng() % n : 0; }
 bool coin(int one_in = 2) { return below(static_cast<std::uint64_t>(one_in)) == 0; }
 
@@ -78,11 +82,28 @@ void keep_failed(const std::string& bytes, const char* ext) {
   if (const char* dir = std::getenv("NPUSIM_FUZZ_FAILED")) write_file_atomic(std::string(dir) + "/failed-" + std::to_string(n++) + ext, bytes);
 }
 
+// A program its target refused while it was being loaded for it (weights bound, kernels bound),
+// before any input was given: what `npusim run` reports before running anything.
+struct RefusedWhenLoaded {
+  Error error;
+};
+
 template <class F>
 void report_run(Counts& c, F&& f, const std::string& what, const std::string& bytes, const char* ext) {
   try {
     ++c.run;
     f();
+  } catch (const RefusedWhenLoaded& r) {
+    if (data_dependent(r.error)) {
+      ++c.data_errors;
+      return;
+    }
+    if (r.error.message().find("npusim bug") == std::string::npos) {  // a refusal, not an internal error
+      ++c.refused_when_loaded, ++c.load_reasons[reason(r.error)];
+      return;
+    }
+    keep_failed(bytes, ext);
+    if (c.failed_when_run++ < 20) std::fprintf(stderr, "accepted, then failed when loaded (%s): %s\n", what.c_str(), r.error.what());
   } catch (const Error& e) {
     if (data_dependent(e)) {
       ++c.data_errors;
@@ -326,7 +347,12 @@ void run_program(const program::CompiledProgram& p) {
     one.inputs.push_back(one.add_tensor({io.name, io.shape, io.dtype, ir::TensorKind::input, -1, 0, {}}));
     in.push_back(fuzz::inputs_for(one).at(0));
   }
-  std::unique_ptr<Runner> r = p.target == "cpu" ? runner_for<CpuTarget>::make(p, &src) : runner_for<ReferenceTarget>::make(p, &src);
+  std::unique_ptr<Runner> r;
+  try {
+    r = p.target == "cpu" ? runner_for<CpuTarget>::make(p, &src) : runner_for<ReferenceTarget>::make(p, &src);
+  } catch (const Error& e) {
+    throw RefusedWhenLoaded{e};
+  }
   r->run(in);
 }
 
@@ -351,7 +377,7 @@ int fuzz_npubin(const fs::path& data, std::uint64_t executions, std::uint64_t se
   const std::vector<program::CompiledProgram> seeds = npubin_seeds(data);
   std::fprintf(stderr, "npubin: %zu seed programs (op fixtures for reference and cpu)\n", seeds.size());
   Counts c;
-  for (; c.executions < executions; ++c.executions) {
+  for (; c.executions < executions && !out_of_time(c.executions); ++c.executions) {
     if ((c.executions & 0xffff) == 0) std::fprintf(stderr, "  seed %llu execution %llu\n", static_cast<unsigned long long>(seed), static_cast<unsigned long long>(c.executions));
     program::CompiledProgram p = seeds[below(seeds.size())];
     std::string bytes;
@@ -374,6 +400,10 @@ int fuzz_npubin(const fs::path& data, std::uint64_t executions, std::uint64_t se
       ++c.accepted;
       // NPUSIM_FUZZ_LAST=FILE keeps the program about to run (after a crash: the one that crashed).
       if (const char* last = std::getenv("NPUSIM_FUZZ_LAST")) write_file_atomic(last, bytes);
+      // NPUSIM_FUZZ_RING=DIR keeps the last 256 programs run (DIR/ring-<n mod 256>.npubin): memory
+      // corrupted by one run may be detected only runs later; `replay` runs them one by one.
+      if (const char* ring = std::getenv("NPUSIM_FUZZ_RING"))
+        std::ofstream(std::string(ring) + "/ring-" + std::to_string(c.executions % 256) + ".npubin", std::ios::binary) << bytes;
       report_run(c, [&] { run_program(q); }, q.target, bytes, ".npubin");
     } catch (const Error& e) {
       ++c.rejected, ++c.reject_reasons[reason(e)];
@@ -382,14 +412,21 @@ int fuzz_npubin(const fs::path& data, std::uint64_t executions, std::uint64_t se
       if (c.escaped++ < 20) std::fprintf(stderr, "escaped: %s: %s\n", typeid(e).name(), e.what());
     }
   }
-  std::printf("npubin: %llu executions: %llu rejected when read, %llu accepted (%llu run: %llu errors of the data, weights or limits, %llu failed otherwise), %llu non-npusim exceptions\n",
+  std::printf("npubin: %llu executions: %llu rejected when read, %llu accepted (%llu loaded for their target: %llu refused by the target when loaded, "
+              "%llu errors of the data, weights or limits, %llu failed otherwise), %llu non-npusim exceptions\n",
               static_cast<unsigned long long>(c.executions), static_cast<unsigned long long>(c.rejected), static_cast<unsigned long long>(c.accepted),
-              static_cast<unsigned long long>(c.run), static_cast<unsigned long long>(c.data_errors), static_cast<unsigned long long>(c.failed_when_run),
-              static_cast<unsigned long long>(c.escaped));
-  std::vector<std::pair<std::uint64_t, std::string>> top;
-  for (const auto& [r, n] : c.reject_reasons) top.push_back({n, r});
-  std::sort(top.rbegin(), top.rend());
-  for (std::size_t i = 0; i < std::min<std::size_t>(top.size(), 25); ++i) std::printf("  %10llu  %s\n", static_cast<unsigned long long>(top[i].first), top[i].second.c_str());
+              static_cast<unsigned long long>(c.run), static_cast<unsigned long long>(c.refused_when_loaded), static_cast<unsigned long long>(c.data_errors),
+              static_cast<unsigned long long>(c.failed_when_run), static_cast<unsigned long long>(c.escaped));
+  auto print_top = [](const std::map<std::string, std::uint64_t>& reasons, std::size_t n) {
+    std::vector<std::pair<std::uint64_t, std::string>> top;
+    for (const auto& [r, k] : reasons) top.push_back({k, r});
+    std::sort(top.rbegin(), top.rend());
+    for (std::size_t i = 0; i < std::min<std::size_t>(top.size(), n); ++i)
+      std::printf("  %10llu  %s\n", static_cast<unsigned long long>(top[i].first), top[i].second.c_str());
+  };
+  print_top(c.reject_reasons, 25);
+  if (!c.load_reasons.empty()) std::printf(" refused by the target when loaded:\n");
+  print_top(c.load_reasons, 25);
   return c.failed_when_run || c.escaped ? 1 : 0;
 }
 
@@ -465,7 +502,7 @@ int fuzz_kv(const fs::path& data, std::uint64_t executions, std::uint64_t seed) 
   ref::ReferenceRunner prefill(pc.graph, pb.tensors), decode(dc.graph, db.tensors);
   Counts c;
   std::set<std::string> ran;
-  for (; c.executions < executions; ++c.executions) {
+  for (; c.executions < executions && !out_of_time(c.executions); ++c.executions) {
     if ((c.executions & 0xffff) == 0) std::fprintf(stderr, "  seed %llu execution %llu\n", static_cast<unsigned long long>(seed), static_cast<unsigned long long>(c.executions));
     ir::json j = base;
     for (std::uint64_t m = 1 + below(3); m; --m) mutate_mapping(j, names);
@@ -500,13 +537,42 @@ int fuzz_kv(const fs::path& data, std::uint64_t executions, std::uint64_t seed) 
 
 }  // namespace
 
+// npusim_mutation_fuzz replay FILE...: reads and runs each program as the fuzzer does (under
+// valgrind or a sanitizer, to find which one corrupted memory).
+int replay(int argc, char** argv) {
+  int bad = 0;
+  for (int i = 2; i < argc; ++i) {
+    try {
+      program::CompiledProgram q = program::deserialize(read_file(argv[i]), argv[i]);
+      try {
+        run_program(q);
+        std::printf("%s: ran\n", argv[i]);
+      } catch (const RefusedWhenLoaded& r) {
+        std::printf("%s: refused when loaded: %s\n", argv[i], r.error.what());
+      }
+    } catch (const Error& e) {
+      std::printf("%s: %s\n", argv[i], e.what());
+    } catch (const std::exception& e) {
+      std::printf("%s: ESCAPED %s\n", argv[i], e.what());
+      bad = 1;
+    }
+  }
+  return bad;
+}
+
 int main(int argc, char** argv) try {
+  if (argc >= 3 && std::string(argv[1]) == "replay") {
+    allocation_limit() = std::uint64_t{256} << 20;
+    cpu::set_threads(1);
+    return replay(argc, argv);
+  }
   if (argc < 4 || (std::string(argv[1]) != "npubin" && std::string(argv[1]) != "kv")) {
-    std::fprintf(stderr, "usage: npusim_mutation_fuzz npubin|kv DATA_DIR EXECUTIONS [SEED]\n");
+    std::fprintf(stderr, "usage: npusim_mutation_fuzz npubin|kv DATA_DIR EXECUTIONS [SEED [SECONDS]]\n");
     return 2;
   }
   const std::uint64_t executions = std::strtoull(argv[3], nullptr, 10), seed = argc > 4 ? std::strtoull(argv[4], nullptr, 10) : 1;
   rng.seed(seed);
+  if (argc > 5) deadline = std::chrono::steady_clock::now() + std::chrono::seconds(std::strtoull(argv[5], nullptr, 10));
   allocation_limit() = std::uint64_t{256} << 20;  // as the libFuzzer targets: a claimed 10 GB is refused like 1 TB
   cpu::set_threads(1);
   const auto t0 = std::chrono::steady_clock::now();

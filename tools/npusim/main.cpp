@@ -19,10 +19,6 @@
 #include "targets.hpp"
 #include "text_prompt.hpp"
 
-#ifdef _OPENMP
-#include <omp.h>
-#endif
-
 namespace fs = std::filesystem;
 using namespace npusim;
 using clock_type = std::chrono::steady_clock;
@@ -44,12 +40,7 @@ Progress console_progress() {
 }
 
 void set_threads(int n) {
-  if (n <= 0) return;
-  cpu::set_threads(n);  // first: it starts the threads, and says so cleanly when the system refuses them
-#ifdef _OPENMP
-  omp_set_num_threads(n);
-#endif
-  Eigen::setNbThreads(n);
+  if (n > 0) cpu::set_threads(n);  // the pool, OpenMP and Eigen
 }
 
 // A number option in [lo, hi] (lo excluded when lo_open); NaN and infinities are refused at parse

@@ -46,6 +46,10 @@ struct IndexCopy {
     Shape want = self;
     if (!want.empty()) want[d] = n;
     if (src != want) throw Error(ErrorCode::shape, "index_copy source shape", {.expected = to_string(want), .found = to_string(src)});
+    // As ATen's index_copy_: "self and source expected to have the same dtype".
+    if (in[2].dtype != in[0].dtype)
+      throw Error(ErrorCode::dtype, "index_copy source dtype differs from self's", {.expected = std::string(dtype_name(in[0].dtype)),
+                                                                                    .found = std::string(dtype_name(in[2].dtype))});
     return {in[0]};
   }
 };
@@ -63,7 +67,7 @@ struct IndexSelect {
     if (!is_integral(in[1].dtype) || in[1].shape.size() > 1)
       throw Error(ErrorCode::dtype, "index_select index must be a 1-D integer tensor", {.found = to_string(in[1])});
     Shape o = in[0].shape;
-    auto d = static_cast<std::size_t>(normalize_dim(a.dim, static_cast<std::int64_t>(o.size())));
+    auto d = indexed_axis(a.dim, o, id);
     o[d] = in[1].shape.empty() ? 1 : in[1].shape[0];
     return {{o, in[0].dtype}};
   }

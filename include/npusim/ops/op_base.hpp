@@ -145,6 +145,22 @@ inline void expect_window_attr(const Ints& v, std::int64_t min, const char* name
                   {.expected = "values in [" + std::to_string(min) + ", " + std::to_string(max) + "]", .found = to_string(v)});
 }
 
+// The axis `dim` of a shape the op indexes by it: normalize_dim takes dim 0 / -1 of a 0-d tensor
+// (as PyTorch's reductions do), but a 0-d tensor has no axis to index, so it is refused here.
+inline std::size_t indexed_axis(std::int64_t dim, const Shape& s, std::string_view op) {
+  if (s.empty()) throw Error(ErrorCode::shape, std::string(op) + " of a 0-d tensor", {.expected = "a tensor of rank >= 1", .found = "shape []"});
+  return static_cast<std::size_t>(normalize_dim(dim, static_cast<std::int64_t>(s.size())));
+}
+
+// Ops with as many outputs as their attributes say (split, chunk, unbind): a count beyond any real
+// graph is refused before a list of that many output specs is made.
+inline constexpr std::int64_t max_op_outputs = std::int64_t{1} << 16;
+inline void expect_output_count(std::int64_t count, std::string_view op) {
+  if (count > max_op_outputs)
+    throw Error(ErrorCode::attr, std::string(op) + " would produce more outputs than npusim takes",
+                {.expected = "<= " + std::to_string(max_op_outputs), .found = std::to_string(count)});
+}
+
 inline Ints normalize_dims(const Ints& dims, std::size_t rank) {
   Ints r;
   for (auto d : dims) r.push_back(normalize_dim(d, static_cast<std::int64_t>(rank)));

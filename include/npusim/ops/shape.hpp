@@ -96,7 +96,7 @@ struct Unflatten : ViewLike<Unflatten> {
   static Specs infer(const Attrs& a, InSpecs in) {
     expect_arity(in, 1, 1, id);
     Shape s = in[0].shape;
-    auto d = static_cast<std::size_t>(normalize_dim(a.dim, static_cast<std::int64_t>(s.size())));
+    auto d = indexed_axis(a.dim, s, id);
     Shape part = resolve_view_shape(a.sizes, s[d]);
     Shape o(s.begin(), s.begin() + static_cast<std::ptrdiff_t>(d));
     o.insert(o.end(), part.begin(), part.end());
@@ -372,7 +372,7 @@ struct Slice {
   static Specs infer(const Attrs& a, InSpecs in) {
     expect_arity(in, 1, 1, id);
     Shape s = in[0].shape;
-    auto d = static_cast<std::size_t>(normalize_dim(a.dim, static_cast<std::int64_t>(s.size())));
+    auto d = indexed_axis(a.dim, s, id);
     s[d] = clamp_slice(s[d], a.start, a.end, a.step).length;
     return {{s, in[0].dtype}};
   }
@@ -395,7 +395,7 @@ struct Select {
   static Specs infer(const Attrs& a, InSpecs in) {
     expect_arity(in, 1, 1, id);
     Shape s = in[0].shape;
-    auto d = static_cast<std::size_t>(normalize_dim(a.dim, static_cast<std::int64_t>(s.size())));
+    auto d = indexed_axis(a.dim, s, id);
     resolved_index(a, s[d]);
     s.erase(s.begin() + static_cast<std::ptrdiff_t>(d));
     return {{s, in[0].dtype}};
@@ -421,7 +421,7 @@ struct Cat {
     }
     if (!ref) return {{{0}, dt}};
     Shape o = ref->shape;
-    auto d = static_cast<std::size_t>(normalize_dim(a.dim, static_cast<std::int64_t>(o.size())));
+    auto d = indexed_axis(a.dim, o, id);
     o[d] = 0;
     for (const auto& t : in) {
       if (skipped(t)) continue;
@@ -445,15 +445,16 @@ struct Chunk {
   };
   static Ints sizes(const Attrs& a, std::int64_t n) {
     if (a.chunks <= 0) throw Error(ErrorCode::attr, "chunk count must be positive");
-    std::int64_t each = (n + a.chunks - 1) / a.chunks;
+    const std::int64_t each = n / a.chunks + (n % a.chunks != 0);  // ceil, without n + chunks overflowing
     Ints r;
     if (each == 0) return Ints(1, 0);
+    expect_output_count(n / each + (n % each != 0), id);
     for (std::int64_t at = 0; at < n; at += each) r.push_back(std::min(each, n - at));
     return r;
   }
   static Specs infer(const Attrs& a, InSpecs in) {
     expect_arity(in, 1, 1, id);
-    auto d = static_cast<std::size_t>(normalize_dim(a.dim, static_cast<std::int64_t>(in[0].shape.size())));
+    auto d = indexed_axis(a.dim, in[0].shape, id);
     Specs out;
     for (auto sz : sizes(a, in[0].shape[d])) {
       Shape s = in[0].shape;
@@ -474,14 +475,20 @@ struct Split {
   };
   static Ints sizes(const Attrs& a, std::int64_t n) {
     if (a.split_sizes) {
+      expect_output_count(static_cast<std::int64_t>(a.split_sizes->size()), id);
       std::int64_t sum = 0;
-      for (auto s : *a.split_sizes) sum += s;
+      for (auto s : *a.split_sizes) {
+        if (s < 0 || s > n - sum)  // sum stays <= n: no overflow
+          throw Error(ErrorCode::attr, "split_sizes do not add up to the dim size", {.expected = std::to_string(n), .found = to_string(*a.split_sizes)});
+        sum += s;
+      }
       if (sum != n) throw Error(ErrorCode::attr, "split_sizes do not add up to the dim size", {.expected = std::to_string(n), .found = to_string(*a.split_sizes)});
       return *a.split_sizes;
     }
     if (!a.split_size || a.split_size->size() != 1 || (*a.split_size)[0] <= 0)
       throw Error(ErrorCode::attr, "split needs a positive split_size");
     std::int64_t each = (*a.split_size)[0];
+    expect_output_count(n / each + (n % each != 0), id);
     Ints r;
     for (std::int64_t at = 0; at < n; at += each) r.push_back(std::min(each, n - at));
     if (r.empty()) r.push_back(0);
@@ -489,7 +496,7 @@ struct Split {
   }
   static Specs infer(const Attrs& a, InSpecs in) {
     expect_arity(in, 1, 1, id);
-    auto d = static_cast<std::size_t>(normalize_dim(a.dim, static_cast<std::int64_t>(in[0].shape.size())));
+    auto d = indexed_axis(a.dim, in[0].shape, id);
     Specs out;
     for (auto sz : sizes(a, in[0].shape[d])) {
       Shape s = in[0].shape;
@@ -510,8 +517,9 @@ struct Unbind {
   static Specs infer(const Attrs& a, InSpecs in) {
     expect_arity(in, 1, 1, id);
     Shape s = in[0].shape;
-    auto d = static_cast<std::size_t>(normalize_dim(a.dim, static_cast<std::int64_t>(s.size())));
+    auto d = indexed_axis(a.dim, s, id);
     std::int64_t n = s[d];
+    expect_output_count(n, id);
     s.erase(s.begin() + static_cast<std::ptrdiff_t>(d));
     return Specs(static_cast<std::size_t>(n), {s, in[0].dtype});
   }

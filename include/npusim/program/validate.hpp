@@ -115,7 +115,7 @@ inline void check_plan(const Partition& p) {
   for (std::size_t i = 0; i < b.tensors.size(); ++i) {
     const plan::TensorPlan& t = b.tensors[i];
     const ir::TensorInfo& info = g.tensors[i];
-    if (t.place != plan::Place::arena && t.place != plan::Place::view) continue;
+    if (t.place == plan::Place::none) continue;  // inputs and weights too: a view may be rooted at them
     std::int64_t want = 0;
     try {
       want = checked_nbytes(info.shape, t.storage);  // the storage type may be wider than the tensor's own
@@ -132,6 +132,9 @@ inline void check_plan(const Partition& p) {
       if (t.root < 0 || b.tensors[static_cast<std::size_t>(t.root)].place == plan::Place::view ||
           b.tensors[static_cast<std::size_t>(t.root)].bytes < t.bytes)
         fail("view is not rooted at a buffer at least as large as itself", {.tensor = info.name});
+      // The root must be stored: a tensor of place none lives inside a fused kernel, or nowhere.
+      if (b.tensors[static_cast<std::size_t>(t.root)].place == plan::Place::none)
+        fail("view is rooted at a tensor that has no storage", {.tensor = info.name, .found = "root '" + g.tensors[static_cast<std::size_t>(t.root)].name + "'"});
     }
   }
 }
@@ -258,6 +261,31 @@ inline void check_semantics(const Partition& p, DType compute) {
   for (std::size_t k = 0; k < p.kernels.size(); ++k)
     for (auto ni : p.kernels[k].nodes)
       for (auto t : g.nodes[static_cast<std::size_t>(ni)].outputs) kernel_of[static_cast<std::size_t>(t)] = static_cast<std::int32_t>(k);
+  // Views are the planner's only: a zero-copy kernel's output shares its input's storage, and an
+  // index_copy may write into its `self` (a KV cache input read by nothing else) in place. A view
+  // rooted anywhere else would let a kernel write into bytes of another size or purpose.
+  auto resolved = [&](ir::TensorId t) {
+    for (std::size_t hops = 0; b.tensors[static_cast<std::size_t>(t)].place == plan::Place::view && hops < b.tensors.size(); ++hops)
+      t = b.tensors[static_cast<std::size_t>(t)].root;
+    return t;
+  };
+  for (std::size_t t = 0; t < g.tensors.size(); ++t) {
+    const plan::TensorPlan& tp = b.tensors[t];
+    if (tp.place != plan::Place::view) continue;
+    const std::int32_t k = kernel_of[t];
+    const Kernel* kr = k < 0 ? nullptr : &p.kernels[static_cast<std::size_t>(k)];
+    const bool in_place = kr && kr->kind == "index_copy" && kr->nodes.size() == 1;
+    ir::TensorId src = ir::no_tensor;
+    if (kr && kr->kind == "view" && !kr->inputs.empty()) src = kr->inputs[0];
+    if (in_place) src = g.nodes[static_cast<std::size_t>(kr->nodes[0])].inputs.at(0);
+    const bool ok = src != ir::no_tensor && resolved(src) == resolved(static_cast<ir::TensorId>(t)) &&
+                    b.tensors[static_cast<std::size_t>(resolved(src))].storage == tp.storage &&
+                    (!in_place || b.tensors[static_cast<std::size_t>(src)].place == plan::Place::input);
+    if (!ok)
+      fail("a view must share the storage of its zero-copy kernel's input, or be an index_copy written into its own input",
+           {.tensor = g.tensors[t].name, .found = "root '" + g.tensors[static_cast<std::size_t>(tp.root)].name + "'" +
+                                                  (kr ? " of a '" + kr->kind + "' kernel" : std::string(" of no kernel"))});
+  }
   std::vector<bool> read_outside(g.tensors.size(), false);  // read by another kernel, or a graph output
   for (auto t : g.outputs) read_outside[static_cast<std::size_t>(t)] = true;
   for (std::size_t k = 0; k < p.kernels.size(); ++k)
@@ -314,7 +342,8 @@ inline void check_semantics(const Partition& p, DType compute) {
       if (!forms_pattern(g, p.kernels, k, fusion::all_patterns{}))
         fail(what + ": the kernel's nodes do not form the pattern it names", {.node = first.name, .found = std::to_string(kr.nodes.size()) + " node(s)"});
       // Float-only fused kernels (the others may take masks, positions or integers).
-      static constexpr std::string_view float_only[] = {"rmsnorm", "silu_gate", "conv_bn_relu", "conv_max_pool", "conv_add_relu", "matmul_transb", "gqa_matmul"};
+      static constexpr std::string_view float_only[] = {"rmsnorm", "silu_gate", "conv_bn_relu", "conv_max_pool", "conv_add_relu", "matmul_transb", "gqa_matmul",
+                                                         "masked_softmax", "rotary"};
       if (std::find(std::begin(float_only), std::end(float_only), kr.kind) != std::end(float_only))
         for (auto t : kr.inputs)
           if (!is_floating(g.tensor(t).dtype))

@@ -264,10 +264,15 @@ TEST(Reliability, CpuTargetRuntimeErrorsNameTheFileAndNode) {
   Tensor ids = Tensor::zeros(DType::i64, {1, 7});
   ids.data<std::int64_t>()[3] = 1000000;
   NPUSIM_EXPECT_ERROR(e->run(std::vector<Tensor>{ids}), "npusim runtime error", "ops/embedding/ir.json", "node 'embedding'", "embedding index out of range",
-                      "found 1000000");
+                      "expected [0, 49]", "found 1000000");
   // The reference says the same of the same input.
   auto ref = runner_for<ReferenceTarget>::make(test::compile_reference(emb.graph), emb.weights.get());
-  NPUSIM_EXPECT_ERROR(ref->run(std::vector<Tensor>{ids}), "npusim runtime error", "ops/embedding/ir.json", "node 'embedding'", "found 1000000");
+  NPUSIM_EXPECT_ERROR(ref->run(std::vector<Tensor>{ids}), "npusim runtime error", "ops/embedding/ir.json", "node 'embedding'", "expected [0, 49]",
+                      "found 1000000");
+  // Embedding takes no negative index on any target.
+  ids.data<std::int64_t>()[3] = -1;
+  NPUSIM_EXPECT_ERROR(e->run(std::vector<Tensor>{ids}), "embedding index out of range", "expected [0, 49]", "found -1");
+  NPUSIM_EXPECT_ERROR(ref->run(std::vector<Tensor>{ids}), "embedding index out of range", "expected [0, 49]", "found -1");
 }
 
 TEST(Reliability, OutputPathThatIsADirectoryIsNamedAsSuch) {
@@ -296,6 +301,134 @@ TEST(Reliability, NpubinKernelWritingIntoAWeightIsRejected) {
   k.outputs.push_back(g.weights[0]);
   NPUSIM_EXPECT_ERROR(reread(p), "npusim parse error", "forged.npubin", "malformed .npubin: partition 0", "kernel output is not produced by its nodes",
                       "found a tensor of kind 'weight'");
+}
+
+// Found by the mutation fuzzer at scale (seeds 403, 404, ...: heap corruption): ops that index a
+// shape by `dim` took dim 0 of a 0-d tensor (normalize_dim allows it, as PyTorch's reductions do)
+// and wrote one past the end of its empty shape. Each now refuses a 0-d operand.
+TEST(Reliability, OpsIndexingAShapeByDimRefuseA0dTensor) {
+  struct OpCase {
+    const char *aten, *attrs;
+    bool two_inputs;
+  };
+  const OpCase cases[] = {{"aten.cat.default", R"({"dim": 0})", true},
+                          {"aten.index_select.default", R"({"dim": 0})", true},
+                          {"aten.select.int", R"({"dim": 0, "index": 0})", false},
+                          {"aten.slice.Tensor", R"({"dim": 0, "start": 0, "end": 1, "step": 1})", false},
+                          {"aten.unflatten.int", R"({"dim": 0, "sizes": [1]})", false},
+                          {"aten.chunk.default", R"({"chunks": 1, "dim": 0})", false},
+                          {"aten.split.Tensor", R"({"split_size": 1, "dim": 0})", false},
+                          {"aten.unbind.int", R"({"dim": 0})", false}};
+  for (const OpCase& c : cases) {
+    SCOPED_TRACE(c.aten);
+    const std::string x = R"({"name": "x", "shape": [], "dtype": "float32", "producer_node": "x", "producer_output_idx": 0})";
+    const std::string second = std::string(c.aten) == "aten.index_select.default"
+                                   ? R"({"name": "i", "shape": [1], "dtype": "int64", "producer_node": "i", "producer_output_idx": 0})"
+                                   : x;
+    const std::string inputs = R"([{"name": "x", "shape": [], "dtype": "float32"})" +
+                               std::string(std::string(c.aten) == "aten.index_select.default" ? R"(, {"name": "i", "shape": [1], "dtype": "int64"}])" : "]");
+    const std::string y = R"({"name": "y", "shape": [1], "dtype": "float32"})";
+    const std::string ir = R"({"graph_inputs": )" + inputs + R"(, "graph_outputs": [)" + y + R"(], "weights": [], "nodes": [{"name": "op", "op_type": ")" +
+                           c.aten + R"(", "inputs": [)" + x + (c.two_inputs ? ", " + second : std::string()) + R"(], "outputs": [)" + y +
+                           R"(], "attrs": )" + c.attrs + "}]}";
+    NPUSIM_EXPECT_ERROR(ops::check_graph(ir::read_ir_string(ir, "zero_d.json")), "npusim shape error", "of a 0-d tensor", "expected a tensor of rank >= 1",
+                        "found shape []");
+  }
+}
+
+// The std::bad_alloc of the first long .npubin run (seed 101): unbind over a dim of 2^40 made a list
+// of 2^40 output specs. Ops with attribute-given output counts refuse counts beyond 2^16 first.
+TEST(Reliability, OpsWithHugeOutputCountsAreRefusedBeforeAllocating) {
+  const std::string x = R"({"name": "x", "shape": [1099511627776, 1], "dtype": "float32", "producer_node": "x", "producer_output_idx": 0})";
+  const std::string y = R"({"name": "y", "shape": [1], "dtype": "float32"})";
+  for (const char* op : {R"("aten.unbind.int", "attrs": {"dim": 0})", R"("aten.split.Tensor", "attrs": {"split_size": 1, "dim": 0})",
+                         R"("aten.chunk.default", "attrs": {"chunks": 9223372036854775807, "dim": 0})"}) {
+    SCOPED_TRACE(op);
+    const std::string ir = R"({"graph_inputs": [{"name": "x", "shape": [1099511627776, 1], "dtype": "float32"}], "graph_outputs": [)" + y +
+                           R"(], "weights": [], "nodes": [{"name": "op", "op_type": )" + op + R"(, "inputs": [)" + x + R"(], "outputs": [)" + y + "]}]}";
+    NPUSIM_EXPECT_ERROR(ops::check_graph(ir::read_ir_string(ir, "many.json")), "npusim attr error", "would produce more outputs than npusim takes",
+                        "expected <= 65536", "found 1099511627776");
+  }
+}
+
+// Found by the mutation fuzzer (seed 210): an output made a view of an intermediate that lives only
+// inside a fused kernel was read back, then failed when run.
+TEST(Reliability, NpubinViewOfATensorWithNoStorageIsRejected) {
+  program::CompiledProgram p = compile_cpu(runtime::Case::open(data("ops/arange_full")).graph);
+  EXPECT_NO_THROW(reread(p));
+  program::Partition& part = p.partitions.at(0);
+  ASSERT_EQ(part.kernels.size(), 1u);
+  ASSERT_EQ(part.kernels[0].nodes.size(), 2u);  // add -> add_1, one elementwise chain: add is never stored
+  const ir::Node& inner = part.graph.nodes.at(static_cast<std::size_t>(part.kernels[0].nodes[0]));
+  const ir::TensorId hidden = inner.outputs.at(0), out = part.graph.outputs.at(0);
+  ASSERT_EQ(part.plan.tensors.at(static_cast<std::size_t>(hidden)).place, plan::Place::none);
+  auto& o = part.plan.tensors.at(static_cast<std::size_t>(out));
+  part.plan.tensors.at(static_cast<std::size_t>(hidden)).bytes = o.bytes;
+  o.place = plan::Place::view, o.root = hidden;
+  const std::string root = "found root '" + part.graph.tensor(hidden).name + "'";
+  NPUSIM_EXPECT_ERROR(reread(p), "npusim parse error", "forged.npubin", "view is rooted at a tensor that has no storage", root.c_str());
+}
+
+// Found by the mutation fuzzer at scale (seed 501: heap corruption some runs later): index_copy's
+// output made a view of its 24-byte index input, whose plan size was forged to 2048 bytes, so the
+// kernel wrote 1 KiB into it. Input and weight sizes are now checked as arena sizes are, and a view
+// must be what the planner makes: a zero-copy kernel's input, or index_copy's own `self`.
+TEST(Reliability, NpubinViewRootedAnywhereButItsSourceIsRejected) {
+  const program::CompiledProgram p0 = compile_cpu(runtime::Case::open(data("ops/index_copy_kv")).graph);
+  EXPECT_NO_THROW(reread(p0));
+  auto id_of = [&](const program::Partition& part, const std::string& name) {
+    for (std::size_t t = 0; t < part.graph.tensors.size(); ++t)
+      if (part.graph.tensors[t].name == name) return static_cast<ir::TensorId>(t);
+    throw std::runtime_error("no tensor " + name);
+  };
+  {
+    program::CompiledProgram p = p0;
+    program::Partition& part = p.partitions.at(0);
+    part.plan.tensors.at(static_cast<std::size_t>(id_of(part, "xs_1"))).bytes = 2048;
+    NPUSIM_EXPECT_ERROR(reread(p), "npusim parse error", "tensor 'xs_1'", "buffer plan size disagrees with the tensor's shape and storage type",
+                        "expected 24 bytes", "found 2048 bytes");
+  }
+  // A kernel that is neither zero-copy nor index_copy whose output is a view of an input of its size:
+  // the sizes pass, the provenance does not.
+  program::CompiledProgram p = compile_cpu(runtime::Case::open(data("ops/sub_clamp")).graph);
+  EXPECT_NO_THROW(reread(p));
+  program::Partition& part = p.partitions.at(0);
+  auto& o = part.plan.tensors.at(static_cast<std::size_t>(part.graph.outputs.at(0)));
+  o.place = plan::Place::view, o.root = id_of(part, "xs_1");
+  NPUSIM_EXPECT_ERROR(reread(p), "npusim parse error", "a view must share the storage of its zero-copy kernel's input", "found root 'xs_1' of a '");
+}
+
+// Found by the mutation fuzzer at scale (seeds 503, 510): operand types the CPU target's kernels do
+// not take, accepted when read and refused only when run. Retypes graph input `name` (IR dtype,
+// storage and plan size together, so only the type is wrong).
+namespace {
+void retype_input(program::CompiledProgram& p, const std::string& name, DType t) {
+  for (auto& part : p.partitions)
+    for (std::size_t i = 0; i < part.graph.tensors.size(); ++i)
+      if (part.graph.tensors[i].name == name) {
+        part.graph.tensors[i].dtype = t;
+        part.plan.tensors[i].storage = t;
+        part.plan.tensors[i].bytes = checked_nbytes(part.graph.tensors[i].shape, t);
+      }
+  for (auto& io : p.inputs)
+    if (io.name == name) io.dtype = t;
+}
+}  // namespace
+
+TEST(Reliability, NpubinOperandTypesTheKernelsDoNotTakeAreRejected) {
+  program::CompiledProgram ms = compile_cpu(runtime::Case::open(data("ops/masked_softmax")).graph);
+  ASSERT_EQ(ms.partitions.at(0).kernels.at(0).kind, "masked_softmax");
+  retype_input(ms, "xs_0", DType::i16);  // int16 scores + a float mask: a float sum, but not for the fused kernel
+  NPUSIM_EXPECT_ERROR(reread(ms), "npusim parse error", "'masked_softmax') takes floating-point operands", "tensor 'xs_0'", "found int16");
+  program::CompiledProgram rope = compile_cpu(runtime::Case::open(data("ops/rope_rotate_half")).graph);
+  ASSERT_EQ(rope.partitions.at(0).kernels.at(0).kind, "rotary");
+  retype_input(rope, "xs_2", DType::i8);  // an int8 sin table (seed 602)
+  NPUSIM_EXPECT_ERROR(reread(rope), "'rotary') takes floating-point operands", "tensor 'xs_2'", "found int8");
+  // index_copy's source must have self's dtype, as ATen's index_copy_ requires (the IR reader too).
+  program::CompiledProgram ic = compile_cpu(runtime::Case::open(data("ops/index_copy_kv")).graph);
+  retype_input(ic, "xs_2", DType::boolean);
+  NPUSIM_EXPECT_ERROR(reread(ic), "npusim dtype error", "node 'index_copy'", "index_copy source dtype differs from self's", "expected float32",
+                      "found bool");
 }
 
 TEST(Reliability, NpubinKernelKindThatIsNotAKernelKindIsRejected) {

@@ -21,7 +21,13 @@
 #include <utility>
 #include <vector>
 
+#include <Eigen/Core>
+
 #include "npusim/core/error.hpp"
+
+#ifdef _OPENMP
+#include <omp.h>
+#endif
 
 #if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>
@@ -169,14 +175,20 @@ inline int max_threads() {
   for (int seen = detail::promised_threads().load(); seen < n && !detail::promised_threads().compare_exchange_weak(seen, n);) {}
   return n;
 }
-// Resizes the pool (the CLI's --threads). Fewer threads is always safe; more than kernels were
-// already bound for is refused, since their per-thread scratch would be too small.
+// Resizes the pool (the CLI's --threads) and tells OpenMP (weight synthesis) and Eigen (its GEMMs
+// use OpenMP) the same count, so n is every thread the CPU target computes on. Fewer threads is
+// always safe; more than kernels were already bound for is refused, since their per-thread scratch
+// would be too small. The pool comes first: it says so cleanly when the system refuses threads.
 inline void set_threads(int n) {
   n = std::max(1, n);
   if (const int promised = detail::promised_threads().load(); promised > 0 && n > promised)
     throw Error(ErrorCode::resource, "cpu::set_threads: programs were already bound for fewer threads; set the thread count before creating runners",
                 {.expected = "<= " + std::to_string(promised) + " threads", .found = std::to_string(n)});
   detail::pool_slot() = std::make_unique<ThreadPool>(n);
+#ifdef _OPENMP
+  omp_set_num_threads(n);
+#endif
+  Eigen::setNbThreads(n);
 }
 
 // Calls f(thread, begin, end) over [0, n) in about-equal contiguous chunks, one per thread, when
