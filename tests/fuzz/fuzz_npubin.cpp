@@ -27,37 +27,10 @@ void use(const program::CompiledProgram& p) {
     std::fprintf(stderr, "fuzz: serialize(deserialize(serialize(p))) differs from serialize(p)\n");
     std::abort();
   }
-  std::int64_t io_elements = 0;
-  for (const auto& io : p.inputs) io_elements += numel(io.shape);  // shapes are checked: no overflow below the cap
-  if (io_elements > (std::int64_t{1} << 16)) return;
-  for (const auto& part : p.partitions)
-    if (!fuzz::small_graph(part.graph)) return;
-  // Weights: a synthetic manifest over every partition's weight keys.
-  weights::SynthManifest m;
-  m.source = "fuzz-synth.json", m.rule = "npusim-synth-v1";
-  for (const auto& part : p.partitions) {
-    auto pm = fuzz::synth_for(part.graph);
-    m.tensors.insert(pm.tensors.begin(), pm.tensors.end());
-  }
-  // Recipe inputs are checkpoint keys no partition names: give them the shapes the derived weights
-  // suggest (bn_fold: the conv weight's, then [Cout]; pad: its output's), so recipes run too.
-  for (const auto& r : p.recipes) {
-    auto out = m.tensors.find(r.outputs.empty() ? std::string() : r.outputs[0]);
-    if (out == m.tensors.end()) continue;
-    const weights::SynthTensor w = out->second;
-    for (std::size_t i = 0; i < r.inputs.size(); ++i)
-      if (!r.inputs[i].empty() && !m.tensors.count(r.inputs[i]))
-        m.tensors[r.inputs[i]] = i == 0 || w.shape.empty() ? w : weights::SynthTensor{1.0, 0.5, {w.shape[0]}, w.dtype};
-  }
-  weights::SynthSource src(std::move(m));
+  if (!fuzz::small_program(p)) return;
+  weights::SynthSource src = fuzz::synth_for_program(p);
   ref::ProgramRunner runner(p, &src);
-  std::vector<Tensor> in;
-  for (const auto& io : p.inputs) {
-    ir::Graph one;
-    one.inputs.push_back(one.add_tensor({io.name, io.shape, io.dtype, ir::TensorKind::input, -1, 0, {}}));
-    in.push_back(fuzz::inputs_for(one).at(0));
-  }
-  runner.run(in);
+  runner.run(fuzz::inputs_for_program(p));
 }
 
 }  // namespace

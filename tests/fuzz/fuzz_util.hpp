@@ -11,6 +11,7 @@
 #include <typeinfo>
 
 #include "npusim/ir/graph.hpp"
+#include "npusim/program/program.hpp"
 #include "npusim/target/reference/reference_target.hpp"
 #include "npusim/weights/binding.hpp"
 
@@ -72,6 +73,44 @@ inline std::vector<Tensor> inputs_for(const ir::Graph& g) {
     in.push_back(f.to(info.dtype));
   }
   return in;
+}
+
+// A compiled program small enough to run while fuzzing: its inputs and every partition's tensors.
+inline bool small_program(const program::CompiledProgram& p) {
+  std::int64_t io_elements = 0;
+  for (const auto& io : p.inputs) io_elements += numel(io.shape);  // shapes are checked: no overflow below the cap
+  if (io_elements > (std::int64_t{1} << 16)) return false;
+  for (const auto& part : p.partitions)
+    if (!small_graph(part.graph)) return false;
+  return true;
+}
+
+// Synthetic weights for a compiled program: every partition's weight keys, and the inputs of its
+// recipes, which are checkpoint keys no partition names, in the shapes the derived weights suggest
+// (bn_fold: the conv weight's, then [Cout]; pad: its output's), so recipes run too.
+inline weights::SynthSource synth_for_program(const program::CompiledProgram& p) {
+  weights::SynthManifest m;
+  m.source = "fuzz-synth.json", m.rule = "npusim-synth-v1";
+  for (const auto& part : p.partitions) {
+    auto pm = synth_for(part.graph);
+    m.tensors.insert(pm.tensors.begin(), pm.tensors.end());
+  }
+  for (const auto& r : p.recipes) {
+    auto out = m.tensors.find(r.outputs.empty() ? std::string() : r.outputs[0]);
+    if (out == m.tensors.end()) continue;
+    const weights::SynthTensor w = out->second;
+    for (std::size_t i = 0; i < r.inputs.size(); ++i)
+      if (!r.inputs[i].empty() && !m.tensors.count(r.inputs[i]))
+        m.tensors[r.inputs[i]] = i == 0 || w.shape.empty() ? w : weights::SynthTensor{1.0, 0.5, {w.shape[0]}, w.dtype};
+  }
+  return weights::SynthSource(std::move(m));
+}
+
+// Deterministic inputs in a compiled program's input specs (as inputs_for).
+inline std::vector<Tensor> inputs_for_program(const program::CompiledProgram& p) {
+  ir::Graph g;
+  for (const auto& io : p.inputs) g.inputs.push_back(g.add_tensor({io.name, io.shape, io.dtype, ir::TensorKind::input, -1, 0, {}}));
+  return inputs_for(g);
 }
 
 // Binds synthetic weights and runs the graph on the reference target (small graphs only).

@@ -316,37 +316,10 @@ std::string mutate_bytes(std::string bytes) {
   return bytes;
 }
 
-weights::SynthSource synth_for_program(const program::CompiledProgram& p) {
-  weights::SynthManifest m;
-  m.source = "fuzz-synth.json", m.rule = "npusim-synth-v1";
-  for (const auto& part : p.partitions) {
-    auto pm = fuzz::synth_for(part.graph);
-    m.tensors.insert(pm.tensors.begin(), pm.tensors.end());
-  }
-  for (const auto& r : p.recipes) {
-    auto out = m.tensors.find(r.outputs.empty() ? std::string() : r.outputs[0]);
-    if (out == m.tensors.end()) continue;
-    const weights::SynthTensor w = out->second;
-    for (std::size_t i = 0; i < r.inputs.size(); ++i)
-      if (!r.inputs[i].empty() && !m.tensors.count(r.inputs[i]))
-        m.tensors[r.inputs[i]] = i == 0 || w.shape.empty() ? w : weights::SynthTensor{1.0, 0.5, {w.shape[0]}, w.dtype};
-  }
-  return weights::SynthSource(std::move(m));
-}
-
 void run_program(const program::CompiledProgram& p) {
-  std::int64_t io_elements = 0;
-  for (const auto& io : p.inputs) io_elements += numel(io.shape);
-  if (io_elements > (std::int64_t{1} << 16)) return;
-  for (const auto& part : p.partitions)
-    if (!fuzz::small_graph(part.graph)) return;
-  weights::SynthSource src = synth_for_program(p);
-  std::vector<Tensor> in;
-  for (const auto& io : p.inputs) {
-    ir::Graph one;
-    one.inputs.push_back(one.add_tensor({io.name, io.shape, io.dtype, ir::TensorKind::input, -1, 0, {}}));
-    in.push_back(fuzz::inputs_for(one).at(0));
-  }
+  if (!fuzz::small_program(p)) return;
+  weights::SynthSource src = fuzz::synth_for_program(p);
+  const std::vector<Tensor> in = fuzz::inputs_for_program(p);
   std::unique_ptr<Runner> r;
   try {
     r = p.target == "cpu" ? runner_for<CpuTarget>::make(p, &src) : runner_for<ReferenceTarget>::make(p, &src);

@@ -131,8 +131,7 @@ class Tensor {
 
   // Uninitialised storage. Sizes are checked before allocating.
   static Tensor empty(DType dtype, Shape shape) {
-    std::int64_t n = checked_numel(shape);
-    std::size_t bytes = checked_bytes(n, dtype, shape);
+    const auto bytes = static_cast<std::size_t>(checked_nbytes(shape, dtype));
     check_allocation(bytes, [&] { return std::string(dtype_name(dtype)) + " tensor of shape " + to_string(shape); });
     void* p = ::operator new(std::max<std::size_t>(bytes, 1), std::align_val_t(alignment));
     std::shared_ptr<void> owner(p, [](void* q) { ::operator delete(q, std::align_val_t(alignment)); });
@@ -150,7 +149,7 @@ class Tensor {
   }
   // A view of memory owned by someone else (an mmap, another tensor); `owner` keeps it alive.
   static Tensor wrap(DType dtype, Shape shape, void* data, std::shared_ptr<void> owner) {
-    checked_bytes(checked_numel(shape), dtype, shape);
+    checked_nbytes(shape, dtype);
     Tensor t;
     t.dtype_ = dtype;
     t.shape_ = std::move(shape);
@@ -227,9 +226,6 @@ class Tensor {
   }
 
  private:
-  static std::size_t checked_bytes(std::int64_t, DType dtype, const Shape& shape) {
-    return static_cast<std::size_t>(checked_nbytes(shape, dtype));
-  }
   template <class T>
   void check_type() const {
     if (dtype_of_v<std::remove_const_t<T>> != dtype_)

@@ -54,6 +54,13 @@ struct IndexCopy {
   }
 };
 
+// The error every target gives for an index outside [-size, size), or [0, size) for an op that
+// takes no negative index (embedding): the reference target's message, the range as expected.
+inline Error index_out_of_range(std::string_view what, std::int64_t index, std::int64_t size, bool negatives = true) {
+  return Error(ErrorCode::runtime, std::string(what) + " index out of range",
+               {.expected = "[" + std::to_string(negatives ? -size : 0) + ", " + std::to_string(size - 1) + "]", .found = std::to_string(index)});
+}
+
 struct IndexSelect {
   static constexpr std::string_view id = "index_select";
   static constexpr std::array aten{"aten.index_select.default"sv};

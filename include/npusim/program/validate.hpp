@@ -264,10 +264,9 @@ inline void check_semantics(const Partition& p, DType compute) {
   // Views are the planner's only: a zero-copy kernel's output shares its input's storage, and an
   // index_copy may write into its `self` (a KV cache input read by nothing else) in place. A view
   // rooted anywhere else would let a kernel write into bytes of another size or purpose.
-  auto resolved = [&](ir::TensorId t) {
-    for (std::size_t hops = 0; b.tensors[static_cast<std::size_t>(t)].place == plan::Place::view && hops < b.tensors.size(); ++hops)
-      t = b.tensors[static_cast<std::size_t>(t)].root;
-    return t;
+  auto resolved = [&](ir::TensorId t) {  // check_plan has made every view's root a stored tensor
+    const plan::TensorPlan& tp = b.tensors[static_cast<std::size_t>(t)];
+    return tp.place == plan::Place::view ? tp.root : t;
   };
   for (std::size_t t = 0; t < g.tensors.size(); ++t) {
     const plan::TensorPlan& tp = b.tensors[t];

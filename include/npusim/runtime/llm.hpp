@@ -247,6 +247,10 @@ inline void check_kv_mapping(const KvMapping& m, const ir::Graph& prefill, const
         throw Error(ErrorCode::shape, "kv mapping: " + layer + ": the prefill K/V output does not fit the decode graph's KV cache",
                     {.file = prefill.source, .tensor = *pre, .expected = "[" + std::to_string(cache.shape[0]) + ", " + std::to_string(cache.shape[1]) +
                      ", <= " + std::to_string(cache.shape[2]) + ", " + std::to_string(cache.shape[3]) + "]", .found = to_string(p.shape)});
+      // The prefill length is the prefill graph's: its K/V outputs hold that many positions.
+      if (p.shape[2] != m.prefill_seq_len)
+        throw Error(ErrorCode::shape, "kv mapping: prefill_seq_len disagrees with the prefill graph's K/V outputs", {.file = prefill.source,
+                    .tensor = *pre, .expected = std::to_string(p.shape[2]) + " positions", .found = "prefill_seq_len " + std::to_string(m.prefill_seq_len)});
     }
     // The updated caches the decode step returns have the caches' shapes (the next step takes them back).
     const std::pair<const std::string*, const std::string*> io[] = {{&k.decode_key_output, &k.decode_key_input},
@@ -260,15 +264,6 @@ inline void check_kv_mapping(const KvMapping& m, const ir::Graph& prefill, const
                      .found = std::string(dtype_name(o.dtype)) + to_string(o.shape)});
     }
   }
-  // The prefill length is the prefill graph's: its K/V outputs hold that many positions.
-  for (std::size_t l = 0; l < m.layers.size(); ++l)
-    for (const std::string* pre : {&m.layers[l].prefill_key_output, &m.layers[l].prefill_value_output}) {
-      if (pre->empty()) continue;
-      const ir::TensorInfo& p = prefill.tensor(prefill.outputs[output_index(prefill, *pre)]);
-      if (p.shape.size() == 4 && p.shape[2] != m.prefill_seq_len)
-        throw Error(ErrorCode::shape, "kv mapping: prefill_seq_len disagrees with the prefill graph's K/V outputs", {.file = prefill.source,
-                    .tensor = *pre, .expected = std::to_string(p.shape[2]) + " positions", .found = "prefill_seq_len " + std::to_string(m.prefill_seq_len)});
-    }
   // Every decode input is fed: a mapped KV cache, or one of the roles the driver builds.
   std::set<ir::TensorId> kv;
   for (const KvLayer& k : m.layers) kv.insert(input_id(decode, k.decode_key_input)), kv.insert(input_id(decode, k.decode_value_input));

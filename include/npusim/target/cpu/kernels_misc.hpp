@@ -14,9 +14,8 @@ inline std::int64_t read_index(const std::byte* p, DType t, std::int64_t i) {
 }
 
 // negatives: the op counts negative indices from the end (index_copy, index_select; embedding does not).
-inline void index_error(const char* what, std::int64_t i, std::int64_t size, bool negatives = true) {
-  throw Error(ErrorCode::runtime, std::string(what) + " index out of range",
-              {.expected = "[" + std::to_string(negatives ? -size : 0) + ", " + std::to_string(size - 1) + "]", .found = std::to_string(i)});
+[[noreturn]] inline void index_error(const char* what, std::int64_t i, std::int64_t size, bool negatives = true) {
+  throw ops::index_out_of_range(what, i, size, negatives);
 }
 
 inline Fn bind_embedding(Ctx& c) {

@@ -64,9 +64,6 @@ struct IndexCheck {
   std::string tensor;  // its index tensor
   std::int64_t size = 0;
   bool negatives = true;  // negative indices count from the end
-  std::string expected() const {
-    return "[" + std::to_string(negatives ? -size : 0) + ", " + std::to_string(size - 1) + "]";
-  }
 };
 
 class Binder {

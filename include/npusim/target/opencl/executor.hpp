@@ -177,8 +177,7 @@ class Executor final : public runtime::PartitionExecutor {
     if (code < 1 || code > checks_.size())
       throw Error(ErrorCode::runtime, "OpenCL index check reported an unknown check (npusim bug)", {.file = part_.graph.source, .found = std::to_string(code)});
     const IndexCheck& c = checks_[code - 1];
-    throw Error(ErrorCode::runtime, c.what + " index out of range",
-                {.file = part_.graph.source, .node = c.node, .tensor = c.tensor, .expected = c.expected(), .found = std::to_string(found)});
+    throw ops::index_out_of_range(c.what, found, c.size, c.negatives).with_node(c.node).with_tensor(c.tensor).with_file(part_.graph.source);
   }
 
   void upload(cl_command_queue q, In& in, const Tensor& t) {

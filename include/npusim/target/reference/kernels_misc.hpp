@@ -13,9 +13,7 @@ namespace npusim::inline NPUSIM_ABI {
 namespace ref {
 inline std::int64_t checked_index(std::int64_t i, std::int64_t size, const char* what) {
   std::int64_t r = i < 0 ? i + size : i;
-  if (r < 0 || r >= size)
-    throw Error(ErrorCode::runtime, std::string(what) + " index out of range",
-                {.expected = "[" + std::to_string(-size) + ", " + std::to_string(size - 1) + "]", .found = std::to_string(i)});
+  if (r < 0 || r >= size) throw ops::index_out_of_range(what, i, size);
   return r;
 }
 }  // namespace ref
@@ -31,8 +29,7 @@ struct kernel<ops::Embedding, ReferenceTarget> {
     const auto es = dtype_size(w.dtype());
     for (std::int64_t i = 0; i < idx.numel(); ++i) {
       std::int64_t r = idx.data<std::int64_t>()[i];
-      if (r < 0 || r >= V)
-        throw Error(ErrorCode::runtime, "embedding index out of range", {.expected = "[0, " + std::to_string(V - 1) + "]", .found = std::to_string(r)});
+      if (r < 0 || r >= V) throw ops::index_out_of_range("embedding", r, V, false);
       std::memcpy(static_cast<std::byte*>(y.raw()) + static_cast<std::size_t>(i * D) * es,
                   static_cast<const std::byte*>(w.raw()) + static_cast<std::size_t>(r * D) * es, static_cast<std::size_t>(D) * es);
     }
