@@ -507,10 +507,18 @@ int cmd_devices() {
   if (devs.empty()) std::printf("no OpenCL devices (no OpenCL driver installed?)\n");
   std::string chosen;
   if (!devs.empty()) chosen = ocl::select_device().name;
-  for (const auto& d : devs)
+  for (const auto& d : devs) {
     std::printf("%zu  %-40s %-34s %-9s %3u CUs  %6.1f GiB  driver %s  %s%s\n", d.index, d.name.c_str(), d.platform_name.c_str(), d.gpu ? "GPU" : "CPU/other",
                 d.compute_units, static_cast<double>(d.global_mem) / (1u << 30), d.driver.c_str(), d.c_version.c_str(),
                 d.name == chosen ? "  (default)" : "");
+    std::string path;
+    try {
+      path = ocl::mma_support(*ocl::open_device(std::to_string(d.index))).why;
+    } catch (const Error& e) {
+      path = std::string("unusable: ") + e.what();
+    }
+    std::printf("   matrix kernels: %s\n", path.c_str());
+  }
   std::printf("choose with NPUSIM_OPENCL_DEVICE=<index or name substring> or --device\n");
   return 0;
 #else

@@ -123,6 +123,8 @@ struct DeviceInfo {
   std::uint64_t global_mem = 0, max_alloc = 0, local_mem = 0;
   std::uint32_t compute_units = 0;
   std::size_t max_work_group = 0;
+  // NVIDIA's compute capability (cl_nv_device_attribute_query); 0.0 on other devices.
+  int cc_major = 0, cc_minor = 0;
   std::string describe() const {
     return name + " (" + platform_name + ", " + (gpu ? "GPU" : "CPU/other") + ", driver " + driver + ")";
   }
@@ -156,6 +158,11 @@ inline std::vector<DeviceInfo> list_devices() {
       i.local_mem = device_value<cl_ulong>(d, CL_DEVICE_LOCAL_MEM_SIZE);
       i.compute_units = device_value<cl_uint>(d, CL_DEVICE_MAX_COMPUTE_UNITS);
       i.max_work_group = device_value<std::size_t>(d, CL_DEVICE_MAX_WORK_GROUP_SIZE);
+      if (device_string(d, CL_DEVICE_EXTENSIONS).find("cl_nv_device_attribute_query") != std::string::npos) {
+        constexpr cl_device_info cc_major_nv = 0x4000, cc_minor_nv = 0x4001;  // CL_DEVICE_COMPUTE_CAPABILITY_{MAJOR,MINOR}_NV
+        i.cc_major = static_cast<int>(device_value<cl_uint>(d, cc_major_nv));
+        i.cc_minor = static_cast<int>(device_value<cl_uint>(d, cc_minor_nv));
+      }
       out.push_back(std::move(i));
     }
   }
@@ -206,6 +213,13 @@ inline std::filesystem::path program_cache_dir() {
   if (const char* h = std::getenv("HOME"); h && *h) return std::filesystem::path(h) / ".cache" / "npusim" / "opencl";
   return std::filesystem::temp_directory_path() / "npusim-opencl-cache";
 }
+
+// Whether a device gets the tensor-core matrix kernels (mma.hpp decides, once per device).
+struct MmaSupport {
+  bool ok = false;
+  bool emulated = false;  // NPUSIM_OPENCL_MMA=emulate: the same kernels in portable OpenCL C (tests)
+  std::string why;  // the path taken and the reason, for `npusim devices` and the docs
+};
 
 // A device opened for use: context, queues, built programs. Shared by every executor on it
 // (weights uploaded by one partition are found by the next through weight_buffer()).
@@ -307,6 +321,13 @@ class Device {
     return p;
   }
 
+  // The tensor-core decision, made once by `probe` (mma.hpp) and kept with the device.
+  template <class Probe>
+  const MmaSupport& mma(Probe&& probe) {
+    std::call_once(mma_once_, [&] { mma_ = probe(*this); });
+    return mma_;
+  }
+
   KernelHandle kernel(cl_program p, const char* name) {
     cl_int e = CL_SUCCESS;
     KernelHandle k(clCreateKernel(p, name, &e));
@@ -337,6 +358,8 @@ class Device {
     std::weak_ptr<Mem> mem;
   };
   std::map<std::pair<const void*, std::size_t>, WeightEntry> weights_;
+  std::once_flag mma_once_;
+  MmaSupport mma_;
 };
 
 // One Device per selected device per process.

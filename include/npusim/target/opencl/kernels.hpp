@@ -10,6 +10,7 @@
 #include "npusim/fusion/patterns.hpp"
 #include "npusim/target/kernel.hpp"
 #include "npusim/target/opencl/binder.hpp"
+#include "npusim/target/opencl/mma.hpp"
 
 namespace npusim::inline NPUSIM_ABI {
 
@@ -176,18 +177,78 @@ inline bool gemv_fits(const Gemm& g) {
   return g.sbk == 1 && g.sak == 1 && g.sbn == g.K && g.scm == g.N && g.nb0 * g.nb1 == 1 && g.scn == 1 && g.M >= 1 && g.M <= 4;
 }
 
-// The 64x64-tile kernel over nbatch batches; when that leaves the device idle (few tiles, long K:
-// batch-1 convolutions) K is split over work-groups and gemm_reduce adds the splits up.
-inline void launch_tiled(Binder& b, const Gemm& g, const std::string& opts, cl_mem desc, bool conv, cl_mem ktab, std::int64_t nbatch) {
+// K split over work-groups when the output tiles leave the device idle (few tiles, long K: batch-1
+// convolutions, a prefill's projections): splits of whole `unit`-deep slices, at least 4 each.
+struct KSplit {
+  std::int64_t n = 1, chunk = 0;
+};
+inline KSplit k_split(std::int64_t K, std::int64_t tiles, std::int64_t want, std::int64_t unit) {
+  const std::int64_t slices = (K + unit - 1) / unit;
+  std::int64_t n = 1;
+  if (tiles < want && slices >= 8) n = std::clamp<std::int64_t>((want + tiles - 1) / tiles, 1, slices / 4);
+  const std::int64_t chunk = std::max<std::int64_t>((slices + n - 1) / n * unit, unit);
+  return {(K + chunk - 1) / chunk, chunk};
+}
+
+// gemm_mma (tensor cores) for a product launch_tiled would run, when the device has them and both
+// operands are f16 or both bf16. Tile: 128 x 128 (8 warps of 64 x 32) when that fills the device,
+// 64 x 128 (4 warps of 32 x 64) for few rows, 128 x 64 (8 warps of 32 x 32) for few columns (the
+// small images of a CNN's last stages). Returns false where it does not apply.
+inline bool launch_mma(Binder& b, const Gemm& g, const std::string& type_opts, cl_mem desc, bool conv, cl_mem ktab, std::int64_t nbatch, bool idx32) {
+  if (g.a.dtype != g.b.dtype || !is_half(g.a.dtype)) return false;
+  const MmaSupport& mma = mma_support(b.device());
+  if (!mma.ok) return false;
+  const int mode = conv ? 2 : (g.sbk == 1 && g.sbn != 1) ? 0 : 1;
+  const std::int64_t cus = std::max<std::int64_t>(b.device().info().compute_units, 1);
+  auto tiles = [&](std::int64_t bm, std::int64_t bn) { return ((g.M + bm - 1) / bm) * ((g.N + bn - 1) / bn) * nbatch; };
+  struct Tile {
+    int bm, bn, wm, wn;
+  } t{128, 128, 64, 32};
+  if (g.N <= 64) t = {128, 64, 32, 32};
+  else if (g.M <= 64 || tiles(128, 128) < cus) t = {64, 128, 32, 64};
+  const int nt = (t.bm / t.wm) * (t.bn / t.wn) * 32;
+  const std::int64_t n_tiles = tiles(t.bm, t.bn);
+  const KSplit ks = k_split(g.K, n_tiles, nt == 128 ? 2 * cus : cus, 32);
+  auto mult8 = [](std::int64_t v) { return v % 8 == 0; };
+  // 16-byte loads where every 8-element chunk of a row starts 16-byte aligned (a convolution's A is
+  // its weight, rows of K).
+  const bool avec = g.sak == 1 && mult8(g.K) && (g.a.off % 16) == 0 && (conv || (mult8(g.sam) && mult8(g.sa0) && mult8(g.sa1)));
+  bool bvec = false;
+  if (mode == 0) bvec = mult8(g.K) && mult8(g.sbn) && (g.b.off % 16) == 0 && mult8(g.sb0) && mult8(g.sb1);
+  if (mode == 1) bvec = g.sbn == 1 && mult8(g.N) && mult8(g.sbk) && (g.b.off % 16) == 0 && mult8(g.sb0) && mult8(g.sb1);
+  const std::string opts = type_opts + (idx32 ? " -DIDX32" : "") + " -DMMA=1 -DMMA_T=" + std::to_string(dt_code(g.a.dtype)) +
+                           " -DBMODE=" + std::to_string(mode) + " -DMBM=" + std::to_string(t.bm) + " -DMBN=" + std::to_string(t.bn) +
+                           " -DMWM=" + std::to_string(t.wm) + " -DMWN=" + std::to_string(t.wn) + (mma.emulated ? " -DMMA_EMU=1" : "");
   cl_program p = b.program("gemm", ocl::cl_source::gemm, opts);
   const Typed bias = g.bias ? Typed{*g.bias} : b.none();
   const Typed res = g.residual ? Typed{*g.residual} : b.none();
-  const std::int64_t gx = (g.N + 63) / 64, gy = (g.M + 63) / 64, ktiles = (g.K + 15) / 16;
-  const std::int64_t want = 2 * static_cast<std::int64_t>(b.device().info().compute_units), tiles = gx * gy * nbatch;
-  std::int64_t ksplit = 1;
-  if (tiles < want && ktiles >= 8) ksplit = std::clamp<std::int64_t>((want + tiles - 1) / tiles, 1, ktiles / 4);
-  const std::int64_t kchunk = std::max<std::int64_t>((ktiles + ksplit - 1) / ksplit * 16, 16);
-  ksplit = (g.K + kchunk - 1) / kchunk;
+  cl_mem part = ks.n > 1 ? b.scratch(static_cast<std::size_t>(nbatch * ks.n * g.M * g.N) * sizeof(float)) : b.none().r.mem;
+  b.launch(p, "gemm_mma",
+           {static_cast<std::size_t>((g.N + t.bn - 1) / t.bn) * static_cast<std::size_t>(nt), static_cast<std::size_t>((g.M + t.bm - 1) / t.bm),
+            static_cast<std::size_t>(nbatch * ks.n)},
+           {static_cast<std::size_t>(nt), 1, 1}, 3, Ptr{g.a}, Ptr{g.b}, Ptr{g.c}, bias, static_cast<cl_int>(g.bias ? g.bias_mode : 0), res,
+           static_cast<cl_int>(g.residual ? 1 : 0), g.relu, static_cast<cl_long>(g.M), static_cast<cl_long>(g.N), static_cast<cl_long>(g.K), desc,
+           static_cast<cl_int>(conv), ktab, static_cast<cl_int>(ks.n), static_cast<cl_long>(ks.chunk), part, static_cast<cl_int>(avec),
+           static_cast<cl_int>(bvec));
+  if (ks.n > 1)
+    b.launch1d(p, "gemm_reduce", nbatch * g.M * g.N, 256, part, static_cast<cl_int>(ks.n), Ptr{g.c}, bias, static_cast<cl_int>(g.bias ? g.bias_mode : 0),
+               res, static_cast<cl_int>(g.residual ? 1 : 0), g.relu, static_cast<cl_long>(g.M), static_cast<cl_long>(g.N), static_cast<cl_long>(nbatch),
+               desc, static_cast<cl_int>(conv));
+  return true;
+}
+
+// The 64x64-tile kernel over nbatch batches; when that leaves the device idle (few tiles, long K:
+// batch-1 convolutions) K is split over work-groups and gemm_reduce adds the splits up. Half
+// operands go to the tensor cores where the device has them (launch_mma).
+inline void launch_tiled(Binder& b, const Gemm& g, const std::string& type_opts, bool idx32, cl_mem desc, bool conv, cl_mem ktab, std::int64_t nbatch) {
+  if (launch_mma(b, g, type_opts, desc, conv, ktab, nbatch, idx32)) return;
+  const std::string opts = type_opts + (idx32 ? " -DIDX32" : "");
+  cl_program p = b.program("gemm", ocl::cl_source::gemm, opts);
+  const Typed bias = g.bias ? Typed{*g.bias} : b.none();
+  const Typed res = g.residual ? Typed{*g.residual} : b.none();
+  const std::int64_t gx = (g.N + 63) / 64, gy = (g.M + 63) / 64;
+  const KSplit ks = k_split(g.K, gx * gy * nbatch, 2 * static_cast<std::int64_t>(b.device().info().compute_units), 16);
+  const std::int64_t ksplit = ks.n, kchunk = ks.chunk;
   cl_mem part = ksplit > 1 ? b.scratch(static_cast<std::size_t>(nbatch * ksplit * g.M * g.N) * sizeof(float)) : b.none().r.mem;
   b.launch(p, "gemm", {static_cast<std::size_t>(gx) * 16, static_cast<std::size_t>(gy) * 16, static_cast<std::size_t>(nbatch * ksplit)}, {16, 16, 1}, 3,
            Ptr{g.a}, Ptr{g.b}, Ptr{g.c}, bias, static_cast<cl_int>(g.bias ? g.bias_mode : 0), res, static_cast<cl_int>(g.residual ? 1 : 0), g.relu,
@@ -230,7 +291,7 @@ inline void bind_gemm(Binder& b, const Gemm& g) {
   constexpr std::int64_t lim = std::int64_t{1} << 31;
   const bool idx32 = (g.M - 1) * g.sam + (g.K - 1) * g.sak < lim && (g.K - 1) * g.sbk + (g.N - 1) * g.sbn < lim;
   I64 d{g.sam, g.sak, g.sbk, g.sbn, g.scm, g.scn, g.nb1, g.sa0, g.sa1, g.adiv, g.sb0, g.sb1, g.bdiv, g.sc0, g.sc1};
-  launch_tiled(b, g, opts + (idx32 ? " -DIDX32" : ""), b.desc(d), false, b.none().r.mem, g.nb0 * g.nb1);
+  launch_tiled(b, g, opts, idx32, b.desc(d), false, b.none().r.mem, g.nb0 * g.nb1);
 }
 
 // Batched matmul a @ B where B(k, n) of batch z = b[boff(z) + k*sbk + n*sbn]; batch dims broadcast
@@ -657,10 +718,10 @@ inline void bind_conv(Binder& b, const ir::Node& conv, ir::TensorId y, bool relu
       for (std::int64_t s = 0; s < kw; ++s)
         tab.insert(tab.end(), {static_cast<cl_int>(c * H * W + r * a.dilation[0] * W + s * a.dilation[1]), static_cast<cl_int>(r * a.dilation[0]),
                                static_cast<cl_int>(s * a.dilation[1]), 0});
-  const std::string opts = Binder::type_options({{"TA", g.a.dtype}, {"TB", g.b.dtype}, {"TC", g.c.dtype}}) + " -DIDX32";
+  const std::string opts = Binder::type_options({{"TA", g.a.dtype}, {"TB", g.b.dtype}, {"TC", g.c.dtype}});
   I64 d{C, H, W, OH, OW, kh, kw, a.stride[0], a.stride[1], a.padding[0], a.padding[1], a.dilation[0], a.dilation[1], G, K};
   g.bias_mode = 2;
-  launch_tiled(b, g, opts, b.desc(d), true, b.constant(tab.data(), tab.size() * sizeof(cl_int)), N * G);
+  launch_tiled(b, g, opts, true, b.desc(d), true, b.constant(tab.data(), tab.size() * sizeof(cl_int)), N * G);
 }
 }  // namespace ocl
 

@@ -298,3 +298,366 @@ __kernel __attribute__((reqd_work_group_size(GV_WG, 1, 1))) void gemv(
     }
   }
 }
+
+// ---- tensor cores (NVIDIA, compute capability >= 8.0; built only with -DMMA=1) -----------------------
+// gemm_mma: the same product, operands and epilogue as gemm(), on mma.sync.m16n8k16 with f32
+// accumulation (inline PTX, which NVIDIA's OpenCL compiler passes to ptxas). A and B are both f16
+// (MMA_T 1) or both bf16 (MMA_T 2), moved as 16-bit patterns. A is row-major along K (a(m, k) =
+// A[m*sam + k*sak], sak 1 or any when avec = 0). B comes in one of three shapes (-DBMODE):
+//   0  b(k, n) = B[n*sbn + k]: a linear layer's weight W[N, K], staged as W rows (ldmatrix);
+//   1  b(k, n) = B[k*sbk + n*sbn]: any strided B, staged as K rows of N (ldmatrix.trans);
+//   2  the implicit-GEMM convolution's image gather (as gemm() with conv != 0), staged as in 1.
+// A work-group computes a BM x BN tile with (BM/WM) x (BN/WN) warps of WM x WN; K walks in slices
+// of 32 through two local stages: the next slice is loaded into registers (16-byte loads where
+// avec/bvec say rows are aligned, else element by element with bounds) while this one is
+// multiplied. Out-of-range rows, columns and K are zero in the tiles, so any M, N, K works. Split-K
+// (ksplit > 1) writes f32 partial sums to `part` in gemm()'s layout for gemm_reduce.
+#ifdef MMA
+#ifndef MMA_T
+#define MMA_T DT_BF16
+#endif
+#ifndef BMODE
+#define BMODE 0
+#endif
+#ifndef MBM
+#define MBM 128
+#endif
+#ifndef MBN
+#define MBN 128
+#endif
+#ifndef MWM
+#define MWM 64
+#endif
+#ifndef MWN
+#define MWN 32
+#endif
+#ifndef ASM_KW
+#define ASM_KW asm
+#endif
+#define MBK 32
+#define M_NT ((MBM / MWM) * (MBN / MWN) * 32)
+#define M_MI (MWM / 16)
+#define M_NI (MWN / 8)
+#define M_LDK (MBK + 8)  // K-row tiles (A; B in mode 0): 80-byte rows, 8 rows of an 8x8 in 8 bank groups
+#define M_LDN (MBN + 8)  // N-row tiles (B in modes 1, 2)
+#define M_A_U16 (MBM * M_LDK)
+#if BMODE == 0
+#define M_B_U16 (MBN * M_LDK)
+#else
+#define M_B_U16 (MBK * M_LDN)
+#endif
+#define M_STAGE_U16 (M_A_U16 + M_B_U16)
+#define M_A_CH (MBM * MBK / 8)  // 16-byte chunks per slice
+#define M_B_CH (MBN * MBK / 8)
+#define M_A_PT ((M_A_CH + M_NT - 1) / M_NT)
+#define M_B_PT ((M_B_CH + M_NT - 1) / M_NT)
+#if BMODE != 0 && (M_NT % (MBN / 8)) != 0
+#error "k-major B tiles need the work-group to cover whole tile rows"
+#endif
+
+#ifndef MMA_EMU
+#if MMA_T == DT_F16
+#define MMA_INSTR "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32"
+#else
+#define MMA_INSTR "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32"
+#endif
+#define MMA16816(c, a, b0, b1)                                                                                          \
+  ASM_KW volatile(MMA_INSTR " {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%10,%11,%12,%13};"                               \
+                  : "=f"(c[0]), "=f"(c[1]), "=f"(c[2]), "=f"(c[3])                                                    \
+                  : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1), "f"(c[0]), "f"(c[1]), "f"(c[2]), "f"(c[3]))
+// ldmatrix x4: lane L gives the address of row L % 8 of matrix L / 8 (OFF(L): bytes from base).
+#define LDSM_X4(r0, r1, r2, r3, base, OFF)                                                                     \
+  ASM_KW volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];" : "=r"(r0), "=r"(r1), "=r"(r2), "=r"(r3) \
+                  : "r"((base) + OFF(lane)) : "memory")
+#define LDSM_X4_T(r0, r1, r2, r3, base, OFF)                                                                   \
+  ASM_KW volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];" : "=r"(r0), "=r"(r1), "=r"(r2), "=r"(r3) \
+                  : "r"((base) + OFF(lane)) : "memory")
+#define EMU_DECL
+#else
+// MMA_EMU: the same instructions in portable OpenCL C, by their documented fragment layouts, so the
+// kernel's tiling, addressing and epilogue run (slowly) on any device: ldmatrix reads what the lane
+// that owns each row would have pointed at; mma.sync goes through a per-warp local tile, with
+// work-group barriers (every call site is reached by the whole work-group).
+inline float emu_h2f(ushort h) {
+#if MMA_T == DT_F16
+  return vload_half(0, (__private const half*)&h);
+#else
+  return bf2f(h);
+#endif
+}
+#define EMU_DECL __local ushort emu_s[M_NT / 32][16 * 16 + 16 * 8];
+#define EMU_LD32(addr) (*(__local const uint*)((__local const uchar*)smem + (addr)))
+#define EMU_LD16(addr) ((uint)(*(__local const ushort*)((__local const uchar*)smem + (addr))))
+// Non-transposed: lane i gets row i / 4, columns 2 (i % 4) and + 1 of each matrix q.
+#define LDSM_X4(r0, r1, r2, r3, base, OFF)                               \
+  {                                                                      \
+    r0 = EMU_LD32((base) + OFF(0 * 8 + lane / 4) + (lane % 4) * 4);      \
+    r1 = EMU_LD32((base) + OFF(1 * 8 + lane / 4) + (lane % 4) * 4);      \
+    r2 = EMU_LD32((base) + OFF(2 * 8 + lane / 4) + (lane % 4) * 4);      \
+    r3 = EMU_LD32((base) + OFF(3 * 8 + lane / 4) + (lane % 4) * 4);      \
+  }
+// Transposed: lane i gets rows 2 (i % 4) and + 1 of column i / 4.
+#define EMU_T(q, base, OFF) \
+  (EMU_LD16((base) + OFF((q) * 8 + 2 * (lane % 4)) + (lane / 4) * 2) | (EMU_LD16((base) + OFF((q) * 8 + 2 * (lane % 4) + 1) + (lane / 4) * 2) << 16))
+#define LDSM_X4_T(r0, r1, r2, r3, base, OFF) \
+  {                                          \
+    r0 = EMU_T(0, base, OFF);                \
+    r1 = EMU_T(1, base, OFF);                \
+    r2 = EMU_T(2, base, OFF);                \
+    r3 = EMU_T(3, base, OFF);                \
+  }
+// a: (g, 2t..), (g + 8, 2t..), (g, 2t + 8..), (g + 8, 2t + 8..); b: (k 2t.., n g), (k 2t + 8.., n g);
+// c: (g, 2t), (g, 2t + 1), (g + 8, 2t), (g + 8, 2t + 1); g = lane / 4, t = lane % 4.
+#define MMA16816(c, a, b0, b1)                                                                       \
+  {                                                                                                  \
+    __local ushort* ea = emu_s[lane_warp];                                                           \
+    __local ushort* eb = ea + 256;                                                                   \
+    const int g_ = lane / 4, t_ = lane % 4;                                                          \
+    const uint av_[4] = {a[0], a[1], a[2], a[3]};                                                    \
+    for (int q = 0; q < 4; ++q) {                                                                    \
+      const int r_ = g_ + (q & 1) * 8, k_ = 2 * t_ + (q >> 1) * 8;                                   \
+      ea[r_ * 16 + k_] = (ushort)(av_[q] & 0xffffu), ea[r_ * 16 + k_ + 1] = (ushort)(av_[q] >> 16);  \
+    }                                                                                                \
+    eb[(2 * t_) * 8 + g_] = (ushort)((b0) & 0xffffu), eb[(2 * t_ + 1) * 8 + g_] = (ushort)((b0) >> 16); \
+    eb[(2 * t_ + 8) * 8 + g_] = (ushort)((b1) & 0xffffu), eb[(2 * t_ + 9) * 8 + g_] = (ushort)((b1) >> 16); \
+    barrier(CLK_LOCAL_MEM_FENCE);                                                                    \
+    for (int q = 0; q < 4; ++q) {                                                                    \
+      const int r_ = g_ + (q >> 1) * 8, n_ = 2 * t_ + (q & 1);                                       \
+      float s_ = 0.0f;                                                                               \
+      for (int k_ = 0; k_ < 16; ++k_) s_ = fma(emu_h2f(ea[r_ * 16 + k_]), emu_h2f(eb[k_ * 8 + n_]), s_); \
+      c[q] += s_;                                                                                    \
+    }                                                                                                \
+    barrier(CLK_LOCAL_MEM_FENCE);                                                                    \
+  }
+#endif
+
+// A __local pointer as a 32-bit shared-window address (NVIDIA gives __local pointers in that
+// window already; a generic address is converted).
+#ifdef MMA_EMU
+#define mma_smem_addr(p) 0u
+#else
+inline uint mma_smem_addr(__local const void* p) {
+  uint r;
+  const ulong g = (ulong)p;
+  ASM_KW volatile("{ .reg .pred q; .reg .u64 a;\n\t"
+                  "isspacep.shared q, %1;\n\t"
+                  "@q cvta.to.shared.u64 a, %1;\n\t"
+                  "@!q mov.u64 a, %1;\n\t"
+                  "cvt.u32.u64 %0, a; }"
+                  : "=r"(r)
+                  : "l"(g));
+  return r;
+}
+#endif
+
+// 8 16-bit values p[(i0 + j) * s] for j < 8 with lim elements valid (zero past them).
+inline uint4 mma_gather8(__global const ushort* p, long i0, long s, int lim) {
+  ushort v[8];
+#pragma unroll
+  for (int j = 0; j < 8; ++j) v[j] = j < lim ? p[i0 + j * s] : (ushort)0;
+  return (uint4)(v[0] | ((uint)v[1] << 16), v[2] | ((uint)v[3] << 16), v[4] | ((uint)v[5] << 16), v[6] | ((uint)v[7] << 16));
+}
+
+__kernel __attribute__((reqd_work_group_size(M_NT, 1, 1))) void gemm_mma(
+    __global const uchar* ab, ulong ao, __global const uchar* bb, ulong bo, __global uchar* cb, ulong co,
+    __global const uchar* biasb, ulong biaso, int biast, int bias_mode, __global const uchar* rb, ulong ro, int rt, int has_res, int relu,
+    long M, long N, long K, __constant const long* d, int conv, __global const int4* ktab, int ksplit, long kchunk, __global float* part,
+    int avec, int bvec) {
+  __local uint4 smem[2 * M_STAGE_U16 / 8];
+  EMU_DECL
+  const int tid = get_local_id(0), lane = tid & 31, warp = tid >> 5, lane_warp = warp;
+  const int wm = warp / (MBN / MWN), wn = warp % (MBN / MWN);
+  const long m0 = get_group_id(1) * MBM, n0 = get_group_id(0) * MBN;
+  const long z = get_group_id(2) / ksplit, split = get_group_id(2) % ksplit;
+  const long kbeg = split * kchunk, kend = min(K, kbeg + kchunk);
+  const int ktiles = (int)((kend - kbeg + MBK - 1) / MBK);
+  __global const ushort* A = (__global const ushort*)CGPTR(ab, ao);
+  __global const ushort* B = (__global const ushort*)CGPTR(bb, bo);
+  long sam, sak, sbk = 0, sbn = 0;
+  if (BMODE == 2) {
+    const long G = d[13], img = z / G, g = z % G, Cg = d[0] / G;
+    A += g * M * K, sam = K, sak = 1;
+    B += (img * d[0] + g * Cg) * d[1] * d[2];
+  } else {
+    sam = d[0], sak = d[1], sbk = d[2], sbn = d[3];
+    const long nb1 = d[6], z0 = z / nb1, z1 = z % nb1;
+    A += z0 * d[7] + (z1 / d[9]) * d[8];
+    B += z0 * d[10] + (z1 / d[12]) * d[11];
+  }
+#if BMODE == 2
+  // This work-item always loads the same 8 columns (tile rows are covered by whole work-groups):
+  // their window origins, computed once; a column past N gets an origin that is never inside.
+  const int nch = tid % (MBN / 8);
+  int ih0[8], iw0[8];
+  const int cH = (int)d[1], cW = (int)d[2];
+#pragma unroll
+  for (int j = 0; j < 8; ++j) {
+    const long n = n0 + nch * 8 + j;
+    ih0[j] = n < N ? (int)((n / d[4]) * d[7] - d[9]) : -(1 << 29);
+    iw0[j] = n < N ? (int)((n % d[4]) * d[8] - d[10]) : -(1 << 29);
+  }
+#endif
+  uint4 ra[M_A_PT], rbv[M_B_PT];
+  // Loads slice kt of A (rows m0.., K from kbeg + kt*MBK) and B into registers.
+#define M_LOAD(kt)                                                                                          \
+  {                                                                                                         \
+    const long kk0 = kbeg + (long)(kt) * MBK;                                                               \
+    _Pragma("unroll") for (int i = 0; i < M_A_PT; ++i) {                                                    \
+      const int c = tid + i * M_NT;                                                                         \
+      if (M_A_CH % M_NT == 0 || c < M_A_CH) {                                                               \
+        const long m = m0 + c / (MBK / 8), k = kk0 + (c % (MBK / 8)) * 8;                                   \
+        const int lim = m < M ? (int)clamp(kend - k, 0L, 8L) : 0;                                          \
+        ra[i] = (avec && lim == 8) ? *(__global const uint4*)(A + m * sam + k) : mma_gather8(A, m * sam + k * sak, sak, lim); \
+      }                                                                                                     \
+    }                                                                                                       \
+    _Pragma("unroll") for (int i = 0; i < M_B_PT; ++i) {                                                    \
+      const int c = tid + i * M_NT;                                                                         \
+      if (M_B_CH % M_NT == 0 || c < M_B_CH) {                                                               \
+        if (BMODE == 0) {                                                                                   \
+          const long n = n0 + c / (MBK / 8), k = kk0 + (c % (MBK / 8)) * 8;                                 \
+          const int lim = n < N ? (int)clamp(kend - k, 0L, 8L) : 0;                                        \
+          rbv[i] = (bvec && lim == 8) ? *(__global const uint4*)(B + n * sbn + k) : mma_gather8(B, n * sbn + k * sbk, sbk, lim); \
+        } else {                                                                                            \
+          const long k = kk0 + c / (MBN / 8), n = n0 + (c % (MBN / 8)) * 8;                                 \
+          M_LOAD_KN(i, k, n);                                                                               \
+        }                                                                                                   \
+      }                                                                                                     \
+    }                                                                                                       \
+  }
+#if BMODE == 1
+#define M_LOAD_KN(i, k, n)                                                                                \
+  {                                                                                                       \
+    const int lim = k < kend ? (int)clamp(N - (n), 0L, 8L) : 0;                                           \
+    rbv[i] = (bvec && lim == 8) ? *(__global const uint4*)(B + (k) * sbk + (n)) : mma_gather8(B, (k) * sbk + (n) * sbn, sbn, lim); \
+  }
+#elif BMODE == 2
+#define M_LOAD_KN(i, k, n)                                                                                \
+  {                                                                                                       \
+    ushort v_[8];                                                                                         \
+    const int4 t_ = (k) < kend ? ktab[k] : (int4)(0, -(1 << 29), 0, 0);                                  \
+    _Pragma("unroll") for (int j = 0; j < 8; ++j) {                                                       \
+      const int ih = ih0[j] + t_.y, iw = iw0[j] + t_.z;                                                   \
+      v_[j] = (ih >= 0 && ih < cH && iw >= 0 && iw < cW) ? B[t_.x + ih0[j] * cW + iw0[j]] : (ushort)0;   \
+    }                                                                                                     \
+    rbv[i] = (uint4)(v_[0] | ((uint)v_[1] << 16), v_[2] | ((uint)v_[3] << 16), v_[4] | ((uint)v_[5] << 16), v_[6] | ((uint)v_[7] << 16)); \
+  }
+#else
+#define M_LOAD_KN(i, k, n)
+#endif
+  // Stores the registers into local stage s.
+#define M_STORE(s)                                                                                          \
+  {                                                                                                         \
+    __local ushort* st = (__local ushort*)smem + (s) * M_STAGE_U16;                                         \
+    _Pragma("unroll") for (int i = 0; i < M_A_PT; ++i) {                                                    \
+      const int c = tid + i * M_NT;                                                                         \
+      if (M_A_CH % M_NT == 0 || c < M_A_CH) *(__local uint4*)(st + (c / (MBK / 8)) * M_LDK + (c % (MBK / 8)) * 8) = ra[i]; \
+    }                                                                                                       \
+    _Pragma("unroll") for (int i = 0; i < M_B_PT; ++i) {                                                    \
+      const int c = tid + i * M_NT;                                                                         \
+      if (M_B_CH % M_NT == 0 || c < M_B_CH) {                                                               \
+        if (BMODE == 0) *(__local uint4*)(st + M_A_U16 + (c / (MBK / 8)) * M_LDK + (c % (MBK / 8)) * 8) = rbv[i]; \
+        else *(__local uint4*)(st + M_A_U16 + (c / (MBN / 8)) * M_LDN + (c % (MBN / 8)) * 8) = rbv[i];          \
+      }                                                                                                     \
+    }                                                                                                       \
+  }
+
+  float acc[M_MI][M_NI][4];
+#pragma unroll
+  for (int i = 0; i < M_MI; ++i)
+#pragma unroll
+    for (int j = 0; j < M_NI; ++j)
+#pragma unroll
+      for (int r = 0; r < 4; ++r) acc[i][j][r] = 0.0f;
+
+  // Fragment addresses: OFF(L) is the byte offset, from a stage's start, of the row lane L points
+  // ldmatrix at. A: row L % 16, k half L / 16 (matrices a0..a3). B mode 0: W row (L / 16) * 8 + L % 8,
+  // k half (L / 8) % 2; modes 1, 2: K row ((L / 8) % 2) * 8 + L % 8, N half L / 16, transposed on
+  // load. Either way B's four 8x8 matrices are (n 0-7, k 0-7), (n 0-7, k 8-15), (n 8-15, k 0-7),
+  // (n 8-15, k 8-15): b0, b1 of two n8 blocks.
+  const uint sbase = mma_smem_addr(smem);
+#define A_OFF(L) ((uint)(((wm * MWM + ((L) & 15)) * M_LDK + ((L) >> 4) * 8) * 2))
+#if BMODE == 0
+#define B_OFF(L) ((uint)((M_A_U16 + (wn * MWN + ((L) >> 4) * 8 + ((L) & 7)) * M_LDK + (((L) >> 3) & 1) * 8) * 2))
+#define M_B_KSTEP 32u                       /* 16 k to the right */
+#define M_B_JSTEP ((uint)(16 * M_LDK * 2))  /* 16 n down */
+#define LDSM_B LDSM_X4
+#else
+#define B_OFF(L) ((uint)((M_A_U16 + ((((L) >> 3) & 1) * 8 + ((L) & 7)) * M_LDN + wn * MWN + ((L) >> 4) * 8) * 2))
+#define M_B_KSTEP ((uint)(16 * M_LDN * 2))  /* 16 k down */
+#define M_B_JSTEP 32u                       /* 16 n to the right */
+#define LDSM_B LDSM_X4_T
+#endif
+#define M_COMPUTE(s)                                                                                        \
+  {                                                                                                         \
+    const uint st = sbase + (uint)((s) * M_STAGE_U16 * 2);                                                  \
+    _Pragma("unroll") for (int kk = 0; kk < MBK / 16; ++kk) {                                               \
+      uint af[M_MI][4], bfr[M_NI][2];                                                                       \
+      _Pragma("unroll") for (int i = 0; i < M_MI; ++i)                                                      \
+        LDSM_X4(af[i][0], af[i][1], af[i][2], af[i][3], st + (uint)(i * 16 * M_LDK * 2 + kk * 32), A_OFF);  \
+      _Pragma("unroll") for (int j = 0; j < M_NI / 2; ++j)                                                  \
+        LDSM_B(bfr[2 * j][0], bfr[2 * j][1], bfr[2 * j + 1][0], bfr[2 * j + 1][1], st + (uint)j * M_B_JSTEP + (uint)kk * M_B_KSTEP, B_OFF); \
+      _Pragma("unroll") for (int i = 0; i < M_MI; ++i)                                                      \
+        _Pragma("unroll") for (int j = 0; j < M_NI; ++j) MMA16816(acc[i][j], af[i], bfr[j][0], bfr[j][1]);  \
+    }                                                                                                       \
+  }
+
+  if (ktiles > 0) {
+    M_LOAD(0);
+    M_STORE(0);
+  }
+  barrier(CLK_LOCAL_MEM_FENCE);
+  for (int kt = 0; kt < ktiles; ++kt) {
+    if (kt + 1 < ktiles) M_LOAD(kt + 1);
+    M_COMPUTE(kt & 1);
+    if (kt + 1 < ktiles) M_STORE((kt + 1) & 1);
+    barrier(CLK_LOCAL_MEM_FENCE);
+  }
+
+  // acc[i][j]: rows (lane / 4) and + 8, columns 2 * (lane % 4) and + 1 of its 16 x 8 block.
+  const long cofs = c_base(z, conv, d, M), scm = c_rows(conv, d), scn = c_cols(conv, d), brow = bias_row0(z, conv, d, M);
+  __global uchar* C = GPTR(cb, co);
+#pragma unroll
+  for (int i = 0; i < M_MI; ++i)
+#pragma unroll
+    for (int j = 0; j < M_NI; ++j)
+#pragma unroll
+      for (int r = 0; r < 4; ++r) {
+        const long m = m0 + wm * MWM + i * 16 + (lane >> 2) + (r >> 1) * 8, n = n0 + wn * MWN + j * 8 + (lane & 3) * 2 + (r & 1);
+        if (m >= M || n >= N) continue;
+        if (ksplit > 1) {
+          part[((z * ksplit + split) * M + m) * N + n] = acc[i][j][r];
+          continue;
+        }
+        const long off = cofs + m * scm + n * scn;
+        ST_T(TC, C, off, epilogue(acc[i][j][r], brow + m, n, off, CGPTR(biasb, biaso), biast, bias_mode, CGPTR(rb, ro), rt, has_res, relu));
+      }
+}
+
+// The capability probe: one 16 x 16 x 16 product two ways (B as W rows through ldmatrix, B as K rows
+// through ldmatrix.trans), for MMA_T, 32 work-items. c[0..255] and c[256..511] must both equal
+// a * w^T exactly for the small integers the host passes.
+#ifndef MMA_EMU
+__kernel __attribute__((reqd_work_group_size(32, 1, 1))) void mma_probe(__global const ushort* a, __global const ushort* w,
+                                                                        __global const ushort* bkn, __global float* c) {
+  __local ushort sa[16 * 24], sw[16 * 24], sb[16 * 24];
+  const int lane = get_local_id(0);
+  for (int e = lane; e < 256; e += 32) sa[(e / 16) * 24 + e % 16] = a[e], sw[(e / 16) * 24 + e % 16] = w[e], sb[(e / 16) * 24 + e % 16] = bkn[e];
+  barrier(CLK_LOCAL_MEM_FENCE);
+#define PA_OFF(L) ((uint)(((((L) & 15)) * 24 + ((L) >> 4) * 8) * 2))
+#define PW_OFF(L) ((uint)((((L) >> 4) * 8 + ((L) & 7)) * 24 + (((L) >> 3) & 1) * 8) * 2)
+#define PB_OFF(L) ((uint)((((((L) >> 3) & 1) * 8 + ((L) & 7)) * 24 + ((L) >> 4) * 8) * 2))
+  uint af[4], b0[4], b1[4];
+  LDSM_X4(af[0], af[1], af[2], af[3], mma_smem_addr(sa), PA_OFF);
+  LDSM_X4(b0[0], b0[1], b0[2], b0[3], mma_smem_addr(sw), PW_OFF);
+  LDSM_X4_T(b1[0], b1[1], b1[2], b1[3], mma_smem_addr(sb), PB_OFF);
+  for (int way = 0; way < 2; ++way) {
+    const uint* bf = way ? b1 : b0;
+    for (int j = 0; j < 2; ++j) {
+      float acc[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+      MMA16816(acc, af, bf[2 * j], bf[2 * j + 1]);
+      for (int r = 0; r < 4; ++r) c[way * 256 + ((lane >> 2) + (r >> 1) * 8) * 16 + j * 8 + (lane & 3) * 2 + (r & 1)] = acc[r];
+    }
+  }
+}
+#endif
+#endif  // MMA

@@ -1,0 +1,132 @@
+// The OpenCL target's matrix kernels bound directly (ocl::bind_gemm, as the executor binds a linear
+// or matmul kernel), against a double-precision product: shapes that fill no tile (M, N, K not
+// multiples of 8, 16, 32, 64 or 128), a K long enough for many slices and for split-K, batches with
+// broadcast and with grouped heads, B as W rows (linear) and as K rows (matmul), unaligned rows,
+// and the epilogue (bias, residual, ReLU, a half output). Operands are bf16/f16-exact, so products
+// are exact and only the f32 accumulation order differs. Outputs are poisoned first: every element
+// must be written. Which kernels run depends on the device: the FP32 tiles on PoCL, the tensor
+// cores on NVIDIA (compute capability >= 8.0), the emulated tensor-core kernels with
+// NPUSIM_OPENCL_MMA=emulate (ctest opencl.mma_emulated) - the same expectations hold for all three.
+#include <cmath>
+#include <random>
+
+#include "../common/test_util.hpp"
+#include "npusim/target/opencl/kernels.hpp"
+
+using namespace npusim;
+
+namespace {
+
+struct Buffers {
+  std::shared_ptr<ocl::Device> dev = ocl::open_device();
+  ir::Graph g;
+  plan::BufferPlan plan;
+  std::vector<ocl::Launch> launches;
+  std::vector<ocl::Mem> keep;
+  std::vector<ocl::IndexCheck> checks;
+  ocl::Mem dummy = dev->alloc(64, "test"), errors = dev->alloc(16, "test");
+  ocl::Binder b{*dev, g, plan, [](ir::TensorId) { return ocl::TensorRef{}; }, dummy.get(), launches, keep, checks, errors.get()};
+
+  // Values stored as `dt` (the host copy keeps what the device sees, as floats); `pad` elements of
+  // NaN before the data make the device offset unaligned when odd.
+  ocl::TensorRef upload(const std::vector<float>& v, DType dt, std::size_t pad = 0) {
+    const std::size_t esz = dtype_size(dt);
+    std::vector<float> all(pad, std::nanf(""));
+    all.insert(all.end(), v.begin(), v.end());
+    std::vector<std::byte> bytes(all.size() * esz);
+    convert_elements(DType::f32, all.data(), dt, bytes.data(), static_cast<std::int64_t>(all.size()));
+    keep.push_back(dev->alloc(bytes.size(), "test"));
+    dev->write(keep.back().get(), 0, bytes.size(), bytes.data(), true);
+    return {keep.back().get(), static_cast<cl_ulong>(pad * esz), dt};
+  }
+  std::vector<float> download(const ocl::TensorRef& r, std::size_t n) {
+    std::vector<std::byte> bytes(n * dtype_size(r.dtype));
+    ocl::check(clEnqueueReadBuffer(dev->queue(), r.mem, CL_TRUE, r.off, bytes.size(), bytes.data(), 0, nullptr, nullptr), "read");
+    std::vector<float> v(n);
+    convert_elements(r.dtype, bytes.data(), DType::f32, v.data(), static_cast<std::int64_t>(n));
+    return v;
+  }
+  void run() {
+    for (const auto& l : launches)
+      ocl::check(clEnqueueNDRangeKernel(dev->queue(), l.kernel.get(), l.dims, nullptr, l.global.data(), l.local.data(), 0, nullptr, nullptr), l.name);
+    ocl::check(clFinish(dev->queue()), "finish");
+  }
+};
+
+// Values exactly representable in dt (bf16-exact values are f16-exact in [-1, 1) too).
+std::vector<float> values(std::size_t n, unsigned seed) { return test::bf16_exact(n, seed); }
+
+struct Case {
+  std::int64_t M, N, K;
+  DType dt;
+  bool trans_b;            // B given as W[N, K] (linear) rather than [K, N]
+  std::int64_t nb0 = 1, nb1 = 1, group = 1;  // batches: [nb0, nb1], B's second batch dim divided by group
+  std::size_t pad_a = 0;   // NaN elements before A (unaligned rows when odd)
+  bool epilogue = false;   // bias per column, residual, ReLU, output in dt
+};
+
+double rel_l2_of(const Case& c) {
+  Buffers t;
+  const std::int64_t M = c.M, N = c.N, K = c.K, nb = c.nb0 * c.nb1, nbb = c.nb0 * (c.nb1 / c.group);
+  const std::vector<float> a = values(static_cast<std::size_t>(nb * M * K), 11), bm = values(static_cast<std::size_t>(nbb * K * N), 12),
+                           bias = values(static_cast<std::size_t>(N), 13), res = values(static_cast<std::size_t>(nb * M * N), 14);
+  ocl::Gemm g;
+  g.a = t.upload(a, c.dt, c.pad_a), g.b = t.upload(bm, c.dt);
+  const DType out_t = c.epilogue ? c.dt : DType::f32;
+  g.c = t.upload(std::vector<float>(static_cast<std::size_t>(nb * M * N), std::nanf("")), out_t);
+  g.M = M, g.N = N, g.K = K;
+  g.sam = K, g.sak = 1, g.scm = N, g.scn = 1;
+  if (c.trans_b) g.sbk = 1, g.sbn = K;
+  else g.sbk = N, g.sbn = 1;
+  g.nb0 = c.nb0, g.nb1 = c.nb1, g.sa0 = c.nb1 * M * K, g.sa1 = M * K, g.sc0 = c.nb1 * M * N, g.sc1 = M * N;
+  g.sb0 = (c.nb1 / c.group) * K * N, g.sb1 = K * N, g.bdiv = c.group;
+  if (c.epilogue) g.bias = t.upload(bias, c.dt), g.residual = t.upload(res, c.dt), g.relu = true;
+  ocl::bind_gemm(t.b, g);
+  t.run();
+  const std::vector<float> got = t.download(g.c, static_cast<std::size_t>(nb * M * N));
+  double num = 0, den = 0;
+  for (std::int64_t z0 = 0; z0 < c.nb0; ++z0)
+    for (std::int64_t z1 = 0; z1 < c.nb1; ++z1) {
+      const std::int64_t z = z0 * c.nb1 + z1, zb = z0 * (c.nb1 / c.group) + z1 / c.group;
+      for (std::int64_t m = 0; m < M; ++m)
+        for (std::int64_t n = 0; n < N; ++n) {
+          double s = 0;
+          for (std::int64_t k = 0; k < K; ++k) {
+            const double bv = c.trans_b ? bm[static_cast<std::size_t>(zb * K * N + n * K + k)] : bm[static_cast<std::size_t>(zb * K * N + k * N + n)];
+            s += static_cast<double>(a[static_cast<std::size_t>(z * M * K + m * K + k)]) * bv;
+          }
+          const std::size_t o = static_cast<std::size_t>(z * M * N + m * N + n);
+          if (c.epilogue) s = std::max(s + bias[static_cast<std::size_t>(n)] + res[o], 0.0);
+          const double v = got[o];
+          if (!std::isfinite(v)) {
+            ADD_FAILURE() << "output (" << z << ", " << m << ", " << n << ") not written: " << v;
+            return 1.0;
+          }
+          num += (v - s) * (v - s), den += s * s;
+        }
+    }
+  return std::sqrt(num / std::max(den, 1e-30));
+}
+
+}  // namespace
+
+TEST(OpenCLGemm, MatrixKernelsMatchADoublePrecisionProduct) {
+  std::printf("matrix kernels on %s: %s\n", ocl::open_device()->info().name.c_str(), ocl::mma_support(*ocl::open_device()).why.c_str());
+  const Case cases[] = {
+      {77, 201, 333, DType::bf16, true},              // linear, tails everywhere, K % 8 != 0
+      {128, 256, 512, DType::bf16, true},             // full tiles, 16-byte rows
+      {16, 16, 4096, DType::bf16, true},              // few tiles, long K: split-K
+      {37, 72, 264, DType::f16, false},               // B as K rows (matmul), aligned
+      {5, 40, 99, DType::f16, false},                 // few rows, K % 8 != 0, N % 8 == 0
+      {64, 24, 160, DType::bf16, true, 1, 1, 1, 3},   // A rows unaligned (3 elements of padding)
+      {50, 60, 70, DType::bf16, false, 2, 6, 3},      // batched, grouped heads (6 query heads on 2 KV heads)
+      {9, 130, 48, DType::f16, true, 1, 1, 1, 0, true},  // epilogue: bias, residual, ReLU, f16 output
+      {140, 33, 200, DType::bf16, false, 1, 1, 1, 0, true},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(testing::Message() << "M " << c.M << " N " << c.N << " K " << c.K << " " << dtype_name(c.dt) << (c.trans_b ? " W rows" : " K rows")
+                                    << " batches " << c.nb0 << "x" << c.nb1 << "/" << c.group << " pad " << c.pad_a << (c.epilogue ? " epilogue" : ""));
+    // f32 accumulation of exact products; a half output adds its own rounding.
+    EXPECT_LE(rel_l2_of(c), c.epilogue ? 8e-3 : 2e-5);
+  }
+}
