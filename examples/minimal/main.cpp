@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <cstdio>
 #include <npusim/npusim.hpp>
-#include <npusim/target/cpu/cpu_target.hpp>
 
 int main(int argc, char** argv) try {
   if (argc != 2) return std::fprintf(stderr, "usage: minimal MODEL_DIR (with ir.json, synth.json, io.safetensors)\n"), 2;

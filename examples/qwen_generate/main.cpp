@@ -10,7 +10,6 @@
 #include <chrono>
 #include <cstdio>
 #include <npusim/npusim.hpp>
-#include <npusim/target/cpu/cpu_target.hpp>
 #include <optional>
 #include <sstream>
 
@@ -35,7 +34,7 @@ int generate(const Args& a) {
   auto t0 = Clock::now();
   // The cases give the IR graphs (the driver finds token ids, positions and mask by structure),
   // the weights (weights.safetensors or synth.json) and the prompt (io.safetensors).
-  const auto pc = npusim::runtime::Case::open(a.prefill_dir), dc = npusim::runtime::Case::open(a.decode_dir);
+  const auto pc = npusim::runtime::ModelDir::open(a.prefill_dir), dc = npusim::runtime::ModelDir::open(a.decode_dir);
   if (!pc.weights) throw npusim::Error(npusim::ErrorCode::weights, "the prefill case has no weights", {.file = a.prefill_dir});
   const auto map = npusim::llm::KvMapping::read(a.decode_dir + "/kv_mapping.json");
 

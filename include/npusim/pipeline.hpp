@@ -5,7 +5,8 @@
 //   p.load_weights(npusim::weights::SynthSource::read("model/synth.json"));
 //   auto outputs = p.run(inputs);
 //
-// The target's runner header must be included (it specialises runner_for<Target>).
+// Include the target's entry header (npusim/reference.hpp, npusim/cpu.hpp, npusim/opencl.hpp, or
+// npusim/npusim.hpp for all of them): it brings the executors of the target and of its fallback.
 #pragma once
 
 #include <memory>
@@ -14,26 +15,25 @@
 #include "npusim/ir/reader.hpp"
 #include "npusim/program/compiler.hpp"
 #include "npusim/program/npubin_weights.hpp"
+#include "npusim/runtime/program_runner.hpp"
 #include "npusim/target/describe.hpp"
-#include "npusim/target/runner.hpp"
 #include "npusim/weights/binding.hpp"
 
 namespace npusim::inline NPUSIM_ABI {
 
-// Specialised by each target: builds the object that runs a compiled program on it.
+// The constant-folding evaluator for Target's programs: its own, else its fallback's.
 template <class Target>
-struct runner_for;
-
-template <class Target>
-concept RunnableTarget = requires(const program::CompiledProgram& p, const weights::WeightSource* w) {
-  { runner_for<Target>::make(p, w) } -> std::convertible_to<std::unique_ptr<Runner>>;
-};
+passes::Evaluator evaluator_for() {
+  if constexpr (requires { Target::evaluator(); }) return Target::evaluator();
+  else if constexpr (requires { Target::fallback::evaluator(); }) return Target::fallback::evaluator();
+  else return {};
+}
 
 template <class Target, ComputeTag D = F32>
 class Pipeline {
-  static_assert(RunnableTarget<Target>,
-                "NPUSIM: Pipeline<Target, D> needs runner_for<Target>: include the target's runner header "
-                "(e.g. npusim/target/reference/program_runner.hpp, npusim/target/cpu/cpu_target.hpp)");
+  static_assert(ExecutableTarget<Target>,
+                "NPUSIM: Pipeline<Target, D> needs the target's executor: include its entry header "
+                "(npusim/reference.hpp, npusim/cpu.hpp, npusim/opencl.hpp) or npusim/npusim.hpp");
 
  public:
   // Reads and compiles an IR file for Target, computing in D.
@@ -84,8 +84,7 @@ class Pipeline {
  private:
   static program::CompiledProgram compile_ir(const std::string& path, program::CompileOptions opt) {
     opt.compute = D::dtype;
-    if constexpr (requires { Target::evaluator(); })
-      if (!opt.evaluator) opt.evaluator = Target::evaluator();
+    if (!opt.evaluator) opt.evaluator = evaluator_for<Target>();
     return program::compile(ir::read_ir_file(path), describe_target<Target>(), opt);
   }
 

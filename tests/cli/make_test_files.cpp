@@ -9,6 +9,7 @@
 //   OUT/image.png        a 96 x 80 RGB picture (a colour gradient with a disc)
 //   OUT/relu_nan.npy     expected outputs of ops/relu that are all NaN (a check that must fail)
 //   OUT/huge_ir.json     a relu over a [2^62, 1] float32 tensor: 2^64 bytes (compile must refuse it)
+//   OUT/unknown_ops.json a chain with two op types npusim has no definition for (one on two nodes)
 //   OUT/tiny_decode_*/   copies of qwen2_tiny_decode whose kv_mapping.json is broken one way each
 //   usage: make_test_files DATA_DIR OUT_DIR
 #include <stb/stb_image_write.h>
@@ -89,6 +90,16 @@ int main(int argc, char** argv) try {
   write_file_atomic((out / "huge_ir.json").string(), R"({"graph_inputs": [)" + t("x") + R"(], "graph_outputs": [)" + t("relu") +
                                                          R"(], "weights": [], "nodes": [{"name": "relu", "op_type": "aten.relu.default", "inputs": [)" +
                                                          t("x") + R"(], "outputs": [)" + t("relu") + "]}]}");
+  // Two op types npusim has no definition for, one of them on two nodes (issue 27: one error lists them all).
+  const std::string small = R"({"name": "T", "shape": [3, 70], "dtype": "float32"})";
+  auto s = [&](const std::string& name) { return std::string(small).replace(small.find('T'), 1, name); };
+  auto node = [&](const std::string& name, const std::string& op, const std::string& in) {
+    return R"({"name": ")" + name + R"(", "op_type": ")" + op + R"(", "inputs": [)" + s(in) + R"(], "outputs": [)" + s(name) + "]}";
+  };
+  write_file_atomic((out / "unknown_ops.json").string(), R"({"graph_inputs": [)" + s("x") + R"(], "graph_outputs": [)" + s("d") +
+                                                             R"(], "weights": [], "nodes": [)" + node("a", "aten.frob.default", "x") + ", " +
+                                                             node("b", "aten.relu.default", "a") + ", " + node("c", "aten.frob.default", "b") + ", " +
+                                                             node("d", "aten.twiddle.default", "c") + "]}");
   const std::string mapping = read_file((data / "models/qwen2_tiny_decode/kv_mapping.json").string());
   for (auto [name, from, to] : {std::tuple{"cache_1e12", "\"max_cache_len\": 64", "\"max_cache_len\": 1000000000000"},
                                 std::tuple{"prefill_0", "\"prefill_seq_len\": 16", "\"prefill_seq_len\": 0"},

@@ -6,7 +6,7 @@
 #include <cstring>
 #include <string>
 
-#include "npusim/target/cpu/cpu_target.hpp"
+#include "npusim/cpu.hpp"
 
 namespace npusim::test {
 

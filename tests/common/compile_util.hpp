@@ -4,10 +4,10 @@
 
 #include "npusim/program/compiler.hpp"
 #include "npusim/program/npubin.hpp"
-#include "npusim/runtime/case.hpp"
+#include "npusim/harness/check.hpp"
 #include "npusim/target/describe.hpp"
-#include "npusim/target/reference/program_runner.hpp"
-#include "npusim/target/reference/runner.hpp"
+#include "npusim/reference.hpp"
+#include "npusim/target/reference/interpreter.hpp"
 
 namespace npusim::test {
 
@@ -25,7 +25,7 @@ inline program::CompiledProgram compile_reference(const ir::Graph& g, program::C
 
 // Inputs for any case: io.safetensors where present; LLM decode cases get the first decode
 // step's inputs with deterministic pseudo-random KV caches.
-inline std::vector<Tensor> any_inputs(const runtime::Case& c) {
+inline std::vector<Tensor> any_inputs(const runtime::ModelDir& c) {
   bool all = true;
   for (auto t : c.graph.inputs) all = all && c.io && c.io->find(c.graph.tensor(t).name);
   if (all || c.kind() != "causal_lm" || !c.io || !c.io->find("decode_tokens")) return c.inputs();

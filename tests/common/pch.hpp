@@ -5,13 +5,13 @@
 #include <Eigen/Core>
 #include <nlohmann/json.hpp>
 
+#include "npusim/cpu.hpp"
+#include "npusim/harness/check.hpp"
+#include "npusim/harness/llm_check.hpp"
 #include "npusim/ir/reader.hpp"
 #include "npusim/ops/registry.hpp"
-#include "npusim/runtime/case.hpp"
-#include "npusim/target/reference/reference_target.hpp"
-#include "npusim/weights/binding.hpp"
 #include "npusim/program/compiler.hpp"
 #include "npusim/program/npubin.hpp"
-#include "npusim/target/reference/program_runner.hpp"
-#include "npusim/runtime/plan_runner.hpp"
-#include "npusim/target/cpu/cpu_target.hpp"
+#include "npusim/reference.hpp"
+#include "npusim/runtime/program_runner.hpp"
+#include "npusim/weights/binding.hpp"

@@ -9,14 +9,14 @@
 
 #include "compile_util.hpp"
 #include "npusim/runtime/generate.hpp"
-#include "npusim/target/cpu/cpu_target.hpp"
+#include "npusim/cpu.hpp"
 #include "test_util.hpp"
 
 namespace npusim::test {
 
 struct TinyLlm {
-  runtime::Case pc = runtime::Case::open(data("models/qwen2_tiny_prefill"));
-  runtime::Case dc = runtime::Case::open(data("models/qwen2_tiny_decode"));
+  runtime::ModelDir pc = runtime::ModelDir::open(data("models/qwen2_tiny_prefill"));
+  runtime::ModelDir dc = runtime::ModelDir::open(data("models/qwen2_tiny_decode"));
   std::unique_ptr<Runner> prefill, decode;
   std::unique_ptr<llm::LlmPrograms> m;
 
@@ -26,7 +26,7 @@ struct TinyLlm {
     bo.cache = &cache;
     program::CompileOptions o;
     o.compute = dt;
-    o.evaluator = CpuTarget::evaluator();
+    o.evaluator = evaluator_for<CpuTarget>();
     prefill = runner_for<CpuTarget>::make(program::compile(pc.graph, describe_target<CpuTarget>(), o), pc.weights.get(), bo);
     decode = runner_for<CpuTarget>::make(program::compile(dc.graph, describe_target<CpuTarget>(), o), pc.weights.get(), bo);
     m = std::make_unique<llm::LlmPrograms>(*prefill, *decode, llm::KvMapping::read(data("models/qwen2_tiny_decode/kv_mapping.json")), pc.graph, dc.graph);

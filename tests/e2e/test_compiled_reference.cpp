@@ -24,12 +24,12 @@ struct Runs {
   std::vector<Tensor> unfused, compiled;
 };
 
-Runs run_both(const runtime::Case& c, const program::CompiledProgram& p) {
+Runs run_both(const runtime::ModelDir& c, const program::CompiledProgram& p) {
   weights::BindOptions bo;
   bo.load_as = DType::f32;
   auto w = c.bind(bo);
-  ref::ReferenceRunner plain(c.graph, w.tensors);
-  ref::ProgramRunner compiled(p, c.weights.get());
+  ref::InterpreterRunner plain(c.graph, w.tensors);
+  runtime::ProgramRunner compiled(p, c.weights.get(), runtime::factories_for<ReferenceTarget>());
   auto in = test::any_inputs(c);
   return {plain.run(in), compiled.run(in)};
 }
@@ -39,7 +39,7 @@ Runs run_both(const runtime::Case& c, const program::CompiledProgram& p) {
 void expect_same(const Runs& r, double tol) {
   ASSERT_EQ(r.unfused.size(), r.compiled.size());
   for (std::size_t i = 0; i < r.unfused.size(); ++i) {
-    Metrics m = compare(r.compiled[i], r.unfused[i]);
+    harness::Metrics m = harness::compare(r.compiled[i], r.unfused[i]);
     EXPECT_LE(m.rel_l2, tol) << "output " << i;
   }
 }
@@ -49,13 +49,13 @@ class CompiledCase : public ::testing::TestWithParam<std::string> {};
 }  // namespace
 
 TEST_P(CompiledCase, CompiledProgramMatchesUnfusedGraphOnReference) {
-  runtime::Case c = runtime::Case::open(data(GetParam()));
+  runtime::ModelDir c = runtime::ModelDir::open(data(GetParam()));
   program::CompiledProgram p = test::compile_reference(c.graph);
-  expect_same(run_both(c, p), runtime::longest_reduction(c.graph) > 1024 ? 1e-4 : 1e-5);
+  expect_same(run_both(c, p), harness::longest_reduction(c.graph) > 1024 ? 1e-4 : 1e-5);
 }
 
 TEST_P(CompiledCase, NpubinRoundTripIsByteIdentical) {
-  runtime::Case c = runtime::Case::open(data(GetParam()));
+  runtime::ModelDir c = runtime::ModelDir::open(data(GetParam()));
   program::CompiledProgram p = test::compile_reference(c.graph);
   std::string a = program::serialize(p);
   program::CompiledProgram q = program::deserialize(a, "mem.npubin");
@@ -80,7 +80,7 @@ TEST(CompiledPrograms, ForcedFallbackPlansGiveTheSameOutputs) {
                  Case{"models/qwen2_tiny_prefill", "softmax", 3}, Case{"models/qwen2_tiny_decode", "aten.index_copy.default", 3},
                  Case{"ops/silu_gate_mlp", "silu", 3}}) {
     SCOPED_TRACE(std::string(k.dir) + " forcing " + k.force);
-    runtime::Case c = runtime::Case::open(data(k.dir));
+    runtime::ModelDir c = runtime::ModelDir::open(data(k.dir));
     auto o = test::reference_options();
     o.force = partition::ForceFallback::parse(k.force);
     program::CompiledProgram p = test::compile_reference(c.graph, o);
@@ -94,7 +94,7 @@ TEST(CompiledPrograms, ForcedFallbackPlansGiveTheSameOutputs) {
 }
 
 TEST(Npubin, RejectsOtherVersionsTruncationAndCorruption) {
-  runtime::Case c = runtime::Case::open(data("ops/conv_bn_relu"));
+  runtime::ModelDir c = runtime::ModelDir::open(data("ops/conv_bn_relu"));
   std::string a = program::serialize(test::compile_reference(c.graph));
   std::string v = a;
   v[8] = 3;

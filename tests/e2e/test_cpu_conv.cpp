@@ -13,7 +13,7 @@
 
 #include "../common/bound_kernel.hpp"
 #include "../common/test_util.hpp"
-#include "npusim/target/cpu/cpu_target.hpp"
+#include "npusim/cpu.hpp"
 
 using namespace npusim;
 
@@ -72,15 +72,12 @@ double rel_l2(const std::vector<float>& got, const std::vector<double>& ref) {
   return std::sqrt(num / den);
 }
 
-// Whether a bf16 convolution of this geometry runs by Winograd F(2x2, 3x3) (conv_winograd.hpp).
-bool winograd_runs([[maybe_unused]] const ConvCase& cc) {
-#if defined(NPUSIM_CPU_CONV_WINOGRAD)
+// Whether a bf16 convolution of this geometry runs by Winograd F(2x2, 3x3) (conv_winograd.hpp):
+// the candidate the CPU target chooses for it (kernels/conv.hpp).
+bool winograd_runs(const ConvCase& cc) {
   const std::int64_t oh = out_size(cc, cc.h), ow = out_size(cc, cc.w);
   const cpu::ConvGeom g{1, cc.cin, cc.h, cc.w, cc.cout, cc.k, cc.k, oh, ow, cc.groups, cc.stride, cc.stride, cc.pad, cc.pad, cc.dil, cc.dil};
-  return cpu::winograd_used(g);
-#else
-  return false;
-#endif
+  return cpu::conv_candidates[cpu::choose_conv(cpu::ConvProblem{g, DType::bf16, DType::bf16, false, false})].name == "conv_winograd";
 }
 
 class CpuConv : public ::testing::TestWithParam<ConvCase> {};
@@ -450,7 +447,7 @@ TEST(CpuConvWinograd, MatchesADoublePrecisionConvolution) {
 #if !defined(NPUSIM_CPU_CONV_WINOGRAD)
   GTEST_SKIP() << "no AVX-512 BF16 in this build";
 #else
-  if (!cpu::dpbf16_enabled() || cpu::amx_enabled() || !cpu::winograd_enabled()) GTEST_SKIP() << "Winograd not used on this CPU";
+  if (!winograd_runs({"probe", 64, 64, 56, 56, 3, 1, 1, 1, 1})) GTEST_SKIP() << "Winograd not chosen on this CPU (AMX tiles come first, or NPUSIM_CPU_SKIP)";
   struct Case {
     ConvCase cc;
     DType out;
@@ -531,5 +528,41 @@ TEST(CpuConvResidual, EqualsTheConvolutionThenTheAdd) {
       EXPECT_EQ(differ, 0) << "outputs that differ from the unfused pair's";
       EXPECT_GT(zeros, 0) << "relu never applied";
     }
+  }
+}
+
+// The CPU target's kernel choice (candidates.hpp, kernels/conv.hpp, compute/gemm.hpp): the list is
+// walked best first, the generic candidate ends it, every candidate that declines says why, and
+// the choice does not depend on the machine where the problem rules a candidate out.
+TEST(CpuKernelCandidates, ChoiceWalksTheListBestFirstAndSaysWhyEachDeclines) {
+  auto check = [](const cpu::Choice& ch, auto& list) {
+    ASSERT_FALSE(ch.chosen.empty());
+    std::size_t i = 0;
+    for (; i < std::size(list) && list[i].name != ch.chosen; ++i) {
+      ASSERT_LT(i, ch.declined.size());
+      EXPECT_EQ(ch.declined[i].first, list[i].name);
+      EXPECT_FALSE(ch.declined[i].second.empty()) << list[i].name << " declined without a reason";
+    }
+    EXPECT_EQ(ch.declined.size(), i) << "candidates after the chosen one are not reported";
+  };
+  // Depthwise 3x3 in f32: no blocked layout, so the depthwise kernel, whatever the CPU.
+  cpu::Choice ch;
+  const cpu::ConvGeom dw{1, 32, 14, 14, 32, 3, 3, 14, 14, 32, 1, 1, 1, 1, 1, 1};
+  EXPECT_EQ(cpu::conv_candidates[cpu::choose_conv({dw, DType::f32, DType::f32, false, false}, &ch)].name, "conv_depthwise");
+  check(ch, cpu::conv_candidates);
+  // A 1x1 convolution on f16 activations: no bf16 kernel, no f32 kernel, not widened (1x1): the
+  // generic im2col + GEMM, and each better one says why.
+  ch = {};
+  const cpu::ConvGeom pw{1, 64, 14, 14, 128, 1, 1, 14, 14, 1, 1, 1, 0, 0, 1, 1};
+  EXPECT_EQ(cpu::conv_candidates[cpu::choose_conv({pw, DType::f16, DType::f16, false, false}, &ch)].name, "conv_im2col_gemm");
+  check(ch, cpu::conv_candidates);
+  EXPECT_EQ(ch.declined.size(), std::size(cpu::conv_candidates) - 1);
+  // GEMM: 2 rows of f32 stream the weights (gemm_gemv); 64 rows of f32 take the generic kernel.
+  for (const auto& [M, want] : {std::pair<std::int64_t, std::string_view>{2, "gemm_gemv"}, {64, "gemm_f32"}}) {
+    ch = {};
+    const cpu::GemmProblem p{M, DType::f32, DType::f32, false, false};
+    const std::size_t i = cpu::choose(cpu::gemm_candidates, [&](std::size_t j, std::string* why) { return cpu::gemm_applies(j, p, why); }, &ch);
+    EXPECT_EQ(cpu::gemm_candidates[i].name, want);
+    check(ch, cpu::gemm_candidates);
   }
 }

@@ -10,7 +10,7 @@
 #include <random>
 
 #include "../common/test_util.hpp"
-#include "npusim/target/cpu/gemm.hpp"
+#include "npusim/target/cpu/compute/gemm.hpp"
 
 using namespace npusim;
 

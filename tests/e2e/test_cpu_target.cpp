@@ -2,8 +2,9 @@
 // tolerances; and the same fixtures with one op type forced onto the reference fallback.
 #include "../common/compile_util.hpp"
 #include "../common/test_util.hpp"
+#include "npusim/harness/llm_check.hpp"
 #include "npusim/runtime/generate.hpp"
-#include "npusim/target/cpu/cpu_target.hpp"
+#include "npusim/cpu.hpp"
 
 using namespace npusim;
 using npusim::test::data;
@@ -20,16 +21,16 @@ std::vector<std::string> op_cases() {
 program::CompiledProgram compile_cpu(const ir::Graph& g, DType dt, const std::string& force = {}) {
   program::CompileOptions o;
   o.compute = dt;
-  o.evaluator = CpuTarget::evaluator();
+  o.evaluator = evaluator_for<CpuTarget>();
   o.verify = true;
   o.force = partition::ForceFallback::parse(force);
   return program::compile(g, describe_target<CpuTarget>(), o);
 }
 
-runtime::CaseResult run_cpu(const runtime::Case& c, DType dt, runtime::CheckOptions co, const std::string& force = {}) {
+harness::CaseResult run_cpu(const runtime::ModelDir& c, DType dt, harness::CheckOptions co, const std::string& force = {}) {
   auto runner = runner_for<CpuTarget>::make(compile_cpu(c.graph, dt, force), c.weights.get());
   co.half_compute = is_half(dt);
-  return runtime::check_case(c, *runner, co);
+  return harness::check_case(c, *runner, co);
 }
 
 DType half_of(const ir::Graph& g) {
@@ -43,16 +44,16 @@ class CpuOps : public ::testing::TestWithParam<std::string> {};
 }  // namespace
 
 TEST_P(CpuOps, Float32WithinOneInTenThousand) {
-  runtime::Case c = runtime::Case::open(data("ops/" + GetParam()));
-  const bool half_model = runtime::graph_is_half(c.graph);
+  runtime::ModelDir c = runtime::ModelDir::open(data("ops/" + GetParam()));
+  const bool half_model = harness::graph_is_half(c.graph);
   auto r = run_cpu(c, DType::f32, {.tolerance = half_model ? 1e-2 : 1e-4});
   for (const auto& o : r.outputs) EXPECT_TRUE(o.pass) << o.name << " rel_l2 " << o.metrics.rel_l2;
   EXPECT_TRUE(r.pass);
 }
 
 TEST_P(CpuOps, HalfTypeWithinHalfTolerance) {
-  runtime::Case c = runtime::Case::open(data("ops/" + GetParam()));
-  if (!runtime::graph_is_half(c.graph)) GTEST_SKIP() << "float32 model";
+  runtime::ModelDir c = runtime::ModelDir::open(data("ops/" + GetParam()));
+  if (!harness::graph_is_half(c.graph)) GTEST_SKIP() << "float32 model";
   auto r = run_cpu(c, half_of(c.graph), {.tolerance = 1e-2});
   EXPECT_TRUE(r.pass);
 }
@@ -64,7 +65,7 @@ INSTANTIATE_TEST_SUITE_P(AllOps, CpuOps, ::testing::ValuesIn(op_cases()), [](con
 TEST(CpuOps, ConvolutionCasesAtBf16) {
   for (const char* name : {"conv2d_1x1", "conv2d_3x3_bias", "conv2d_3x3_s2_nobias", "conv2d_7x7_s2_p3", "conv_bn_relu", "conv_dilated", "grouped_conv"}) {
     SCOPED_TRACE(name);
-    runtime::Case c = runtime::Case::open(data(std::string("ops/") + name));
+    runtime::ModelDir c = runtime::ModelDir::open(data(std::string("ops/") + name));
     auto r = run_cpu(c, DType::bf16, {.tolerance = 1e-2});
     for (const auto& o : r.outputs) EXPECT_TRUE(o.pass) << o.name << " rel_l2 " << o.metrics.rel_l2;
   }
@@ -74,8 +75,8 @@ TEST(CpuOps, ForcedFallbackGivesTheSameResults) {
   for (auto [c, force] : {std::pair{"ops/conv_bn_relu", "relu"}, {"ops/silu_gate_mlp", "linear"}, {"ops/multihead_attention", "sdpa"},
                           {"ops/rmsnorm_bf16", "mean"}, {"ops/where_mask", "gt"}}) {
     SCOPED_TRACE(std::string(c) + " forcing " + force);
-    runtime::Case k = runtime::Case::open(data(c));
-    auto r = run_cpu(k, DType::f32, {.tolerance = runtime::graph_is_half(k.graph) ? 1e-2 : 1e-4}, force);
+    runtime::ModelDir k = runtime::ModelDir::open(data(c));
+    auto r = run_cpu(k, DType::f32, {.tolerance = harness::graph_is_half(k.graph) ? 1e-2 : 1e-4}, force);
     EXPECT_TRUE(r.pass);
     EXPECT_GE(compile_cpu(k.graph, DType::f32, force).partitions.size(), 2u);
   }
@@ -84,7 +85,7 @@ TEST(CpuOps, ForcedFallbackGivesTheSameResults) {
 class CpuResNet : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(CpuResNet, Float32MatchesPyTorch) {
-  runtime::Case c = runtime::Case::open(data("models/" + GetParam()));
+  runtime::ModelDir c = runtime::ModelDir::open(data("models/" + GetParam()));
   auto r = run_cpu(c, DType::f32, {.tolerance = 1e-4});
   ASSERT_EQ(r.outputs.size(), 1u);
   EXPECT_EQ(r.outputs[0].top5, r.outputs[0].top5_ref);
@@ -92,7 +93,7 @@ TEST_P(CpuResNet, Float32MatchesPyTorch) {
 }
 
 TEST_P(CpuResNet, F16Top1AndTop5Set) {
-  runtime::Case c = runtime::Case::open(data("models/" + GetParam()));
+  runtime::ModelDir c = runtime::ModelDir::open(data("models/" + GetParam()));
   const double tol = GetParam() == "resnet18" ? 0.01 : 0.05;
   auto r = run_cpu(c, DType::f16, {.tolerance = tol, .top5_in_order = false});
   ASSERT_EQ(r.outputs.size(), 1u);
@@ -108,7 +109,7 @@ TEST_P(CpuResNet, F16Top1AndTop5Set) {
 // residual adds on the fallback the partition boundaries fall between blocked chains, and the
 // answer is the same.
 TEST_P(CpuResNet, Float32ActivationsStayBlockedBetweenConvolutions) {
-  runtime::Case c = runtime::Case::open(data("models/" + GetParam()));
+  runtime::ModelDir c = runtime::ModelDir::open(data("models/" + GetParam()));
   for (const char* force : {"", "add"}) {
     SCOPED_TRACE(std::string("forcing '") + force + "'");
     const program::CompiledProgram p = compile_cpu(c.graph, DType::f32, force);
@@ -143,9 +144,9 @@ TEST_P(CpuResNet, Float32ActivationsStayBlockedBetweenConvolutions) {
 INSTANTIATE_TEST_SUITE_P(Models, CpuResNet, ::testing::Values("resnet18", "resnet50"));
 
 namespace {
-llm::GenerateCheck qwen_tiny(DType dt, const std::string& force = {}) {
-  runtime::Case pc = runtime::Case::open(data("models/qwen2_tiny_prefill"));
-  runtime::Case dc = runtime::Case::open(data("models/qwen2_tiny_decode"));
+harness::GenerateCheck qwen_tiny(DType dt, const std::string& force = {}) {
+  runtime::ModelDir pc = runtime::ModelDir::open(data("models/qwen2_tiny_prefill"));
+  runtime::ModelDir dc = runtime::ModelDir::open(data("models/qwen2_tiny_decode"));
   std::unordered_map<std::string, Tensor> cache;
   weights::BindOptions bo;
   bo.cache = &cache;
@@ -155,7 +156,7 @@ llm::GenerateCheck qwen_tiny(DType dt, const std::string& force = {}) {
   Tensor ids = pc.io->tensor("input_ids"), tok = dc.io->tensor("decode_tokens");
   std::vector<std::int64_t> prompt(ids.span<std::int64_t>().begin(), ids.span<std::int64_t>().end()),
       tokens(tok.span<std::int64_t>().begin(), tok.span<std::int64_t>().end());
-  return llm::check_generation(m, prompt, pc.io->tensor("linear_14"), tokens, dc.io->tensor("decode_logits"));
+  return harness::check_generation(m, prompt, pc.io->tensor("linear_14"), tokens, dc.io->tensor("decode_logits"));
 }
 }  // namespace
 

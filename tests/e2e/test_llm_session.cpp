@@ -4,7 +4,7 @@
 #include "../common/test_util.hpp"
 #include "../common/tiny_llm.hpp"
 #include "npusim/runtime/generate.hpp"
-#include "npusim/target/cpu/cpu_target.hpp"
+#include "npusim/cpu.hpp"
 
 using namespace npusim;
 using npusim::test::data;
@@ -35,10 +35,10 @@ TEST(LlmSession, ShortPromptMatchesPyTorchPrefillRow) {
   llm::Session s(*t.m);
   std::vector<float> logits = s.prefill(std::span(t.prompt).first(10));
   EXPECT_EQ(s.position(), 10);
-  EXPECT_LE(compare(as_tensor(logits), t.ref_row("linear_14", 9)).rel_l2, 1e-4);
+  EXPECT_LE(harness::compare(as_tensor(logits), t.ref_row("linear_14", 9)).rel_l2, 1e-4);
   // The padded positions 10..15 are masked out and overwritten: the next token's logits match row 10.
   logits = s.step(t.prompt[10]);
-  EXPECT_LE(compare(as_tensor(logits), t.ref_row("linear_14", 10)).rel_l2, 1e-4);
+  EXPECT_LE(harness::compare(as_tensor(logits), t.ref_row("linear_14", 10)).rel_l2, 1e-4);
 }
 
 TEST(LlmSession, PromptLongerThanThePrefillProgramIsNotTruncated) {
@@ -49,7 +49,7 @@ TEST(LlmSession, PromptLongerThanThePrefillProgramIsNotTruncated) {
   std::vector<float> logits = s.prefill(p);
   EXPECT_EQ(s.position(), 20);
   // The last 4 went through decode steps: the result is the fixture's teacher-forced step 3.
-  EXPECT_LE(compare(as_tensor(logits), t.ref_row("decode_logits", 3)).rel_l2, 1e-4);
+  EXPECT_LE(harness::compare(as_tensor(logits), t.ref_row("decode_logits", 3)).rel_l2, 1e-4);
 }
 
 TEST(LlmSession, LongPromptAndEmptyPromptAreErrorsAndGenerationStopsAtTheCacheEnd) {

@@ -6,8 +6,9 @@
 
 #include "../common/compile_util.hpp"
 #include "../common/test_util.hpp"
+#include "npusim/harness/llm_check.hpp"
 #include "npusim/runtime/generate.hpp"
-#include "npusim/target/opencl/runner.hpp"
+#include "npusim/opencl.hpp"
 
 using namespace npusim;
 using npusim::test::data;
@@ -17,25 +18,25 @@ namespace {
 program::CompiledProgram compile_opencl(const ir::Graph& g, DType compute, const std::string& force = {}) {
   program::CompileOptions o;
   o.compute = compute;
-  o.evaluator = OpenCLTarget::evaluator();
+  o.evaluator = evaluator_for<OpenCLTarget>();
   o.force = partition::ForceFallback::parse(force);
   return program::compile(g, describe_target<OpenCLTarget>(), o);
 }
 
-runtime::CaseResult run_case(const std::string& dir, DType compute, std::optional<double> tol = {}, const std::string& force = {},
+harness::CaseResult run_case(const std::string& dir, DType compute, std::optional<double> tol = {}, const std::string& force = {},
                              std::size_t* parts = nullptr) {
-  runtime::Case c = runtime::Case::open(data(dir));
+  runtime::ModelDir c = runtime::ModelDir::open(data(dir));
   auto p = compile_opencl(c.graph, compute, force);
   if (parts) *parts = p.partitions.size();
   auto r = runner_for<OpenCLTarget>::make(p, c.weights.get());
-  runtime::CheckOptions co;
+  harness::CheckOptions co;
   co.half_compute = is_half(compute);
   co.top5_in_order = !co.half_compute;
   co.tolerance = tol;
-  return runtime::check_case(c, *r, co);
+  return harness::check_case(c, *r, co);
 }
 
-std::string describe(const runtime::CaseResult& r) {
+std::string describe(const harness::CaseResult& r) {
   std::string s;
   for (const auto& o : r.outputs) s += o.name + ": rel_l2 " + std::to_string(o.metrics.rel_l2) + (o.pass ? " ok; " : " FAIL; ");
   return s;
@@ -91,8 +92,8 @@ struct NoCarry final : Runner {
   std::string describe() const override { return r.describe(); }
 };
 
-llm::GenerateCheck check_tiny(DType compute, bool carry, const std::string& force = {}) {
-  runtime::Case pc = runtime::Case::open(data("models/qwen2_tiny_prefill")), dc = runtime::Case::open(data("models/qwen2_tiny_decode"));
+harness::GenerateCheck check_tiny(DType compute, bool carry, const std::string& force = {}) {
+  runtime::ModelDir pc = runtime::ModelDir::open(data("models/qwen2_tiny_prefill")), dc = runtime::ModelDir::open(data("models/qwen2_tiny_decode"));
   auto map = llm::KvMapping::read(data("models/qwen2_tiny_decode") + "/kv_mapping.json");
   auto pp = compile_opencl(pc.graph, compute, force), dp = compile_opencl(dc.graph, compute, force);
   auto pr = runner_for<OpenCLTarget>::make(pp, pc.weights.get());
@@ -103,7 +104,7 @@ llm::GenerateCheck check_tiny(DType compute, bool carry, const std::string& forc
   std::vector<std::int64_t> prompt(ids.span<std::int64_t>().begin(), ids.span<std::int64_t>().end());
   Tensor tok = dc.io->tensor("decode_tokens");
   std::vector<std::int64_t> toks(tok.span<std::int64_t>().begin(), tok.span<std::int64_t>().end());
-  return llm::check_generation(m, prompt, pc.io->tensor(pc.graph.tensor(pc.graph.outputs.at(0)).name), toks, dc.io->tensor("decode_logits"));
+  return harness::check_generation(m, prompt, pc.io->tensor(pc.graph.tensor(pc.graph.outputs.at(0)).name), toks, dc.io->tensor("decode_logits"));
 }
 }  // namespace
 
@@ -150,7 +151,7 @@ TEST(OpenCLMixedPlans, FallbackPartitionsRunOnTheReference) {
 // Indices are checked on the device: the first one out of range fails the run with the
 // reference's error, naming file, node and index tensor; the next run starts clean.
 TEST(OpenCLErrors, IndexOutOfRangeIsTheReferencesErrorNotNaN) {
-  runtime::Case emb = runtime::Case::open(data("ops/embedding"));
+  runtime::ModelDir emb = runtime::ModelDir::open(data("ops/embedding"));
   auto r = runner_for<OpenCLTarget>::make(compile_opencl(emb.graph, DType::f32), emb.weights.get());
   Tensor ids = Tensor::zeros(DType::i64, {1, 7});
   ids.data<std::int64_t>()[3] = 1000000;
@@ -162,9 +163,9 @@ TEST(OpenCLErrors, IndexOutOfRangeIsTheReferencesErrorNotNaN) {
   std::vector<Tensor> out;
   ASSERT_NO_THROW(out = r->run(std::vector<Tensor>{ids}));
   auto ref = runner_for<ReferenceTarget>::make(test::compile_reference(emb.graph), emb.weights.get());
-  EXPECT_EQ(compare(out.at(0), ref->run(std::vector<Tensor>{ids}).at(0)).max_abs, 0.0);
+  EXPECT_EQ(harness::compare(out.at(0), ref->run(std::vector<Tensor>{ids}).at(0)).max_abs, 0.0);
 
-  runtime::Case ic = runtime::Case::open(data("ops/index_copy_kv"));
+  runtime::ModelDir ic = runtime::ModelDir::open(data("ops/index_copy_kv"));
   auto ir = runner_for<OpenCLTarget>::make(compile_opencl(ic.graph, DType::f32), ic.weights.get());
   std::vector<Tensor> in = ic.inputs();
   in.at(1).data<std::int64_t>()[1] = -17;
@@ -174,7 +175,7 @@ TEST(OpenCLErrors, IndexOutOfRangeIsTheReferencesErrorNotNaN) {
 
 // A decode step at a cache position past the KV cache: the merged rotary + KV-write launch checks it.
 TEST(OpenCLErrors, DecodeCachePositionPastTheCacheIsAnError) {
-  runtime::Case pc = runtime::Case::open(data("models/qwen2_tiny_prefill")), dc = runtime::Case::open(data("models/qwen2_tiny_decode"));
+  runtime::ModelDir pc = runtime::ModelDir::open(data("models/qwen2_tiny_prefill")), dc = runtime::ModelDir::open(data("models/qwen2_tiny_decode"));
   auto r = runner_for<OpenCLTarget>::make(compile_opencl(dc.graph, DType::bf16), pc.weights.get());
   std::vector<Tensor> in;
   for (ir::TensorId t : dc.graph.inputs) in.push_back(Tensor::zeros(dc.graph.tensor(t).dtype, dc.graph.tensor(t).shape));
@@ -231,13 +232,13 @@ TEST(OpenCLPrograms, BuiltOnceCachedOnDiskKeyedBySourceAndBuildErrorsCarryTheLog
 // A decode step's trace: Chrome/Perfetto JSON (schema below), one complete event per kernel with
 // its device time; kernel times add up to no more than the step's wall time.
 TEST(OpenCLProfiler, DecodeStepTraceIsValidPerfettoJsonWithinWallTime) {
-  runtime::Case dc = runtime::Case::open(data("models/qwen2_tiny_decode"));
-  runtime::Case pc = runtime::Case::open(data("models/qwen2_tiny_prefill"));
+  runtime::ModelDir dc = runtime::ModelDir::open(data("models/qwen2_tiny_decode"));
+  runtime::ModelDir pc = runtime::ModelDir::open(data("models/qwen2_tiny_prefill"));
   auto p = compile_opencl(dc.graph, DType::bf16);
-  runtime::PlanRunner r(p, pc.weights.get(), ocl::factories());
+  runtime::ProgramRunner r(p, pc.weights.get(), runtime::factories_for<OpenCLTarget>());
   auto in = test::any_inputs(dc);
   r.run(in);
-  runtime::Profiler prof;
+  Profiler prof;
   r.set_profiler(&prof);
   prof.clear();
   const double t0 = prof.now_us();

@@ -11,7 +11,7 @@
 #include <random>
 
 #include "../common/test_util.hpp"
-#include "npusim/target/opencl/kernels.hpp"
+#include "npusim/target/opencl/opencl_target.hpp"
 
 using namespace npusim;
 

@@ -1,8 +1,9 @@
 // Every PyTorch fixture through the reference target, at the tolerances.
 #include "../common/test_util.hpp"
-#include "npusim/runtime/case.hpp"
+#include "npusim/harness/check.hpp"
+#include "npusim/harness/llm_check.hpp"
 #include "npusim/runtime/generate.hpp"
-#include "npusim/target/reference/runner.hpp"
+#include "npusim/target/reference/interpreter.hpp"
 
 using namespace npusim;
 using npusim::test::data;
@@ -19,12 +20,12 @@ std::vector<std::string> op_cases(bool half_only = false) {
   return r;
 }
 
-runtime::CaseResult run_reference(const runtime::Case& c, bool round_half = false, runtime::CheckOptions co = {}) {
+harness::CaseResult run_reference(const runtime::ModelDir& c, bool round_half = false, harness::CheckOptions co = {}) {
   weights::BindOptions bo;
   bo.load_as = DType::f32;
   weights::BoundWeights w = c.bind(bo);
-  ref::ReferenceRunner r(c.graph, w.tensors, {.round_half = round_half});
-  return runtime::check_case(c, r, co);
+  ref::InterpreterRunner r(c.graph, w.tensors, {.round_half = round_half});
+  return harness::check_case(c, r, co);
 }
 
 class OpFixture : public ::testing::TestWithParam<std::string> {};
@@ -33,16 +34,16 @@ class HalfOpFixture : public ::testing::TestWithParam<std::string> {};
 }  // namespace
 
 TEST_P(OpFixture, ReferenceMatchesPyTorch) {
-  runtime::Case c = runtime::Case::open(data("ops/" + GetParam()));
-  const bool half = runtime::graph_is_half(c.graph);
-  runtime::CaseResult r = run_reference(c);
+  runtime::ModelDir c = runtime::ModelDir::open(data("ops/" + GetParam()));
+  const bool half = harness::graph_is_half(c.graph);
+  harness::CaseResult r = run_reference(c);
   ASSERT_FALSE(r.outputs.empty());
   for (const auto& o : r.outputs) {
     SCOPED_TRACE(o.name);
     if (o.exact) {
       EXPECT_EQ(o.metrics.max_abs, 0.0);
     } else {
-      double tol = half ? 1e-2 : (runtime::longest_reduction(c.graph) > 1024 ? 1e-4 : 1e-5);
+      double tol = half ? 1e-2 : (harness::longest_reduction(c.graph) > 1024 ? 1e-4 : 1e-5);
       EXPECT_LE(o.metrics.rel_l2, tol);
     }
   }
@@ -51,9 +52,9 @@ TEST_P(OpFixture, ReferenceMatchesPyTorch) {
 
 // The same cases with values rounded where the IR stores f16/bf16 (the model's own precision).
 TEST_P(HalfOpFixture, ReferenceWithHalfRoundingStaysWithinHalfTolerance) {
-  runtime::Case c = runtime::Case::open(data("ops/" + GetParam()));
-  ASSERT_TRUE(runtime::graph_is_half(c.graph));
-  runtime::CaseResult r = run_reference(c, true);
+  runtime::ModelDir c = runtime::ModelDir::open(data("ops/" + GetParam()));
+  ASSERT_TRUE(harness::graph_is_half(c.graph));
+  harness::CaseResult r = run_reference(c, true);
   ASSERT_FALSE(r.outputs.empty());
   for (const auto& o : r.outputs) EXPECT_LE(o.metrics.rel_l2, 1e-2) << o.name;
 }
@@ -66,8 +67,8 @@ TEST(OpFixtures, AllSixtyOneArePresent) { EXPECT_EQ(op_cases().size(), 61u); }
 class VisionFixture : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(VisionFixture, Top5IdenticalInOrderAndRelL2Within1e4) {
-  runtime::Case c = runtime::Case::open(data("models/" + GetParam()));
-  runtime::CaseResult r = run_reference(c, false, {.tolerance = 1e-4});
+  runtime::ModelDir c = runtime::ModelDir::open(data("models/" + GetParam()));
+  harness::CaseResult r = run_reference(c, false, {.tolerance = 1e-4});
   ASSERT_EQ(r.outputs.size(), 1u);
   const auto& o = r.outputs[0];
   EXPECT_LE(o.metrics.rel_l2, 1e-4);
@@ -81,8 +82,8 @@ TEST_P(VisionFixture, Top5IdenticalInOrderAndRelL2Within1e4) {
 INSTANTIATE_TEST_SUITE_P(ResNets, VisionFixture, ::testing::Values("resnet18", "resnet50"));
 
 TEST(QwenTiny, PrefillLogitsAndEightGreedyDecodeTokens) {
-  runtime::Case pc = runtime::Case::open(data("models/qwen2_tiny_prefill"));
-  runtime::Case dc = runtime::Case::open(data("models/qwen2_tiny_decode"));
+  runtime::ModelDir pc = runtime::ModelDir::open(data("models/qwen2_tiny_prefill"));
+  runtime::ModelDir dc = runtime::ModelDir::open(data("models/qwen2_tiny_decode"));
   llm::KvMapping map = llm::KvMapping::read(data("models/qwen2_tiny_decode/kv_mapping.json"));
   std::unordered_map<std::string, Tensor> cache;
   weights::BindOptions bo;
@@ -90,13 +91,13 @@ TEST(QwenTiny, PrefillLogitsAndEightGreedyDecodeTokens) {
   bo.cache = &cache;
   auto pw = weights::bind_weights(pc.graph, pc.weights.get(), bo);
   auto dw = weights::bind_weights(dc.graph, pc.weights.get(), bo);
-  ref::ReferenceRunner prefill(pc.graph, pw.tensors), decode(dc.graph, dw.tensors);
+  ref::InterpreterRunner prefill(pc.graph, pw.tensors), decode(dc.graph, dw.tensors);
   Tensor ids = pc.io->tensor("input_ids");
   std::vector<std::int64_t> prompt(ids.span<std::int64_t>().begin(), ids.span<std::int64_t>().end());
   Tensor tok = dc.io->tensor("decode_tokens");
   std::vector<std::int64_t> tokens(tok.span<std::int64_t>().begin(), tok.span<std::int64_t>().end());
   llm::LlmPrograms model(prefill, decode, map, pc.graph, dc.graph);
-  llm::GenerateCheck r = llm::check_generation(model, prompt, pc.io->tensor("linear_14"), tokens, dc.io->tensor("decode_logits"));
+  harness::GenerateCheck r = harness::check_generation(model, prompt, pc.io->tensor("linear_14"), tokens, dc.io->tensor("decode_logits"));
   EXPECT_LE(r.prefill.rel_l2, 1e-4);
   EXPECT_EQ(r.prefill_top1, tokens[0]);
   ASSERT_EQ(r.steps.size(), 8u);
@@ -112,8 +113,8 @@ TEST(QwenTiny, PrefillLogitsAndEightGreedyDecodeTokens) {
 }
 
 TEST(QwenTiny, SafetensorsAndSynthWeightsGiveIdenticalLogits) {
-  runtime::Case a = runtime::Case::open(data("models/qwen2_tiny_prefill"), "safetensors");
-  runtime::Case b = runtime::Case::open(data("models/qwen2_tiny_prefill"), "synth");
+  runtime::ModelDir a = runtime::ModelDir::open(data("models/qwen2_tiny_prefill"), "safetensors");
+  runtime::ModelDir b = runtime::ModelDir::open(data("models/qwen2_tiny_prefill"), "synth");
   auto ra = run_reference(a), rb = run_reference(b);
   ASSERT_EQ(ra.outputs.size(), 1u);
   EXPECT_EQ(ra.outputs[0].metrics.max_abs, rb.outputs[0].metrics.max_abs);

@@ -6,7 +6,7 @@
 #include "fuzz_util.hpp"
 #include "npusim/program/inspect.hpp"
 #include "npusim/program/npubin_weights.hpp"
-#include "npusim/target/reference/program_runner.hpp"
+#include "npusim/reference.hpp"
 
 using namespace npusim;
 
@@ -29,7 +29,7 @@ void use(const program::CompiledProgram& p) {
   }
   if (!fuzz::small_program(p)) return;
   weights::SynthSource src = fuzz::synth_for_program(p);
-  ref::ProgramRunner runner(p, &src);
+  runtime::ProgramRunner runner(p, &src, runtime::factories_for<ReferenceTarget>());
   runner.run(fuzz::inputs_for_program(p));
 }
 

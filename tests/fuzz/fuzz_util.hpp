@@ -12,7 +12,7 @@
 
 #include "npusim/ir/graph.hpp"
 #include "npusim/program/program.hpp"
-#include "npusim/target/reference/reference_target.hpp"
+#include "npusim/target/reference/interpreter.hpp"
 #include "npusim/weights/binding.hpp"
 
 namespace npusim::fuzz {
@@ -122,7 +122,7 @@ inline void bind_and_run(const ir::Graph& g) {
   o.rope_theta = 10000.0;
   weights::BoundWeights w = weights::bind_weights(g, &src, o);
   if (!small_graph(g)) return;
-  ref::GraphExecutor exec(g);
+  ref::Interpreter exec(g);
   exec.bind_weights(w.tensors);
   exec.run(inputs_for(g));
 }

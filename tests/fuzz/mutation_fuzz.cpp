@@ -31,12 +31,12 @@
 #include "fuzz_util.hpp"
 #include "npusim/program/compiler.hpp"
 #include "npusim/program/npubin.hpp"
-#include "npusim/runtime/case.hpp"
+#include "npusim/harness/check.hpp"
 #include "npusim/runtime/generate.hpp"
-#include "npusim/target/cpu/cpu_target.hpp"
+#include "npusim/cpu.hpp"
 #include "npusim/target/describe.hpp"
-#include "npusim/target/reference/program_runner.hpp"
-#include "npusim/target/reference/runner.hpp"
+#include "npusim/reference.hpp"
+#include "npusim/target/reference/interpreter.hpp"
 
 using namespace npusim;
 namespace fs = std::filesystem;
@@ -335,12 +335,12 @@ std::vector<program::CompiledProgram> npubin_seeds(const fs::path& data) {
   for (const auto& e : fs::directory_iterator(data / "ops")) dirs.push_back(e.path());
   std::sort(dirs.begin(), dirs.end());
   for (const auto& d : dirs) {
-    runtime::Case c = runtime::Case::open(d.string(), "none");
+    runtime::ModelDir c = runtime::ModelDir::open(d.string(), "none");
     program::CompileOptions ro;
     ro.evaluator = &ref::evaluate_node;
     seeds.push_back(program::compile(c.graph, describe_target<ReferenceTarget>(), ro));
     program::CompileOptions co;
-    co.evaluator = CpuTarget::evaluator();
+    co.evaluator = evaluator_for<CpuTarget>();
     seeds.push_back(program::compile(c.graph, describe_target<CpuTarget>(), co));
   }
   return seeds;
@@ -465,14 +465,14 @@ void mutate_mapping(ir::json& j, const std::vector<std::string>& names) {
 }
 
 int fuzz_kv(const fs::path& data, std::uint64_t executions, std::uint64_t seed) {
-  runtime::Case pc = runtime::Case::open((data / "models/qwen2_tiny_prefill").string());
-  runtime::Case dc = runtime::Case::open((data / "models/qwen2_tiny_decode").string(), "none");
+  runtime::ModelDir pc = runtime::ModelDir::open((data / "models/qwen2_tiny_prefill").string());
+  runtime::ModelDir dc = runtime::ModelDir::open((data / "models/qwen2_tiny_decode").string(), "none");
   const ir::json base = ir::parse_json(read_file((data / "models/qwen2_tiny_decode/kv_mapping.json").string()), "kv_mapping.json");
   std::vector<std::string> names;
   for (const ir::Graph* g : {&pc.graph, &dc.graph})
     for (const auto& t : g->tensors) names.push_back(t.name);
   auto pb = pc.bind(), db = weights::bind_weights(dc.graph, pc.weights.get());
-  ref::ReferenceRunner prefill(pc.graph, pb.tensors), decode(dc.graph, db.tensors);
+  ref::InterpreterRunner prefill(pc.graph, pb.tensors), decode(dc.graph, db.tensors);
   Counts c;
   std::set<std::string> ran;
   for (; c.executions < executions && !out_of_time(c.executions); ++c.executions) {

@@ -8,8 +8,8 @@
 
 #include <cstdio>
 
-#include "npusim/runtime/bench.hpp"
-#include "npusim/runtime/case.hpp"
+#include "npusim/harness/bench.hpp"
+#include "npusim/harness/check.hpp"
 #include "npusim/runtime/generate.hpp"
 #include "model.hpp"
 #include "targets.hpp"
@@ -124,7 +124,7 @@ inline std::vector<std::int64_t> parse_positions(const std::string& spec, std::i
 
 inline int cmd_bench_llm(const std::string& pdir, const std::string& ddir, const TargetChoice& tc, const BenchArgs& a) {
   validate(tc);
-  runtime::Case pc = runtime::Case::open(pdir), dc = runtime::Case::open(ddir, "none");
+  runtime::ModelDir pc = runtime::ModelDir::open(pdir), dc = runtime::ModelDir::open(ddir, "none");
   llm::KvMapping map = llm::KvMapping::read(ddir + "/kv_mapping.json");
   if (!pc.weights) throw Error(ErrorCode::weights, "prefill case has no weights", {.file = pdir});
   if (map.layers.empty()) throw Error(ErrorCode::attr, "kv_mapping.json maps no layer", {.file = ddir + "/kv_mapping.json"});
@@ -148,7 +148,7 @@ inline int cmd_bench_llm(const std::string& pdir, const std::string& ddir, const
   llm::Session s(m);
 
   // The reference for the per-position check: the same decode graph on the reference target in f32.
-  std::unique_ptr<runtime::PlanRunner> ref;
+  std::unique_ptr<runtime::ProgramRunner> ref;
   if (a.check) {
     TargetChoice rc;
     rc.target = "reference";
@@ -212,8 +212,8 @@ inline int cmd_bench_llm(const std::string& pdir, const std::string& ddir, const
         kv[llm::input_id(dg, map.layers[l].decode_value_input)] = fill(l, true, {});
       }
       std::vector<Tensor> ro = ref->run(llm::build_inputs(ref->graph(), m.decode_roles, std::span<const std::int64_t>(&tok, 1), p, kv));
-      std::vector<float> want = last_row(ro.at(0));
-      Metrics mt = compare(Tensor::from_values<float>({static_cast<std::int64_t>(logits.size())}, logits),
+      std::vector<float> want = llm::last_row(ro.at(0));
+      harness::Metrics mt = harness::compare(Tensor::from_values<float>({static_cast<std::int64_t>(logits.size())}, logits),
                            Tensor::from_values<float>({static_cast<std::int64_t>(want.size())}, want));
       const bool top1 = llm::argmax_index(logits) == llm::argmax_index(want);
       // The caches hold noise, so the logits are nearly flat: near-ties make top-1 fragile in

@@ -8,10 +8,12 @@
 #include <cstdio>
 #include <filesystem>
 #include <iostream>
+#include <map>
 
 #include "npusim/core/progress.hpp"
 #include "npusim/program/inspect.hpp"
-#include "npusim/runtime/case.hpp"
+#include "npusim/harness/check.hpp"
+#include "npusim/harness/llm_check.hpp"
 #include "npusim/runtime/generate.hpp"
 #include "npusim/runtime/text_generate.hpp"
 #include "bench_cmd.hpp"
@@ -83,7 +85,7 @@ void print_device(const cli::TargetChoice& tc, FILE* out = stdout) {
 // A runner for a case graph: compiled for the target (default) or interpreted on the reference.
 struct Prepared {
   std::unique_ptr<Runner> runner;
-  runtime::PlanRunner* plan = nullptr;  // when compiled
+  runtime::ProgramRunner* plan = nullptr;  // when compiled
 };
 
 Prepared prepare(const cli::TargetChoice& tc, const ir::Graph& g, const weights::WeightSource* src, std::unordered_map<std::string, Tensor>* cache,
@@ -129,7 +131,7 @@ void time_runs(Runner& r, std::span<const Tensor> inputs, int runs) {
 // Runs `runs` more times with per-kernel profiling; prints the table by kernel kind, writes a trace.
 void profile_runs(Prepared& p, std::span<const Tensor> inputs, const ProfileArgs& a) {
   if (!p.plan) throw Error(ErrorCode::unsupported, "--profile needs a compiled program (not --interpret)");
-  runtime::Profiler prof;
+  Profiler prof;
   p.runner->run(inputs);  // warm-up
   p.plan->set_profiler(&prof);
   prof.clear();
@@ -185,17 +187,17 @@ int cmd_run(const RunArgs& a, cli::TargetChoice tc, const ProfileArgs& prof) {
   const double secs = seconds_since(t0);
   int rc = 0;
   if (expected) {
-    runtime::CheckOptions co;
+    harness::CheckOptions co;
     co.half_compute = cli::half_dtype(tc.dtype);
     co.top5_in_order = !co.half_compute;
     std::vector<std::string> names;
     std::vector<DType> dtypes;
     for (const auto& o : m.outputs()) names.push_back(o.name), dtypes.push_back(o.dtype);
-    runtime::CaseResult r = runtime::check_outputs(names, dtypes, outs, expected.lookup, a.tol.value_or(cli::default_tolerance(m, co.half_compute)),
+    harness::CaseResult r = harness::check_outputs(names, dtypes, outs, expected.lookup, a.tol.value_or(cli::default_tolerance(m, co.half_compute)),
                                                    m.kind() == "vision" || (m.kind().empty() && outs.size() == 1), co);
     r.seconds = secs;
     std::printf("expected outputs: %s\n", expected.from.c_str());
-    runtime::print_case_result(stdout, m.name, r);
+    harness::print_case_result(stdout, m.name, r);
     rc = r.pass ? 0 : 1;
   } else {
     cli::print_output_summary(stdout, m, m.outputs(), outs);
@@ -260,7 +262,7 @@ void check_ids_in_vocab(const std::vector<std::int64_t>& ids, const ir::Graph& g
     }
 }
 
-void print_decode_profile(runtime::Profiler& prof, const std::vector<double>& step_ms, const std::string& trace, FILE* out = stdout) {
+void print_decode_profile(Profiler& prof, const std::vector<double>& step_ms, const std::string& trace, FILE* out = stdout) {
   double decode_us = 0;
   for (double ms : step_ms) decode_us += ms * 1000.0;
   std::fprintf(out, "\ndecode profile (%zu steps):\n", step_ms.size());
@@ -300,9 +302,9 @@ int cmd_generate(const GenerateArgs& a, const cli::TargetChoice& tc) {
     if (eos.empty()) std::fprintf(info, "stop ids: none (no eos_token_id in generation_config.json or config.json beside the tokenizer; give --eos)\n");
     else std::fprintf(info, "stop ids: %s (from %s)\n", cli::describe_ids(mt->tokenizer(), eos).c_str(), s.source.c_str());
   }
-  using runtime::Case;
-  Case pc = Case::open(a.prefill_dir, a.weights);
-  Case dc = Case::open(a.decode_dir, "none");
+  using runtime::ModelDir;
+  ModelDir pc = ModelDir::open(a.prefill_dir, a.weights);
+  ModelDir dc = ModelDir::open(a.decode_dir, "none");
   llm::KvMapping map = llm::KvMapping::read((fs::path(a.decode_dir) / "kv_mapping.json").string());
   map.complete(pc.graph);
   if (!pc.weights) throw Error(ErrorCode::weights, "prefill case has no weights (weights.safetensors or synth.json; or give --weights)", {.file = a.prefill_dir});
@@ -330,7 +332,7 @@ int cmd_generate(const GenerateArgs& a, const cli::TargetChoice& tc) {
   print_device(tc, info);
 
   llm::LlmPrograms model(*prefill.runner, *decode.runner, map, pc.graph, dc.graph);
-  runtime::Profiler prof;
+  Profiler prof;
   if (a.profile) {
     if (!decode.plan) throw Error(ErrorCode::unsupported, "--profile needs compiled programs (not --interpret)");
     decode.plan->set_profiler(&prof);
@@ -403,15 +405,15 @@ int cmd_generate(const GenerateArgs& a, const cli::TargetChoice& tc) {
   const bool half = cli::half_dtype(tc.dtype);
   const double ptol = a.tol.value_or(half ? 0.035 : 1e-3), stol = a.tol.value_or(half ? 0.04 : 1e-3), min_cos = half ? 0.9995 : 0.99999;
   bool ok = true;
-  llm::GenerateCallbacks cb;
-  cb.on_prefill = [&](const llm::GenerateCheck& r) {
+  harness::GenerateCallbacks cb;
+  cb.on_prefill = [&](const harness::GenerateCheck& r) {
     bool pass = r.prefill.rel_l2 <= ptol && r.prefill.cosine >= min_cos && r.prefill_top1 == r.prefill_top1_ref;
     ok = ok && pass;
     std::printf("prefill  %5.0f ms  logits rel_l2 %.3g  cos %.7f  top1 %lld (ref %lld)  %s\n", r.prefill_ms, r.prefill.rel_l2, r.prefill.cosine,
                 static_cast<long long>(r.prefill_top1), static_cast<long long>(r.prefill_top1_ref), pass ? "OK" : "FAIL");
     std::fflush(stdout);
   };
-  cb.on_step = [&](const llm::StepCheck& s, std::size_t i, std::size_t) {
+  cb.on_step = [&](const harness::StepCheck& s, std::size_t i, std::size_t) {
     bool pass = s.metrics.rel_l2 <= stol && s.metrics.cosine >= min_cos;
     ok = ok && pass;
     std::printf("step %zu pos %-5lld %5.0f ms  logits rel_l2 %.3g  cos %.7f  token %lld (ref %lld) %s%s\n", i,
@@ -420,7 +422,7 @@ int cmd_generate(const GenerateArgs& a, const cli::TargetChoice& tc) {
     std::fflush(stdout);
   };
   std::vector<std::int64_t> tok(tokens.span<std::int64_t>().begin(), tokens.span<std::int64_t>().end());
-  llm::GenerateCheck r = llm::check_generation(model, prompt, plogits, tok, dlogits, cb);  // checks the references' sizes
+  harness::GenerateCheck r = harness::check_generation(model, prompt, plogits, tok, dlogits, cb);  // checks the references' sizes
   if (a.profile) {
     decode.plan->set_profiler(nullptr);
     std::vector<double> step_ms;
@@ -444,7 +446,7 @@ int cmd_compile(const std::string& model, const std::string& out, const cli::Tar
   if (!embed && weights != "auto")
     throw Error(ErrorCode::attr, "--weights applies with --embed-weights only (a .npubin without weights takes them when run)", {.found = "--weights " + weights});
   auto t0 = clock_type::now();
-  runtime::Case c = runtime::Case::open(model, embed ? weights : "none");
+  runtime::ModelDir c = runtime::ModelDir::open(model, embed ? weights : "none");
   if (embed && !c.weights)
     throw Error(ErrorCode::weights, "--embed-weights needs weights: none beside the IR (weights.safetensors, synth.json); give --weights",
                 {.file = model});
@@ -471,9 +473,31 @@ int cmd_inspect(const std::string& path, bool json, bool buffers, bool no_kernel
   return 0;
 }
 
-int cmd_explain(const std::string& ir_path, const cli::TargetChoice& tc) {
+// explain --kernels: per kernel of the target's partitions, the implementation it runs and why
+// each better candidate declined.
+void print_implementations(const program::CompiledProgram& p, const cli::TargetChoice& tc) {
+  const auto& entry = cli::target(tc.target);
+  if (!entry.implementations) {
+    std::printf("kernels: the %s target has one implementation per kernel kind\n", tc.target.c_str());
+    return;
+  }
+  std::printf("kernels: the candidate each %s kernel runs, and why the better ones declined (NPUSIM_CPU_SKIP=NAME skips one)\n",
+              tc.target.c_str());
+  for (std::size_t pi = 0; pi < p.partitions.size(); ++pi) {
+    const program::Partition& part = p.partitions[pi];
+    if (part.target != tc.target) continue;
+    for (const KernelImplementation& r : entry.implementations(part)) {
+      const Kernel& k = part.kernels.at(r.kernel);
+      std::printf("  k%zu %-14s %-28s -> %s%s%s\n", r.kernel, k.kind.c_str(), part.graph.nodes.at(static_cast<std::size_t>(k.nodes.back())).name.c_str(),
+                  r.chosen.c_str(), r.note.empty() ? "" : "; ", r.note.c_str());
+      for (const auto& [name, why] : r.declined) std::printf("      %-18s %s\n", name.c_str(), why.c_str());
+    }
+  }
+}
+
+int cmd_explain(const std::string& ir_path, const cli::TargetChoice& tc, bool kernels) {
   cli::validate(tc);
-  ir::Graph g = runtime::Case::open(ir_path, "none").graph;
+  ir::Graph g = runtime::ModelDir::open(ir_path, "none").graph;
   program::CompiledProgram p = cli::compile(tc, g);
   std::printf("%s on %s (%s): %lld IR nodes, %lld after passes, %zu partition(s)\n", ir_path.c_str(), p.target.c_str(),
               std::string(dtype_short_name(p.compute)).c_str(), static_cast<long long>(p.stats.nodes_in),
@@ -492,12 +516,37 @@ int cmd_explain(const std::string& ir_path, const cli::TargetChoice& tc) {
       std::printf("  fallback  %-32s %-34s %s\n", t.nodes[i].name.c_str(), t.nodes[i].op_type.c_str(), sup[i].reason.c_str());
     }
   std::printf("%d node(s) fall back to %s\n", fallback, fallback ? "the reference target" : "nothing");
+  // Coverage of every target of this build: the nodes (after its passes) each runs itself, and
+  // what it leaves to its fallback, by op type.
+  std::printf("coverage by target (nodes after the target's passes that it runs itself):\n");
+  for (const auto& entry : cli::targets()) {
+    cli::TargetChoice other = tc;
+    other.target = entry.name, other.interpret = false, other.device.clear();
+    try {
+      ir::Graph tg = g;
+      const partition::TargetInfo info = entry.info();
+      const program::CompileOptions o = cli::compile_options(other);
+      program::CompiledProgram tmp;
+      program::run_passes(tg, info, o, tmp);
+      const auto s = partition::node_support(tg, info, o.force);
+      std::map<std::string, int> by_op;
+      std::size_t own = 0;
+      for (std::size_t i = 0; i < s.size(); ++i) s[i].on_target ? ++own : ++by_op[tg.nodes[i].op_type];
+      std::string left;
+      for (const auto& [op, n] : by_op) left += (left.empty() ? "" : ", ") + op + " x" + std::to_string(n);
+      std::printf("  %-10s %zu/%zu (%.1f%%)%s%s\n", entry.name.c_str(), own, s.size(), s.empty() ? 100.0 : 100.0 * static_cast<double>(own) / static_cast<double>(s.size()),
+                  left.empty() ? "" : "; to the fallback: ", left.c_str());
+    } catch (const Error& e) {
+      std::printf("  %-10s cannot compile this model: %s\n", entry.name.c_str(), e.what());
+    }
+  }
   for (std::size_t k = 0; k < p.partitions.size(); ++k)
     std::printf("  partition %zu: %s%s, %zu kernels\n", k, p.partitions[k].target.c_str(), p.partitions[k].fallback ? " (fallback)" : "",
                 p.partitions[k].kernels.size());
   for (const auto& x : p.transfers)
     if (x.from >= 0 && x.to >= 0)
       std::printf("  transfer %-28s partition %d -> %d  %s\n", x.tensor.c_str(), x.from, x.to, program::human_bytes(x.bytes).c_str());
+  if (kernels) print_implementations(p, tc);
   return 0;
 }
 
@@ -652,8 +701,10 @@ int main(int argc, char** argv) {
   insp->add_flag("--no-kernels", i_no_kernels, "omit the kernel list")->excludes(i_json_flag);
 
   std::string e_ir;
+  bool e_kernels = false;
   auto* expl = app.add_subcommand("explain", "list every node that falls back to the reference target, and why");
   expl->add_option("model", e_ir, "case directory or torch_ir JSON file")->required();
+  expl->add_flag("--kernels", e_kernels, "also print the implementation each kernel runs and why the better candidates declined");
   add_target(expl, false);
 
   bool o_markdown = false;
@@ -702,7 +753,7 @@ int main(int argc, char** argv) {
     if (*gen) return cmd_generate(ga, tc);
     if (*comp) return cmd_compile(c_ir, c_out, tc, c_verify, c_embed, c_weights);
     if (*insp) return cmd_inspect(i_path, i_json, i_buffers, i_no_kernels);
-    if (*expl) return cmd_explain(e_ir, tc);
+    if (*expl) return cmd_explain(e_ir, tc, e_kernels);
     if (*opsc) return cmd_ops(o_markdown, o_out);
     if (*bench) return cli::cmd_bench(b_dir, tc, ba, b_weights, b_inputs);
     if (*bench_llm) return cli::cmd_bench_llm(bl_prefill, bl_decode, tc, bla);

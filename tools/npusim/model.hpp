@@ -17,7 +17,7 @@
 
 #include "npusim/core/npy.hpp"
 #include "npusim/program/npubin_weights.hpp"
-#include "npusim/runtime/case.hpp"
+#include "npusim/harness/check.hpp"
 #include "npusim/runtime/image.hpp"
 #include "npusim/runtime/tensor_files.hpp"
 #include "npusim/weights/open.hpp"
@@ -27,7 +27,7 @@ namespace npusim::cli {
 
 struct Model {
   std::string path, name;
-  std::optional<runtime::Case> source;              // a case directory or an IR file
+  std::optional<runtime::ModelDir> source;              // a case directory or an IR file
   std::optional<program::CompiledProgram> program;  // a .npubin
   std::unique_ptr<weights::WeightSource> program_weights;
 
@@ -73,7 +73,7 @@ inline Model open_model(const std::string& path, const std::string& weights_spec
     }
     return m;
   }
-  m.source = runtime::Case::open(path, weights_spec);
+  m.source = runtime::ModelDir::open(path, weights_spec);
   m.name = m.source->name;
   return m;
 }
@@ -227,9 +227,9 @@ inline Expected expected_outputs(const Model& m, const std::string& file, bool i
 // The default relative-L2 tolerance: by the model's dtype and longest reduction (a .npubin: over
 // its partitions' graphs).
 inline double default_tolerance(const Model& m, bool half) {
-  if (!m.compiled()) return runtime::default_tolerance(m.source->graph, half, m.kind());
+  if (!m.compiled()) return harness::default_tolerance(m.source->graph, half, m.kind());
   double t = 0;
-  for (const auto& part : m.program->partitions) t = std::max(t, runtime::default_tolerance(part.graph, half || is_half(m.program->compute), ""));
+  for (const auto& part : m.program->partitions) t = std::max(t, harness::default_tolerance(part.graph, half || is_half(m.program->compute), ""));
   return t;
 }
 
@@ -267,7 +267,7 @@ inline void print_output_summary(std::FILE* out, const Model& m, const std::vect
       double z = 0;
       for (float x : row) z += std::exp(static_cast<double>(x - top));
       std::fprintf(out, "    top-5%s:", t.shape()[0] > 1 ? (" [" + std::to_string(r) + "]").c_str() : "");
-      for (auto c : topk(row, 5))
+      for (auto c : harness::topk(row, 5))
         std::fprintf(out, "  %lld (p %.4f)", static_cast<long long>(c), std::exp(static_cast<double>(row[static_cast<std::size_t>(c)] - top)) / z);
       std::fprintf(out, "\n");
     }

@@ -1,18 +1,17 @@
 // The CLI's target registry: the one place that knows every target the binary was built with.
 // Each target contributes one entry (its description for the compiler and its partition executor);
-// programs run through runtime::PlanRunner with every entry's executor, so fallback partitions
+// programs run through runtime::ProgramRunner with every entry's executor, so fallback partitions
 // find the reference target.
 #pragma once
 
 #include <memory>
 #include <string>
 
+#include "npusim/cpu.hpp"
 #include "npusim/pipeline.hpp"
-#include "npusim/target/reference/program_runner.hpp"
-#include "npusim/target/reference/runner.hpp"
-#include "npusim/target/cpu/cpu_target.hpp"
+#include "npusim/reference.hpp"
 #ifdef NPUSIM_WITH_OPENCL
-#include "npusim/target/opencl/runner.hpp"
+#include "npusim/opencl.hpp"
 #endif
 
 namespace npusim::cli {
@@ -21,19 +20,21 @@ struct TargetEntry {
   std::string name;
   std::string summary;
   std::function<partition::TargetInfo()> info;
-  runtime::ExecutorFactory executor;
+  ExecutorFactory executor;
+  // Which candidate each kernel runs (explain --kernels); empty for targets with one per kind.
+  std::function<std::vector<KernelImplementation>(const program::Partition&)> implementations = {};
 };
 
 inline const std::vector<TargetEntry>& targets() {
   static const std::vector<TargetEntry> all = [] {
     std::vector<TargetEntry> t;
     t.push_back({"reference", "float32 interpreter (the oracle and every target's fallback)", [] { return describe_target<ReferenceTarget>(); },
-                 ref::executor_factory()});
+                 executor_for<ReferenceTarget>::factory()});
     t.push_back({"cpu", "SIMD CPU target (xsimd, own thread pool; weights packed in their storage type)", [] { return describe_target<CpuTarget>(); },
-                 cpu::executor_factory()});
+                 executor_for<CpuTarget>::factory(), &implementations_for<CpuTarget>::of});
 #ifdef NPUSIM_WITH_OPENCL
     t.push_back({"opencl", "OpenCL C kernels on an OpenCL device (NPUSIM_OPENCL_DEVICE; see `npusim devices`)",
-                 [] { return describe_target<OpenCLTarget>(); }, ocl::executor_factory()});
+                 [] { return describe_target<OpenCLTarget>(); }, executor_for<OpenCLTarget>::factory()});
 #endif
     // Further targets register here (one block each).
     return t;
@@ -55,8 +56,8 @@ inline const TargetEntry& target(const std::string& name) {
   throw Error(ErrorCode::unsupported, "unknown target '" + name + "'", {.expected = known, .found = name});
 }
 
-inline runtime::ExecutorFactories executor_factories() {
-  runtime::ExecutorFactories f;
+inline ExecutorFactories executor_factories() {
+  ExecutorFactories f;
   for (const auto& t : targets()) f[t.name] = t.executor;
   return f;
 }
@@ -105,14 +106,14 @@ inline program::CompileOptions compile_options(const TargetChoice& t) {
 inline program::CompiledProgram compile(const TargetChoice& t, const ir::Graph& g) { return program::compile(g, target_info(t), compile_options(t)); }
 
 // A runner for a compiled program: its partitions on their targets (weights bound from `source`).
-inline std::unique_ptr<runtime::PlanRunner> make_runner(const program::CompiledProgram& p, const weights::WeightSource* source,
+inline std::unique_ptr<runtime::ProgramRunner> make_runner(const program::CompiledProgram& p, const weights::WeightSource* source,
                                                         weights::BindOptions bind = {}) {
-  return std::make_unique<runtime::PlanRunner>(p, source, executor_factories(), std::move(bind));
+  return std::make_unique<runtime::ProgramRunner>(p, source, executor_factories(), std::move(bind));
 }
 
 // The reference interpreting the IR directly (no passes, no fusion): the oracle.
 inline std::unique_ptr<Runner> make_interpreter(const TargetChoice& t, const ir::Graph& g, const weights::BoundWeights& w) {
-  return std::make_unique<ref::ReferenceRunner>(g, w.tensors, ref::Options{.round_half = half_dtype(t.dtype)});
+  return std::make_unique<ref::InterpreterRunner>(g, w.tensors, ref::Options{.round_half = half_dtype(t.dtype)});
 }
 
 inline weights::BindOptions interpreter_bind_options() {

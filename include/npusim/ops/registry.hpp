@@ -168,7 +168,32 @@ inline void check_node(const ir::Graph& g, const ir::Node& n) {
   }
 }
 
+// Every op type of the graph must be registered: one error lists all the unknown ones (op type,
+// node count, first node), not only the first met.
+inline void check_known_ops(const ir::Graph& g) {
+  struct Unknown {
+    std::string op, first;
+    std::size_t count = 0;
+  };
+  std::vector<Unknown> unknown;
+  for (const ir::Node& n : g.nodes) {
+    if (find_op(n.op_type)) continue;
+    auto it = std::find_if(unknown.begin(), unknown.end(), [&](const Unknown& u) { return u.op == n.op_type; });
+    if (it == unknown.end()) unknown.push_back({n.op_type, n.name, 1});
+    else ++it->count;
+  }
+  if (unknown.empty()) return;
+  std::string list;
+  for (const Unknown& u : unknown)
+    list += (list.empty() ? "" : ", ") + u.op + " (" + std::to_string(u.count) + (u.count == 1 ? " node" : " nodes") + ", first '" + u.first + "')";
+  throw Error(ErrorCode::unknown_op,
+              "the model uses " + std::to_string(unknown.size()) + " op type(s) npusim has no definition for: " + list,
+              {.file = g.source, .node = unknown.front().first,
+               .expected = "ops among the " + std::to_string(op_count) + " registered (npusim ops lists them)", .found = unknown.front().op});
+}
+
 inline void check_graph(const ir::Graph& g) {
+  check_known_ops(g);
   for (const ir::Node& n : g.nodes) check_node(g, n);
 }
 

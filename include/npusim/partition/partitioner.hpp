@@ -104,7 +104,7 @@ inline ir::Graph extract(const ir::Graph& g, const std::vector<std::int32_t>& no
 struct Plan {
   std::vector<Part> parts;
   std::vector<ir::Graph> graphs;  // one per part
-  std::vector<program::Transfer> transfers;
+  std::vector<Transfer> transfers;
 };
 
 inline Plan make_plan(const ir::Graph& g, const std::vector<NodeSupport>& sup, const passes::DTypePolicy& pol) {
@@ -133,7 +133,7 @@ inline Plan make_plan(const ir::Graph& g, const std::vector<NodeSupport>& sup, c
     std::int32_t from = info.kind == ir::TensorKind::intermediate ? part_of[static_cast<std::size_t>(info.producer)] : -1;
     p.transfers.push_back({info.name, from, -1, bytes(t)});
   }
-  std::sort(p.transfers.begin(), p.transfers.end(), [](const program::Transfer& a, const program::Transfer& b) {
+  std::sort(p.transfers.begin(), p.transfers.end(), [](const Transfer& a, const Transfer& b) {
     return a.to == b.to ? a.from < b.from : (a.to < 0 ? false : b.to < 0 ? true : a.to < b.to);
   });
   for (const Part& part : p.parts) p.graphs.push_back(extract(g, part.nodes, outside));

@@ -8,7 +8,7 @@
 #include <sstream>
 
 #include "npusim/fusion/fuse.hpp"
-#include "npusim/program/program.hpp"
+#include "npusim/partition/boundary.hpp"
 
 namespace npusim::inline NPUSIM_ABI::partition {
 
@@ -19,7 +19,7 @@ struct TargetInfo {
   std::function<std::optional<std::string>(const ir::Graph&, const ir::Node&)> refuse;
   std::vector<fusion::PatternInfo> patterns;  // priority order
   std::vector<DType> dtypes;                  // compute dtypes it supports
-  program::TargetLimits limits;
+  TargetLimits limits;
   std::string fallback = "reference";         // empty: no fallback
 };
 

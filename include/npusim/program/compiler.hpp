@@ -9,6 +9,7 @@
 #include <chrono>
 
 #include "npusim/partition/partitioner.hpp"
+#include "npusim/program/program.hpp"
 #include "npusim/passes/basic.hpp"
 #include "npusim/passes/broadcast_fold.hpp"
 #include "npusim/passes/pad_channels.hpp"

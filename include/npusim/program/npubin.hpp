@@ -527,7 +527,7 @@ inline CompiledProgram npubin_detail::parse_program(std::string_view payload, st
   const auto P = static_cast<std::int64_t>(p.partitions.size());
   for (const auto& t : r.arr(r.field(o, "transfers"))) {
     auto f = r.arr(t, 4);
-    Transfer x{r.str(f[0]), static_cast<std::int32_t>(r.i64(f[1])), static_cast<std::int32_t>(r.i64(f[2])), r.i64(f[3])};
+    partition::Transfer x{r.str(f[0]), static_cast<std::int32_t>(r.i64(f[1])), static_cast<std::int32_t>(r.i64(f[2])), r.i64(f[3])};
     if (x.from < -1 || x.from >= P || x.to < -1 || x.to >= P) r.fail("transfer partition index out of range");
     p.transfers.push_back(x);
   }

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "npusim/fusion/kernel.hpp"
+#include "npusim/partition/boundary.hpp"
 #include "npusim/ir/graph.hpp"
 #include "npusim/plan/buffer_plan.hpp"
 #include "npusim/weights/recipes.hpp"
@@ -20,25 +21,12 @@ inline constexpr char npubin_magic[8] = {'N', 'P', 'U', 'B', 'I', 'N', '\r', '\n
 inline constexpr std::uint32_t npubin_format_version = 2;
 inline constexpr std::uint32_t npubin_oldest_version = 1;
 
-struct TargetLimits {
-  std::int64_t channel_alignment_bytes = 0;  // 0: no channel padding
-  friend bool operator==(const TargetLimits&, const TargetLimits&) = default;
-};
-
 struct Partition {
   std::string target;  // target name, or the fallback's ("reference")
   bool fallback = false;
   ir::Graph graph;     // inputs: graph inputs or tensors from earlier partitions (by name)
   std::vector<Kernel> kernels;
   plan::BufferPlan plan;
-};
-
-// A tensor crossing from one partition to a later one (by name), with its size.
-struct Transfer {
-  std::string tensor;
-  std::int32_t from = -1, to = -1;  // partition indices; -1 = the caller (graph input / output)
-  std::int64_t bytes = 0;
-  friend bool operator==(const Transfer&, const Transfer&) = default;
 };
 
 struct CompileStats {
@@ -75,10 +63,10 @@ struct CompiledProgram {
   std::string npusim_version;
   std::string target;
   DType compute = DType::f32;
-  TargetLimits limits;
+  partition::TargetLimits limits;
   std::vector<IoSpec> inputs, outputs;  // graph inputs / outputs (IR dtype), in order
   std::vector<Partition> partitions;
-  std::vector<Transfer> transfers;
+  std::vector<partition::Transfer> transfers;
   std::vector<weights::Recipe> recipes;
   CompileStats stats;
 };

@@ -30,6 +30,14 @@ struct Sampling {
   bool greedy() const { return temperature == 0.0; }
 };
 
+// Last row (over the last dim) of a tensor as float32: the logits of the last position.
+inline std::vector<float> last_row(const Tensor& t) {
+  Tensor f = t.to(DType::f32);
+  std::int64_t n = t.rank() ? t.shape().back() : 1;
+  auto s = f.span<float>();
+  return std::vector<float>(s.end() - n, s.end());
+}
+
 inline std::int64_t argmax_index(std::span<const float> logits) {
   std::int64_t best = 0;
   for (std::size_t i = 1; i < logits.size(); ++i)

@@ -3,6 +3,7 @@
 #include "../../common/test_util.hpp"
 #include "npusim/ir/reader.hpp"
 #include "npusim/ops/registry.hpp"
+#include "npusim/target/reference/interpreter.hpp"
 
 using namespace npusim;
 
@@ -63,7 +64,32 @@ TEST(Registry, UnknownOpInAGraphNamesTheNode) {
   auto j = nlohmann::json::parse(test::read_text(test::data("ops/relu/ir.json")));
   j["nodes"][0]["op_type"] = "aten.frobnicate.default";
   ir::Graph g = ir::read_ir_string(j.dump(), "relu.json");
-  NPUSIM_EXPECT_ERROR(ops::check_graph(g), "unknown op type 'aten.frobnicate.default'", "node 'relu'", "relu.json");
+  NPUSIM_EXPECT_ERROR(ops::check_graph(g), "1 op type(s) npusim has no definition for: aten.frobnicate.default (1 node, first 'relu')",
+                      "node 'relu'", "relu.json");
+}
+
+// Every unknown op of a model in one error (op type, node count, first node), not only the first:
+// three unknown types over five nodes of a chain, known ones between them.
+TEST(Registry, EveryUnknownOpIsListedInOneError) {
+  auto j = nlohmann::json::parse(test::read_text(test::data("ops/relu/ir.json")));
+  nlohmann::json node = j["nodes"][0];
+  j["nodes"] = nlohmann::json::array();
+  const char* ops[] = {"aten.frob.default", "aten.relu.default", "aten.frob.default", "aten.twiddle.default", "aten.relu.default", "aten.frob.default",
+                       "aten.zap.default"};
+  std::string prev = "input";
+  for (std::size_t i = 0; i < std::size(ops); ++i) {
+    nlohmann::json n = node;
+    n["name"] = "n" + std::to_string(i), n["op_type"] = ops[i];
+    n["inputs"][0]["name"] = prev, n["inputs"][0]["producer_node"] = prev;
+    n["outputs"][0]["name"] = "n" + std::to_string(i);
+    prev = "n" + std::to_string(i);
+    j["nodes"].push_back(n);
+  }
+  j["graph_outputs"][0]["name"] = prev;
+  ir::Graph g = ir::read_ir_string(j.dump(), "chain.json");
+  NPUSIM_EXPECT_ERROR(ops::check_graph(g), "the model uses 3 op type(s) npusim has no definition for: aten.frob.default (3 nodes, first 'n0'), "
+                      "aten.twiddle.default (1 node, first 'n3'), aten.zap.default (1 node, first 'n6')", "chain.json");
+  NPUSIM_EXPECT_ERROR((void)ref::Interpreter(g), "the model uses 3 op type(s)");
 }
 
 TEST(Registry, InferenceDisagreeingWithIrIsReported) {

@@ -17,14 +17,14 @@ namespace {
 
 using RefPipeline = Pipeline<ReferenceTarget, F32>;
 
-program::CompiledProgram compile_case(const runtime::Case& c) {
+program::CompiledProgram compile_case(const runtime::ModelDir& c) {
   auto o = test::reference_options();
   o.verify = false;  // the e2e tests verify compilation; here only the weights matter
   return test::compile_reference(c.graph, o);
 }
 
 std::vector<Tensor> run_program(const program::CompiledProgram& p, const weights::WeightSource* w, const std::vector<Tensor>& in) {
-  ref::ProgramRunner r(p, w);
+  runtime::ProgramRunner r(p, w, runtime::factories_for<ReferenceTarget>());
   return r.run(in);
 }
 
@@ -125,7 +125,7 @@ std::string build(const Section& s) {
 
 // A saved model: its case, program, and a file with its weights embedded.
 struct Saved {
-  runtime::Case c;
+  runtime::ModelDir c;
   program::CompiledProgram p;
   test::TempDir dir;
   std::string file;
@@ -134,7 +134,7 @@ struct Saved {
 
 std::unique_ptr<Saved> save_case(const std::string& rel, const std::string& weights = "auto", std::uint64_t block = std::uint64_t{1} << 20) {
   auto s = std::make_unique<Saved>();
-  s->c = runtime::Case::open(data(rel), weights);
+  s->c = runtime::ModelDir::open(data(rel), weights);
   s->p = compile_case(s->c);
   s->file = s->dir.file("model.npubin");
   program::EmbedOptions o;
@@ -220,7 +220,7 @@ TEST(NpubinWeights, AliasedWeightsAreStoredOnceAndShareABuffer) {
    private:
     const weights::WeightSource& b_;
   };
-  runtime::Case c = runtime::Case::open(data("ops/silu_gate_mlp"));
+  runtime::ModelDir c = runtime::ModelDir::open(data("ops/silu_gate_mlp"));
   program::CompiledProgram p = compile_case(c);
   Aliased src(*c.weights);
   test::TempDir d;
@@ -282,7 +282,7 @@ TEST(NpubinWeights, LayoutIsTheDocumentedOneAndDeterministic) {
 }
 
 TEST(NpubinWeights, Version1FilesStillLoadAndOtherVersionsAreRefused) {
-  runtime::Case c = runtime::Case::open(data("ops/conv2d_3x3_bias"));
+  runtime::ModelDir c = runtime::ModelDir::open(data("ops/conv2d_3x3_bias"));
   program::CompiledProgram p = compile_case(c);
   test::TempDir d;
   std::string v1 = program::serialize(p);
@@ -407,8 +407,8 @@ TEST(NpubinWeights, BoolTensorsHoldOnlyZeroOrOne) {
 }
 
 TEST(NpubinWeights, MissingSourceWeightIsAnErrorAndLeavesNoFile) {
-  runtime::Case resnet = runtime::Case::open(data("models/resnet18"));
-  runtime::Case conv = runtime::Case::open(data("ops/conv2d_3x3_bias"));
+  runtime::ModelDir resnet = runtime::ModelDir::open(data("models/resnet18"));
+  runtime::ModelDir conv = runtime::ModelDir::open(data("ops/conv2d_3x3_bias"));
   program::CompiledProgram p = compile_case(resnet);
   test::TempDir d;
   NPUSIM_EXPECT_ERROR(program::save(p, d.file("p.npubin"), conv.weights.get()), "npusim weights error", "weight missing from the weights source");

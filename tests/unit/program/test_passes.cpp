@@ -130,17 +130,17 @@ TEST(Passes, BroadcastFoldingRemovesExpandBeforeABroadcastingOp) {
 TEST(Passes, ChannelPaddingPadsConvChainsAndUnpadsOutputs) {
   for (const char* c : {"ops/conv_dilated", "ops/conv2d_3x3_bias", "ops/conv_bn_relu", "ops/conv2d_7x7_s2_p3", "ops/max_pool2d_3x3_s2_p1"}) {
     SCOPED_TRACE(c);
-    runtime::Case k = runtime::Case::open(data(c));
+    runtime::ModelDir k = runtime::ModelDir::open(data(c));
     auto t = describe_target<ReferenceTarget>();
     t.limits.channel_alignment_bytes = 128;  // 32 float32 channels: pads the 16-channel convs
     program::CompiledProgram p = program::compile(k.graph, t, test::reference_options());
     weights::BindOptions bo;
     bo.load_as = DType::f32;
-    ref::ReferenceRunner plain(k.graph, k.bind(bo).tensors);
-    ref::ProgramRunner compiled(p, k.weights.get());
+    ref::InterpreterRunner plain(k.graph, k.bind(bo).tensors);
+    runtime::ProgramRunner compiled(p, k.weights.get(), runtime::factories_for<ReferenceTarget>());
     auto in = k.inputs();
     auto a = plain.run(in), b = compiled.run(in);
-    EXPECT_LE(compare(b[0], a[0]).rel_l2, 1e-6);
+    EXPECT_LE(harness::compare(b[0], a[0]).rel_l2, 1e-6);
     EXPECT_EQ(b[0].shape(), a[0].shape());
   }
   ir::Graph g = read("ops/conv_dilated");  // 16 -> 32 channels

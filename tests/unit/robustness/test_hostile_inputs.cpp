@@ -4,6 +4,7 @@
 // these tests would take minutes or be killed if they did not.
 #include "../../common/compile_util.hpp"
 #include "../../common/test_util.hpp"
+#include "npusim/harness/llm_check.hpp"
 #include "npusim/runtime/generate.hpp"
 
 using namespace npusim;
@@ -29,7 +30,7 @@ std::string npubin_frame(const std::string& payload) {
   return out;
 }
 
-program::CompiledProgram compiled(const char* dir) { return test::compile_reference(runtime::Case::open(data(dir)).graph); }
+program::CompiledProgram compiled(const char* dir) { return test::compile_reference(runtime::ModelDir::open(data(dir)).graph); }
 
 // A one-node IR graph (relu over x) with the given graph input shape.
 std::string relu_ir(const std::string& shape) {
@@ -87,7 +88,7 @@ TEST(HostileInputs, NpubinArenaClaimingTerabytesIsRefused) {
   program::CompiledProgram q = compiled("ops/relu");
   q.partitions.at(0).plan.arena_bytes = std::int64_t{60} << 40;
   program::CompiledProgram r = program::deserialize(program::serialize(q), "arena.npubin");
-  NPUSIM_EXPECT_ERROR((void)ref::ProgramRunner(r, nullptr), "npusim resource error", "arena of 65970697666560 bytes",
+  NPUSIM_EXPECT_ERROR((void)runtime::ProgramRunner(r, nullptr, runtime::factories_for<ReferenceTarget>()), "npusim resource error", "arena of 65970697666560 bytes",
                       "needs more memory than the allocation limit");
 }
 
@@ -229,11 +230,11 @@ TEST(HostileInputs, RecipesCheckTheWeightsTheyRead) {
 
 namespace {
 struct TinyLlm {
-  runtime::Case pc = runtime::Case::open(data("models/qwen2_tiny_prefill"));
-  runtime::Case dc = runtime::Case::open(data("models/qwen2_tiny_decode"));
+  runtime::ModelDir pc = runtime::ModelDir::open(data("models/qwen2_tiny_prefill"));
+  runtime::ModelDir dc = runtime::ModelDir::open(data("models/qwen2_tiny_decode"));
   std::unordered_map<std::string, Tensor> cache;
   weights::BoundWeights pw = bind(pc.graph), dw = bind(dc.graph);
-  ref::ReferenceRunner prefill{pc.graph, pw.tensors}, decode{dc.graph, dw.tensors};
+  ref::InterpreterRunner prefill{pc.graph, pw.tensors}, decode{dc.graph, dw.tensors};
   llm::LlmPrograms model{prefill, decode, llm::KvMapping::read(data("models/qwen2_tiny_decode/kv_mapping.json")), pc.graph, dc.graph};
   std::vector<std::int64_t> prompt = std::vector<std::int64_t>(16, 1);
 
@@ -257,7 +258,7 @@ TEST(HostileInputs, DecodePositionBeyondTheKvCacheIsRefusedBeforeRunning) {
   // refused before anything runs.
   std::vector<std::int64_t> tokens(50, 1);
   Tensor plogits = Tensor::zeros(DType::f32, {1, 16, 1024}), dlogits = Tensor::zeros(DType::f32, {49, 1024});
-  NPUSIM_EXPECT_ERROR(llm::check_generation(m.model, m.prompt, plogits, tokens, dlogits), "decode position beyond the KV cache",
+  NPUSIM_EXPECT_ERROR(harness::check_generation(m.model, m.prompt, plogits, tokens, dlogits), "decode position beyond the KV cache",
                       "found 64");
   EXPECT_NO_THROW(llm::generate_greedy(m.model, m.prompt, 49));  // the last position that fits: 63
 }
@@ -266,17 +267,17 @@ TEST(HostileInputs, ReferenceSizesThatDoNotMatchAreRefused) {
   TinyLlm m;
   std::vector<std::int64_t> tokens(4, 1);
   Tensor plogits = Tensor::zeros(DType::f32, {1, 16, 1024}), dlogits = Tensor::zeros(DType::f32, {4, 1024});
-  NPUSIM_EXPECT_ERROR(llm::check_generation(m.model, m.prompt, plogits, tokens, dlogits), "tensor 'decode_tokens'",
+  NPUSIM_EXPECT_ERROR(harness::check_generation(m.model, m.prompt, plogits, tokens, dlogits), "tensor 'decode_tokens'",
                       "fewer reference decode tokens than decode steps + 1", "expected >= 5, found 4");
   tokens.push_back(1);
   Tensor too_many = Tensor::zeros(DType::f32, {1, 17, 1024});
-  NPUSIM_EXPECT_ERROR(llm::check_generation(m.model, m.prompt, too_many, tokens, dlogits),
+  NPUSIM_EXPECT_ERROR(harness::check_generation(m.model, m.prompt, too_many, tokens, dlogits),
                       "reference logits do not match the programs' logits", "prefill [1, 17, 1024]");
 }
 
 TEST(HostileInputs, IndexCopyIndexOutOfRangeIsARuntimeError) {
-  runtime::Case c = runtime::Case::open(data("ops/index_copy_kv"));
-  ref::ReferenceRunner r(c.graph, c.bind().tensors);
+  runtime::ModelDir c = runtime::ModelDir::open(data("ops/index_copy_kv"));
+  ref::InterpreterRunner r(c.graph, c.bind().tensors);
   std::vector<Tensor> in = c.inputs();
   in.at(1) = Tensor::from_values<std::int64_t>({3}, std::vector<std::int64_t>{0, 5, 16});  // the cache has 16 positions
   NPUSIM_EXPECT_ERROR(r.run(in), "npusim runtime error", "node 'index_copy'", "index_copy index out of range", "expected [-16, 15], found 16");
@@ -344,7 +345,7 @@ TEST(FuzzIrJson, HugePoolingWindowVisitsOnlyTheInput) {
   ir::Graph g = edited_ir("ops/max_pool2d_3x3_s2_p1", {{"kernel_size", k}, {"padding", p}}, {1, 64, 1, 1});
   ops::check_graph(g);
   ASSERT_EQ(g.tensor(g.inputs.at(0)).shape, (Shape{1, 64, 16, 16}));
-  ref::ReferenceRunner r(g, {});
+  ref::InterpreterRunner r(g, {});
   std::vector<float> x(64 * 256);
   for (std::size_t i = 0; i < x.size(); ++i) x[i] = static_cast<float>((i * 37) % 1001);
   auto y = r.run(std::vector<Tensor>{Tensor::from_values<float>({1, 64, 16, 16}, std::span<const float>(x))});

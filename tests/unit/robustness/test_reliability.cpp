@@ -9,12 +9,12 @@
 
 #include "../../common/compile_util.hpp"
 #include "../../common/test_util.hpp"
-#include "npusim/runtime/bench.hpp"
+#include "npusim/harness/bench.hpp"
 #include "npusim/runtime/generate.hpp"
-#include "npusim/runtime/profiler.hpp"
+#include "npusim/target/profiler.hpp"
 #include "npusim/runtime/tensor_files.hpp"
-#include "npusim/target/cpu/cpu_target.hpp"
-#include "npusim/target/reference/runner.hpp"
+#include "npusim/cpu.hpp"
+#include "npusim/target/reference/interpreter.hpp"
 
 using namespace npusim;
 using npusim::test::data;
@@ -23,7 +23,7 @@ namespace {
 
 program::CompiledProgram compile_cpu(const ir::Graph& g) {
   program::CompileOptions o;
-  o.evaluator = CpuTarget::evaluator();
+  o.evaluator = evaluator_for<CpuTarget>();
   return program::compile(g, describe_target<CpuTarget>(), o);
 }
 
@@ -44,7 +44,7 @@ std::string tiny_mapping(const std::string& edit_from = {}, const std::string& e
 // ---- 1. profile summary and bench with no runs ---------------------------------------------------
 
 TEST(Reliability, ProfileSummaryOfZeroRunsIsAnErrorNotADivisionByZero) {
-  runtime::Profiler prof;
+  Profiler prof;
   std::FILE* f = std::tmpfile();
   ASSERT_NE(f, nullptr);
   NPUSIM_EXPECT_ERROR(prof.print_summary(f, 1.0, 0), "npusim attr error", "number of runs must be at least 1", "found 0");
@@ -113,30 +113,30 @@ TEST(Reliability, ThreadPoolThatCannotStartItsThreadsIsAnErrorNotAHang) {
 TEST(Reliability, NonFiniteExpectedValuesMatchByClass) {
   const float nan = NAN, inf = INFINITY;
   // An all-NaN reference no longer passes numbers.
-  Metrics m = compare(floats({1, 2, 3}), floats({nan, nan, nan}));
+  harness::Metrics m = harness::compare(floats({1, 2, 3}), floats({nan, nan, nan}));
   EXPECT_EQ(m.nonfinite, 3);
   EXPECT_TRUE(std::isinf(m.rel_l2));
   // NaN where NaN, same-sign Inf: compared, and equal.
-  m = compare(floats({nan, inf, -inf, 2}), floats({nan, inf, -inf, 2}));
+  m = harness::compare(floats({nan, inf, -inf, 2}), floats({nan, inf, -inf, 2}));
   EXPECT_EQ(m.nonfinite, 0);
   EXPECT_EQ(m.count, 4);
   EXPECT_EQ(m.rel_l2, 0);
   // Inf of the other sign, NaN for Inf, a number for Inf: each a mismatch.
-  EXPECT_EQ(compare(floats({-inf}), floats({inf})).nonfinite, 1);
-  EXPECT_EQ(compare(floats({nan}), floats({inf})).nonfinite, 1);
-  EXPECT_EQ(compare(floats({5}), floats({-inf})).nonfinite, 1);
-  EXPECT_EQ(compare(floats({inf}), floats({nan})).nonfinite, 1);
+  EXPECT_EQ(harness::compare(floats({-inf}), floats({inf})).nonfinite, 1);
+  EXPECT_EQ(harness::compare(floats({nan}), floats({inf})).nonfinite, 1);
+  EXPECT_EQ(harness::compare(floats({5}), floats({-inf})).nonfinite, 1);
+  EXPECT_EQ(harness::compare(floats({inf}), floats({nan})).nonfinite, 1);
 }
 
 TEST(Reliability, CheckAgainstNanReferenceOrOfNothingFails) {
   const float nan = NAN;
   auto check = [](const Tensor& got, const Tensor& want) {
-    return runtime::check_outputs({"y"}, {DType::f32}, {got}, [&](const std::string&) -> std::optional<Tensor> { return want; }, 1e-3, false);
+    return harness::check_outputs({"y"}, {DType::f32}, {got}, [&](const std::string&) -> std::optional<Tensor> { return want; }, 1e-3, false);
   };
-  runtime::CaseResult r = check(floats({1, 2, 3}), floats({nan, nan, nan}));
+  harness::CaseResult r = check(floats({1, 2, 3}), floats({nan, nan, nan}));
   EXPECT_FALSE(r.pass);
   std::FILE* f = std::tmpfile();
-  runtime::print_case_result(f, "nan_case", r);
+  harness::print_case_result(f, "nan_case", r);
   std::rewind(f);
   char buf[4096] = {};
   const std::size_t n = std::fread(buf, 1, sizeof buf - 1, f);
@@ -227,21 +227,21 @@ TEST(Reliability, KvMappingWithImplausibleLengthsOrLayersIsRefused) {
 }
 
 TEST(Reliability, KvMappingMustAgreeWithTheDecodeGraphsCache) {
-  runtime::Case pc = runtime::Case::open(data("models/qwen2_tiny_prefill"), "none"), dc = runtime::Case::open(data("models/qwen2_tiny_decode"), "none");
+  runtime::ModelDir pc = runtime::ModelDir::open(data("models/qwen2_tiny_prefill"), "none"), dc = runtime::ModelDir::open(data("models/qwen2_tiny_decode"), "none");
   llm::KvMapping ok = llm::KvMapping::parse(tiny_mapping(), "kv.json");
   EXPECT_NO_THROW(llm::check_kv_mapping(ok, pc.graph, dc.graph));
   llm::KvMapping small = llm::KvMapping::parse(tiny_mapping("\"max_cache_len\": 64", "\"max_cache_len\": 32"), "kv.json");
   NPUSIM_EXPECT_ERROR(llm::check_kv_mapping(small, pc.graph, dc.graph), "npusim shape error", "tensor 'kv_0'",
                       "layer 0: the decode graph's KV cache input disagrees with max_cache_len", "expected [B, H, 32, D], found [1, 2, 64, 32]");
   // The LLM driver checks it before anything runs.
-  ref::ReferenceRunner p(pc.graph, {}), d(dc.graph, {});
+  ref::InterpreterRunner p(pc.graph, {}), d(dc.graph, {});
   NPUSIM_EXPECT_ERROR((llm::LlmPrograms{p, d, small, pc.graph, dc.graph}), "disagrees with max_cache_len");
 }
 
 // ---- 8. input dtypes the reference refuses ----------------------------------------------------------
 
 TEST(Reliability, CpuTargetRefusesInputDtypesTheReferenceRefuses) {
-  runtime::Case relu = runtime::Case::open(data("ops/relu"));
+  runtime::ModelDir relu = runtime::ModelDir::open(data("ops/relu"));
   auto r = runner_for<CpuTarget>::make(compile_cpu(relu.graph), nullptr);
   for (DType d : {DType::i64, DType::u8, DType::boolean}) {
     std::vector<Tensor> in{Tensor::zeros(d, {3, 70})};
@@ -249,7 +249,7 @@ TEST(Reliability, CpuTargetRefusesInputDtypesTheReferenceRefuses) {
   }
   EXPECT_NO_THROW(r->run(std::vector<Tensor>{Tensor::zeros(DType::f64, {3, 70})}));  // float -> float converts
   // Token ids as floats (1e30 became INT64_MIN): refused, not cast.
-  runtime::Case emb = runtime::Case::open(data("ops/embedding"));
+  runtime::ModelDir emb = runtime::ModelDir::open(data("ops/embedding"));
   auto e = runner_for<CpuTarget>::make(compile_cpu(emb.graph), emb.weights.get());
   Tensor ids = Tensor::empty(DType::f32, {1, 7});
   for (std::int64_t i = 0; i < 7; ++i) ids.data<float>()[i] = 1e30f;
@@ -259,7 +259,7 @@ TEST(Reliability, CpuTargetRefusesInputDtypesTheReferenceRefuses) {
 // ---- 9. one error path: the CPU target names file and node ------------------------------------------
 
 TEST(Reliability, CpuTargetRuntimeErrorsNameTheFileAndNode) {
-  runtime::Case emb = runtime::Case::open(data("ops/embedding"));
+  runtime::ModelDir emb = runtime::ModelDir::open(data("ops/embedding"));
   auto e = runner_for<CpuTarget>::make(compile_cpu(emb.graph), emb.weights.get());
   Tensor ids = Tensor::zeros(DType::i64, {1, 7});
   ids.data<std::int64_t>()[3] = 1000000;
@@ -281,7 +281,7 @@ TEST(Reliability, OutputPathThatIsADirectoryIsNamedAsSuch) {
 }
 
 TEST(Reliability, VisionGraphGivenAsAnLlmSaysItIsNotALanguageModel) {
-  runtime::Case c = runtime::Case::open(data("ops/relu"), "none");
+  runtime::ModelDir c = runtime::ModelDir::open(data("ops/relu"), "none");
   NPUSIM_EXPECT_ERROR(llm::detect_roles(c.graph), "npusim graph error", "ops/relu/ir.json", "not a language model", "takes no token ids");
 }
 
@@ -292,7 +292,7 @@ program::CompiledProgram reread(const program::CompiledProgram& p) { return prog
 }  // namespace
 
 TEST(Reliability, NpubinKernelWritingIntoAWeightIsRejected) {
-  program::CompiledProgram p = test::compile_reference(runtime::Case::open(data("ops/conv2d_3x3_bias")).graph);
+  program::CompiledProgram p = test::compile_reference(runtime::ModelDir::open(data("ops/conv2d_3x3_bias")).graph);
   EXPECT_NO_THROW(reread(p));
   program::Partition& part = p.partitions.at(0);
   const ir::Graph& g = part.graph;
@@ -354,7 +354,7 @@ TEST(Reliability, OpsWithHugeOutputCountsAreRefusedBeforeAllocating) {
 // Found by the mutation fuzzer (seed 210): an output made a view of an intermediate that lives only
 // inside a fused kernel was read back, then failed when run.
 TEST(Reliability, NpubinViewOfATensorWithNoStorageIsRejected) {
-  program::CompiledProgram p = compile_cpu(runtime::Case::open(data("ops/arange_full")).graph);
+  program::CompiledProgram p = compile_cpu(runtime::ModelDir::open(data("ops/arange_full")).graph);
   EXPECT_NO_THROW(reread(p));
   program::Partition& part = p.partitions.at(0);
   ASSERT_EQ(part.kernels.size(), 1u);
@@ -374,7 +374,7 @@ TEST(Reliability, NpubinViewOfATensorWithNoStorageIsRejected) {
 // kernel wrote 1 KiB into it. Input and weight sizes are now checked as arena sizes are, and a view
 // must be what the planner makes: a zero-copy kernel's input, or index_copy's own `self`.
 TEST(Reliability, NpubinViewRootedAnywhereButItsSourceIsRejected) {
-  const program::CompiledProgram p0 = compile_cpu(runtime::Case::open(data("ops/index_copy_kv")).graph);
+  const program::CompiledProgram p0 = compile_cpu(runtime::ModelDir::open(data("ops/index_copy_kv")).graph);
   EXPECT_NO_THROW(reread(p0));
   auto id_of = [&](const program::Partition& part, const std::string& name) {
     for (std::size_t t = 0; t < part.graph.tensors.size(); ++t)
@@ -390,7 +390,7 @@ TEST(Reliability, NpubinViewRootedAnywhereButItsSourceIsRejected) {
   }
   // A kernel that is neither zero-copy nor index_copy whose output is a view of an input of its size:
   // the sizes pass, the provenance does not.
-  program::CompiledProgram p = compile_cpu(runtime::Case::open(data("ops/sub_clamp")).graph);
+  program::CompiledProgram p = compile_cpu(runtime::ModelDir::open(data("ops/sub_clamp")).graph);
   EXPECT_NO_THROW(reread(p));
   program::Partition& part = p.partitions.at(0);
   auto& o = part.plan.tensors.at(static_cast<std::size_t>(part.graph.outputs.at(0)));
@@ -416,23 +416,23 @@ void retype_input(program::CompiledProgram& p, const std::string& name, DType t)
 }  // namespace
 
 TEST(Reliability, NpubinOperandTypesTheKernelsDoNotTakeAreRejected) {
-  program::CompiledProgram ms = compile_cpu(runtime::Case::open(data("ops/masked_softmax")).graph);
+  program::CompiledProgram ms = compile_cpu(runtime::ModelDir::open(data("ops/masked_softmax")).graph);
   ASSERT_EQ(ms.partitions.at(0).kernels.at(0).kind, "masked_softmax");
   retype_input(ms, "xs_0", DType::i16);  // int16 scores + a float mask: a float sum, but not for the fused kernel
   NPUSIM_EXPECT_ERROR(reread(ms), "npusim parse error", "'masked_softmax') takes floating-point operands", "tensor 'xs_0'", "found int16");
-  program::CompiledProgram rope = compile_cpu(runtime::Case::open(data("ops/rope_rotate_half")).graph);
+  program::CompiledProgram rope = compile_cpu(runtime::ModelDir::open(data("ops/rope_rotate_half")).graph);
   ASSERT_EQ(rope.partitions.at(0).kernels.at(0).kind, "rotary");
   retype_input(rope, "xs_2", DType::i8);  // an int8 sin table (seed 602)
   NPUSIM_EXPECT_ERROR(reread(rope), "'rotary') takes floating-point operands", "tensor 'xs_2'", "found int8");
   // index_copy's source must have self's dtype, as ATen's index_copy_ requires (the IR reader too).
-  program::CompiledProgram ic = compile_cpu(runtime::Case::open(data("ops/index_copy_kv")).graph);
+  program::CompiledProgram ic = compile_cpu(runtime::ModelDir::open(data("ops/index_copy_kv")).graph);
   retype_input(ic, "xs_2", DType::boolean);
   NPUSIM_EXPECT_ERROR(reread(ic), "npusim dtype error", "node 'index_copy'", "index_copy source dtype differs from self's", "expected float32",
                       "found bool");
 }
 
 TEST(Reliability, NpubinKernelKindThatIsNotAKernelKindIsRejected) {
-  program::CompiledProgram p = test::compile_reference(runtime::Case::open(data("ops/relu")).graph);
+  program::CompiledProgram p = test::compile_reference(runtime::ModelDir::open(data("ops/relu")).graph);
   p.partitions.at(0).kernels.at(0).kind = "conv_bn_relu_but_not";
   NPUSIM_EXPECT_ERROR(reread(p), "kernel kind is neither a fusion pattern nor its node's op", "expected 'relu', 'view' or a fusion pattern",
                       "found conv_bn_relu_but_not");
@@ -443,20 +443,20 @@ TEST(Reliability, NpubinKernelKindThatIsNotAKernelKindIsRejected) {
 }
 
 TEST(Reliability, NpubinShapesMustBeWhatTheOpInfers) {
-  program::CompiledProgram p = test::compile_reference(runtime::Case::open(data("ops/relu")).graph);
+  program::CompiledProgram p = test::compile_reference(runtime::ModelDir::open(data("ops/relu")).graph);
   ir::Graph& g = p.partitions.at(0).graph;
   // relu's output [3, 70] relabelled [70, 3]: same bytes, so the plan agrees; the op does not.
   g.tensor(g.outputs.at(0)).shape = {70, 3};
   p.outputs.at(0).shape = {70, 3};
   NPUSIM_EXPECT_ERROR(reread(p), "npusim shape error", "forged.npubin", "node 'relu'", "disagrees with the op's shape/dtype inference");
   // An op the registry does not know.
-  p = test::compile_reference(runtime::Case::open(data("ops/relu")).graph);
+  p = test::compile_reference(runtime::ModelDir::open(data("ops/relu")).graph);
   p.partitions.at(0).graph.nodes.at(0).op_type = "aten.not_an_op.default";
   NPUSIM_EXPECT_ERROR(reread(p), "aten.not_an_op.default");
 }
 
 TEST(Reliability, NpubinKernelOperandRolesAreChecked) {
-  program::CompiledProgram p = test::compile_reference(runtime::Case::open(data("ops/neg_silu")).graph);
+  program::CompiledProgram p = test::compile_reference(runtime::ModelDir::open(data("ops/neg_silu")).graph);
   program::Partition& part = p.partitions.at(0);
   ASSERT_GE(part.kernels.size(), 1u);
   // A kernel input that its nodes do not read.

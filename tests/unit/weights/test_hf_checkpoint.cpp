@@ -5,7 +5,7 @@
 
 #include "../../common/test_util.hpp"
 #include "npusim/ir/reader.hpp"
-#include "npusim/runtime/case.hpp"
+#include "npusim/harness/check.hpp"
 #include "npusim/weights/open.hpp"
 
 using namespace npusim;
@@ -140,12 +140,12 @@ TEST(HfCheckpoint, SingleFileFloat32CheckpointIsCastWithANote) {
 TEST(HfCheckpoint, CaseOpenTakesAModelDirectory) {
   test::TempDir d;
   make_hf_dir(d.path().string());
-  runtime::Case c = runtime::Case::open(data(prefill), d.path().string());
+  runtime::ModelDir c = runtime::ModelDir::open(data(prefill), d.path().string());
   ASSERT_NE(dynamic_cast<HfCheckpointSource*>(c.weights.get()), nullptr);
   BoundWeights w = c.bind();
   EXPECT_EQ(w.tensors.size() + w.unused.size(), c.graph.weights.size());
-  EXPECT_NE(dynamic_cast<SafetensorsSource*>(runtime::Case::open(data(prefill)).weights.get()), nullptr);
-  EXPECT_NE(dynamic_cast<SynthSource*>(runtime::Case::open(data(prefill), "synth").weights.get()), nullptr);
+  EXPECT_NE(dynamic_cast<SafetensorsSource*>(runtime::ModelDir::open(data(prefill)).weights.get()), nullptr);
+  EXPECT_NE(dynamic_cast<SynthSource*>(runtime::ModelDir::open(data(prefill), "synth").weights.get()), nullptr);
 }
 
 TEST(HfCheckpoint, DefaultRopeMatchesTheFormulaAndTheFixture) {

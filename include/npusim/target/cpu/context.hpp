@@ -71,5 +71,20 @@ struct Ctx {
   }
 };
 
+using Fns = std::vector<Fn>;
+
+// A weight's bound tensor, required for packing.
+inline const Tensor& require_weight(Ctx& c, ir::TensorId t, const char* what) {
+  const Tensor* w = c.weight(t);
+  if (!w) c.unsupported(std::string(what) + " must be a weight (constant at load time) to be packed");
+  return *w;
+}
+
+inline std::shared_ptr<std::vector<float>> f32_copy(Ctx& c, ir::TensorId t) {
+  const Tensor& w = require_weight(c, t, "bias");
+  Tensor f = w.to(DType::f32);
+  return c.own(std::vector<float>(f.data<float>(), f.data<float>() + f.numel()));
+}
+
 }  // namespace cpu
 }  // namespace npusim::inline NPUSIM_ABI

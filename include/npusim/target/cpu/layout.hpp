@@ -20,7 +20,8 @@
 #include "npusim/fusion/patterns.hpp"
 #include "npusim/ops/registry.hpp"
 #include "npusim/plan/buffer_plan.hpp"
-#include "npusim/target/cpu/conv_nchwc.hpp"
+#include "npusim/target/cpu/candidates.hpp"
+#include "npusim/target/cpu/compute/conv_nchwc.hpp"
 
 namespace npusim::inline NPUSIM_ABI::cpu {
 
@@ -60,6 +61,7 @@ inline std::vector<bool> blocked_tensors(const ir::Graph& g, const std::vector<K
   const std::size_t n = g.tensors.size();
   std::vector<bool> blocked(n, false);
 #if defined(NPUSIM_CPU_AVX512)
+  if (skipped("conv_blocked_f32")) return blocked;  // NPUSIM_CPU_SKIP: no convolution reads blocked tensors
   std::vector<bool> nchw(n, false), conv(n, false);
   Classes cls(n);
   auto at = [](ir::TensorId t) { return static_cast<std::size_t>(t); };

@@ -10,15 +10,14 @@
 
 #include <chrono>
 
-#include "npusim/program/program.hpp"
-#include "npusim/runtime/plan_runner.hpp"
+#include "npusim/target/executor.hpp"
 #include "npusim/target/opencl/opencl_target.hpp"
 
 namespace npusim::inline NPUSIM_ABI::ocl {
 
-class Executor final : public runtime::PartitionExecutor {
+class Executor final : public PartitionExecutor {
  public:
-  Executor(const runtime::PartitionContext& ctx, std::shared_ptr<Device> dev) : part_(ctx.partition), dev_(std::move(dev)) {
+  Executor(const PartitionContext& ctx, std::shared_ptr<Device> dev) : part_(ctx.partition), dev_(std::move(dev)) {
     const ir::Graph& g = part_.graph;
     const plan::BufferPlan& plan = part_.plan;
     const std::size_t T = g.tensors.size();
@@ -125,7 +124,7 @@ class Executor final : public runtime::PartitionExecutor {
     return out;
   }
 
-  void set_profiler(runtime::Profiler* p, int track) override { prof_ = p, track_ = track; }
+  void set_profiler(Profiler* p, int track) override { prof_ = p, track_ = track; }
 
   ~Executor() override {
     // NPUSIM_OPENCL_STATS=1: where a run's host time goes (enqueueing vs waiting for the device).
@@ -437,7 +436,7 @@ class Executor final : public runtime::PartitionExecutor {
   Mem errors_;
   std::array<cl_int, 4> err_host_{};
   std::vector<std::string> labels_;
-  runtime::Profiler* prof_ = nullptr;
+  Profiler* prof_ = nullptr;
   int track_ = 0;
   std::vector<cl_event> events_;
   std::vector<double> enqueue_us_;
@@ -447,11 +446,16 @@ class Executor final : public runtime::PartitionExecutor {
   } stats_;
 };
 
-// The executor factory for runtime::PlanRunner ("" = NPUSIM_OPENCL_DEVICE or the first GPU).
-inline runtime::ExecutorFactory executor_factory(std::string device = {}) {
-  return [device](const runtime::PartitionContext& ctx) -> std::unique_ptr<runtime::PartitionExecutor> {
-    return std::make_unique<Executor>(ctx, open_device(device));
-  };
-}
-
 }  // namespace npusim::inline NPUSIM_ABI::ocl
+
+namespace npusim::inline NPUSIM_ABI {
+// Executors on the device ExecutorOptions::device names ("" = NPUSIM_OPENCL_DEVICE or the first GPU).
+template <>
+struct executor_for<OpenCLTarget> {
+  static ExecutorFactory factory(const ExecutorOptions& o = {}) {
+    return [device = o.device](const PartitionContext& ctx) -> std::unique_ptr<PartitionExecutor> {
+      return std::make_unique<ocl::Executor>(ctx, ocl::open_device(device));
+    };
+  }
+};
+}  // namespace npusim::inline NPUSIM_ABI

@@ -1,14 +1,23 @@
-// The OpenCL target: OpenCL C 1.2 kernels (cl/*.cl, embedded at build time) on any OpenCL device
-// (PoCL on CPUs, NVIDIA's driver on GPUs), f16/bf16 storage with float32 arithmetic, the compiler's
-// fusion and arena. What it refuses (integer arithmetic, float64, unusual addmm) runs on the
-// reference target through runtime::PlanRunner.
+// The OpenCL target's policy: OpenCL C 1.2 kernels (cl/*.cl, embedded at build time) on any
+// OpenCL device (PoCL on CPUs, NVIDIA's driver on GPUs), f16/bf16 storage with float32
+// arithmetic, the compiler's fusion and arena. What it refuses (integer arithmetic, float64,
+// unusual addmm) runs on its fallback, the reference target.
 //
-//   #include <npusim/target/opencl/runner.hpp>
-//   npusim::Pipeline<npusim::OpenCLTarget, npusim::Bf16> p("model/ir.json");
+//   opencl_target.hpp   OpenCLTarget: op and pattern lists, dtypes, refusals, fallback
+//   kernels/*.hpp       kernel<Op, OpenCLTarget> by op family, each binding its launches
+//   executor.hpp        ocl::Executor: runs one partition (executor_for<OpenCLTarget>)
+//   device.hpp, binder.hpp, mma.hpp, cl/*.cl   devices and programs, binding, tensor cores, kernels
+//   npusim/opencl.hpp   the entry header: Pipeline<npusim::OpenCLTarget, npusim::Bf16>
 #pragma once
 
-#include "npusim/passes/const_fold.hpp"
-#include "npusim/target/opencl/kernels.hpp"
+#include "npusim/npusim_fwd.hpp"
+#include "npusim/target/opencl/kernels/attention.hpp"
+#include "npusim/target/opencl/kernels/conv.hpp"
+#include "npusim/target/opencl/kernels/index.hpp"
+#include "npusim/target/opencl/kernels/linalg.hpp"
+#include "npusim/target/opencl/kernels/movement.hpp"
+#include "npusim/target/opencl/kernels/nn.hpp"
+#include "npusim/target/opencl/kernels/pointwise.hpp"
 
 namespace npusim::inline NPUSIM_ABI {
 
@@ -23,9 +32,10 @@ struct OpenCLTarget {
   using pattern_list = meta::list<fusion::Attention, fusion::GqaMatmul, fusion::MaskedSoftmax, fusion::RmsNorm, fusion::SiluGate, fusion::Rotary,
                                   fusion::ConvBnRelu, fusion::AddRelu, fusion::MatmulTransB, fusion::EltwiseChain>;
   static constexpr DType dtypes[] = {DType::f32, DType::f16, DType::bf16};
+  // What it refuses goes to the reference target (the runtime composes the two; constant folding
+  // at compile time evaluates through the fallback).
+  using fallback = ReferenceTarget;
   static constexpr std::string_view fallback_name = "reference";
-  // Constant folding evaluates through the reference target (defined in runner.hpp).
-  static passes::Evaluator evaluator();
 
   // Below the op level: the kernels compute in float32 and store f32/f16/bf16, integers and bool.
   static std::optional<std::string> refuse(const ir::Graph& g, const ir::Node& n) {

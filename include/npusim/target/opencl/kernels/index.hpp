@@ -1,0 +1,94 @@
+// Indexing and rotary kernels of the OpenCL target: embedding and index_select (row gathers),
+// index_copy (the KV-cache write, in place when planned so), the rotary HOP and the rotary pattern.
+// Indices are checked on the device: the first out of range fails the run with the reference's
+// error (Binder::index_check).
+#pragma once
+
+#include "npusim/fusion/patterns.hpp"
+#include "npusim/target/kernel.hpp"
+#include "npusim/target/opencl/binder.hpp"
+#include "npusim/target/opencl/kernels/movement.hpp"
+
+namespace npusim::inline NPUSIM_ABI {
+
+struct OpenCLTarget;
+
+namespace ocl {
+inline void gather_rows(Binder& b, ir::TensorId x, ir::TensorId idx, ir::TensorId y, std::size_t d, const char* what, bool negatives) {
+  const Shape& s = b.shape(x);
+  std::int64_t outer = 1, inner = 1;
+  for (std::size_t i = 0; i < d; ++i) outer *= s[i];
+  for (std::size_t i = d + 1; i < s.size(); ++i) inner *= s[i];
+  const std::int64_t n = b.numel(idx);
+  const cl_int code = b.index_check(b.node(), idx, what, s[d], negatives);
+  b.launch1d(b.program("generic", ocl::cl_source::generic), "gather_rows", outer * n * inner, 256, b.typed(x), b.typed(idx), b.typed(y),
+             static_cast<cl_long>(outer), static_cast<cl_long>(s[d]), static_cast<cl_long>(n), static_cast<cl_long>(inner), negatives, b.errors(), code);
+}
+}  // namespace ocl
+
+template <>
+struct kernel<ops::Embedding, OpenCLTarget> {
+  static constexpr bool provided = true;
+  static void bind(ocl::Binder& b) { ocl::gather_rows(b, b.node().inputs.at(0), b.node().inputs.at(1), b.out(), 0, "embedding", false); }
+};
+
+template <>
+struct kernel<ops::IndexSelect, OpenCLTarget> {
+  static constexpr bool provided = true;
+  static void bind(ocl::Binder& b) {
+    const ir::TensorId x = b.node().inputs.at(0);
+    auto d = static_cast<std::size_t>(normalize_dim(b.attrs<ops::IndexSelect>().dim, static_cast<std::int64_t>(b.shape(x).size())));
+    ocl::gather_rows(b, x, b.node().inputs.at(1), b.out(), d, "index_select", true);
+  }
+};
+
+// index_copy: out = self with rows at `index` replaced. When the executor gave the output self's
+// storage (a KV cache read by nothing else), only the new rows are written.
+template <>
+struct kernel<ops::IndexCopy, OpenCLTarget> {
+  static constexpr bool provided = true;
+  static void bind(ocl::Binder& b) {
+    const auto& in = b.node().inputs;
+    const ir::TensorId self = in.at(0), idx = in.at(1), src = in.at(2), y = b.out();
+    const Shape& s = b.shape(self);
+    if (!(b.ref(self) == b.ref(y))) ocl::copy_all(b, self, y);
+    if (s.empty()) b.unsupported("index_copy of a 0-d tensor");
+    auto d = static_cast<std::size_t>(normalize_dim(b.attrs<ops::IndexCopy>().dim, static_cast<std::int64_t>(s.size())));
+    std::int64_t outer = 1, inner = 1;
+    for (std::size_t i = 0; i < d; ++i) outer *= s[i];
+    for (std::size_t i = d + 1; i < s.size(); ++i) inner *= s[i];
+    const std::int64_t n = b.numel(idx);
+    const cl_int code = b.index_check(b.node(), idx, "index_copy", s[d], true);
+    b.launch1d(b.program("generic", ocl::cl_source::generic), "scatter_rows", outer * n * inner, 256, b.typed(src), b.typed(idx), b.typed(y),
+               static_cast<cl_long>(outer), static_cast<cl_long>(s[d]), static_cast<cl_long>(n), static_cast<cl_long>(inner), b.errors(), code);
+  }
+};
+
+template <>
+struct kernel<ops::RotaryHop, OpenCLTarget> {
+  static constexpr bool provided = true;
+  static void bind(ocl::Binder& b) {
+    const ir::TensorId inv = b.node().inputs.at(0), pos = b.node().inputs.at(1);
+    const std::int64_t half = b.numel(inv), tokens = b.numel(pos);
+    b.launch1d(b.program("generic", ocl::cl_source::generic), "rotary_embedding", tokens * half, 64, b.typed(inv), b.typed(pos), b.typed(b.out(0)),
+               b.typed(b.out(1)), static_cast<cl_long>(tokens), static_cast<cl_long>(half));
+  }
+};
+
+template <>
+struct kernel<fusion::Rotary, OpenCLTarget> {
+  static constexpr bool provided = true;
+  static void bind(ocl::Binder& b) {
+    const ir::TensorId x = b.in(0), c = b.in(1), s = b.in(2);
+    const Shape& xs = b.shape(x);
+    Strides cs = broadcast_strides(b.shape(c), xs), ss = broadcast_strides(b.shape(s), xs);
+    ocl::I64 d{static_cast<std::int64_t>(xs.size())};
+    d.insert(d.end(), xs.begin(), xs.end());
+    d.insert(d.end(), cs.begin(), cs.end());
+    d.insert(d.end(), ss.begin(), ss.end());
+    b.launch1d(b.program("generic", ocl::cl_source::generic), "rotary", b.numel(x), 256, b.typed(x), b.typed(c), b.typed(s), b.typed(b.out()), b.desc(d),
+               static_cast<cl_long>(b.numel(x)));
+  }
+};
+
+}  // namespace npusim::inline NPUSIM_ABI

@@ -1,0 +1,277 @@
+// Matrix kernels of the OpenCL target: linear, matmul (plain, transposed, grouped-query), addmm.
+// A few rows (decode) run as GEMV (16-byte loads, up to three output segments, optional gate,
+// residual and RMSNorm of the input); more rows as tiled GEMM: the tensor cores where the device
+// has them (mma.hpp, gemm_mma in cl/gemm.cl) for half operands, else 64x64 FP32 tiles; K split
+// over work-groups where the tiles alone would leave the device idle.
+#pragma once
+
+#include "npusim/fusion/patterns.hpp"
+#include "npusim/target/kernel.hpp"
+#include "npusim/target/opencl/binder.hpp"
+#include "npusim/target/opencl/kernels/movement.hpp"
+#include "npusim/target/opencl/mma.hpp"
+
+namespace npusim::inline NPUSIM_ABI {
+
+struct OpenCLTarget;
+
+namespace ocl {
+
+// ---- matrix products ---------------------------------------------------------------------------------
+struct Gemm {
+  TensorRef a, b, c;
+  std::int64_t M = 0, N = 0, K = 0;
+  std::int64_t sam = 0, sak = 1, sbk = 0, sbn = 1, scm = 0, scn = 1;
+  std::int64_t nb0 = 1, nb1 = 1, sa0 = 0, sa1 = 0, adiv = 1, sb0 = 0, sb1 = 0, bdiv = 1, sc0 = 0, sc1 = 0;
+  std::optional<TensorRef> bias, residual;
+  std::optional<TensorRef> up;  // gated GEMV: c = silu(a W^T) * (a Up^T)
+  struct Segment {              // GEMV only: more products of the same a, in the same launch
+    TensorRef w;
+    std::optional<TensorRef> bias;
+    TensorRef c;
+    std::int64_t N = 0;
+  };
+  std::vector<Segment> more;
+  struct Norm {  // GEMV only: a is an RMSNorm's input; this is its weight, eps and rounding type
+    TensorRef w;
+    float eps = 0;
+    DType mid = DType::f32;
+  };
+  std::optional<Norm> norm;
+  int bias_mode = 1;  // per n
+  bool relu = false;
+};
+
+inline bool gemv_fits(const Gemm& g) {
+  return g.sbk == 1 && g.sak == 1 && g.sbn == g.K && g.scm == g.N && g.nb0 * g.nb1 == 1 && g.scn == 1 && g.M >= 1 && g.M <= 4;
+}
+
+// K split over work-groups when the output tiles leave the device idle (few tiles, long K: batch-1
+// convolutions, a prefill's projections): splits of whole `unit`-deep slices, at least 4 each.
+struct KSplit {
+  std::int64_t n = 1, chunk = 0;
+};
+inline KSplit k_split(std::int64_t K, std::int64_t tiles, std::int64_t want, std::int64_t unit) {
+  const std::int64_t slices = (K + unit - 1) / unit;
+  std::int64_t n = 1;
+  if (tiles < want && slices >= 8) n = std::clamp<std::int64_t>((want + tiles - 1) / tiles, 1, slices / 4);
+  const std::int64_t chunk = std::max<std::int64_t>((slices + n - 1) / n * unit, unit);
+  return {(K + chunk - 1) / chunk, chunk};
+}
+
+// gemm_mma (tensor cores) for a product launch_tiled would run, when the device has them and both
+// operands are f16 or both bf16. Tile: 128 x 128 (8 warps of 64 x 32) when that fills the device,
+// 64 x 128 (4 warps of 32 x 64) for few rows, 128 x 64 (8 warps of 32 x 32) for few columns (the
+// small images of a CNN's last stages). Returns false where it does not apply.
+inline bool launch_mma(Binder& b, const Gemm& g, const std::string& type_opts, cl_mem desc, bool conv, cl_mem ktab, std::int64_t nbatch, bool idx32) {
+  if (g.a.dtype != g.b.dtype || !is_half(g.a.dtype)) return false;
+  const MmaSupport& mma = mma_support(b.device());
+  if (!mma.ok) return false;
+  const int mode = conv ? 2 : (g.sbk == 1 && g.sbn != 1) ? 0 : 1;
+  const std::int64_t cus = std::max<std::int64_t>(b.device().info().compute_units, 1);
+  auto tiles = [&](std::int64_t bm, std::int64_t bn) { return ((g.M + bm - 1) / bm) * ((g.N + bn - 1) / bn) * nbatch; };
+  struct Tile {
+    int bm, bn, wm, wn;
+  } t{128, 128, 64, 32};
+  if (g.N <= 64) t = {128, 64, 32, 32};
+  else if (g.M <= 64 || tiles(128, 128) < cus) t = {64, 128, 32, 64};
+  const int nt = (t.bm / t.wm) * (t.bn / t.wn) * 32;
+  const std::int64_t n_tiles = tiles(t.bm, t.bn);
+  const KSplit ks = k_split(g.K, n_tiles, nt == 128 ? 2 * cus : cus, 32);
+  auto mult8 = [](std::int64_t v) { return v % 8 == 0; };
+  // 16-byte loads where every 8-element chunk of a row starts 16-byte aligned (a convolution's A is
+  // its weight, rows of K).
+  const bool avec = g.sak == 1 && mult8(g.K) && (g.a.off % 16) == 0 && (conv || (mult8(g.sam) && mult8(g.sa0) && mult8(g.sa1)));
+  bool bvec = false;
+  if (mode == 0) bvec = mult8(g.K) && mult8(g.sbn) && (g.b.off % 16) == 0 && mult8(g.sb0) && mult8(g.sb1);
+  if (mode == 1) bvec = g.sbn == 1 && mult8(g.N) && mult8(g.sbk) && (g.b.off % 16) == 0 && mult8(g.sb0) && mult8(g.sb1);
+  const std::string opts = type_opts + (idx32 ? " -DIDX32" : "") + " -DMMA=1 -DMMA_T=" + std::to_string(dt_code(g.a.dtype)) +
+                           " -DBMODE=" + std::to_string(mode) + " -DMBM=" + std::to_string(t.bm) + " -DMBN=" + std::to_string(t.bn) +
+                           " -DMWM=" + std::to_string(t.wm) + " -DMWN=" + std::to_string(t.wn) + (mma.emulated ? " -DMMA_EMU=1" : "");
+  cl_program p = b.program("gemm", ocl::cl_source::gemm, opts);
+  const Typed bias = g.bias ? Typed{*g.bias} : b.none();
+  const Typed res = g.residual ? Typed{*g.residual} : b.none();
+  cl_mem part = ks.n > 1 ? b.scratch(static_cast<std::size_t>(nbatch * ks.n * g.M * g.N) * sizeof(float)) : b.none().r.mem;
+  b.launch(p, "gemm_mma",
+           {static_cast<std::size_t>((g.N + t.bn - 1) / t.bn) * static_cast<std::size_t>(nt), static_cast<std::size_t>((g.M + t.bm - 1) / t.bm),
+            static_cast<std::size_t>(nbatch * ks.n)},
+           {static_cast<std::size_t>(nt), 1, 1}, 3, Ptr{g.a}, Ptr{g.b}, Ptr{g.c}, bias, static_cast<cl_int>(g.bias ? g.bias_mode : 0), res,
+           static_cast<cl_int>(g.residual ? 1 : 0), g.relu, static_cast<cl_long>(g.M), static_cast<cl_long>(g.N), static_cast<cl_long>(g.K), desc,
+           static_cast<cl_int>(conv), ktab, static_cast<cl_int>(ks.n), static_cast<cl_long>(ks.chunk), part, static_cast<cl_int>(avec),
+           static_cast<cl_int>(bvec));
+  if (ks.n > 1)
+    b.launch1d(p, "gemm_reduce", nbatch * g.M * g.N, 256, part, static_cast<cl_int>(ks.n), Ptr{g.c}, bias, static_cast<cl_int>(g.bias ? g.bias_mode : 0),
+               res, static_cast<cl_int>(g.residual ? 1 : 0), g.relu, static_cast<cl_long>(g.M), static_cast<cl_long>(g.N), static_cast<cl_long>(nbatch),
+               desc, static_cast<cl_int>(conv));
+  return true;
+}
+
+// The 64x64-tile kernel over nbatch batches; when that leaves the device idle (few tiles, long K:
+// batch-1 convolutions) K is split over work-groups and gemm_reduce adds the splits up. Half
+// operands go to the tensor cores where the device has them (launch_mma).
+inline void launch_tiled(Binder& b, const Gemm& g, const std::string& type_opts, bool idx32, cl_mem desc, bool conv, cl_mem ktab, std::int64_t nbatch) {
+  if (launch_mma(b, g, type_opts, desc, conv, ktab, nbatch, idx32)) return;
+  const std::string opts = type_opts + (idx32 ? " -DIDX32" : "");
+  cl_program p = b.program("gemm", ocl::cl_source::gemm, opts);
+  const Typed bias = g.bias ? Typed{*g.bias} : b.none();
+  const Typed res = g.residual ? Typed{*g.residual} : b.none();
+  const std::int64_t gx = (g.N + 63) / 64, gy = (g.M + 63) / 64;
+  const KSplit ks = k_split(g.K, gx * gy * nbatch, 2 * static_cast<std::int64_t>(b.device().info().compute_units), 16);
+  const std::int64_t ksplit = ks.n, kchunk = ks.chunk;
+  cl_mem part = ksplit > 1 ? b.scratch(static_cast<std::size_t>(nbatch * ksplit * g.M * g.N) * sizeof(float)) : b.none().r.mem;
+  b.launch(p, "gemm", {static_cast<std::size_t>(gx) * 16, static_cast<std::size_t>(gy) * 16, static_cast<std::size_t>(nbatch * ksplit)}, {16, 16, 1}, 3,
+           Ptr{g.a}, Ptr{g.b}, Ptr{g.c}, bias, static_cast<cl_int>(g.bias ? g.bias_mode : 0), res, static_cast<cl_int>(g.residual ? 1 : 0), g.relu,
+           static_cast<cl_long>(g.M), static_cast<cl_long>(g.N), static_cast<cl_long>(g.K), desc, static_cast<cl_int>(conv), ktab,
+           static_cast<cl_int>(std::max<std::int64_t>(ksplit, 1)), static_cast<cl_long>(kchunk), part);
+  if (ksplit > 1)
+    b.launch1d(p, "gemm_reduce", nbatch * g.M * g.N, 256, part, static_cast<cl_int>(ksplit), Ptr{g.c}, bias, static_cast<cl_int>(g.bias ? g.bias_mode : 0),
+               res, static_cast<cl_int>(g.residual ? 1 : 0), g.relu, static_cast<cl_long>(g.M), static_cast<cl_long>(g.N), static_cast<cl_long>(nbatch),
+               desc, static_cast<cl_int>(conv));
+}
+
+inline void bind_gemm(Binder& b, const Gemm& g) {
+  const std::string opts = Binder::type_options({{"TA", g.a.dtype}, {"TB", g.b.dtype}, {"TC", g.c.dtype}});
+  const Typed res = g.residual ? Typed{*g.residual} : b.none();
+  // Few rows, B read along K (a linear layer's weight): GEMV, 16-byte loads when aligned.
+  if (gemv_fits(g)) {
+    const std::size_t ea = dtype_size(g.a.dtype), eb = dtype_size(g.b.dtype);
+    bool vec = g.K % 8 == 0 && g.sam % 8 == 0 && g.a.off % 32 == 0 && g.b.off % 32 == 0 && ea >= 2 && eb >= 2 && (!g.up || g.up->off % 32 == 0);
+    std::vector<Gemm::Segment> seg{{g.b, g.bias, g.c, g.N}};
+    seg.insert(seg.end(), g.more.begin(), g.more.end());
+    if (seg.size() > 3 || (seg.size() > 1 && (g.residual || g.up))) b.unsupported("GEMV segments with a residual or gate (npusim bug)");
+    std::int64_t total = 0;
+    for (const auto& sg : seg) vec = vec && sg.w.off % 32 == 0 && sg.w.dtype == g.b.dtype, total += sg.N;
+    std::array<std::int64_t, 3> end{};
+    for (std::size_t i = 0, at = 0; i < 3; ++i) end[i] = static_cast<std::int64_t>(at += static_cast<std::size_t>(i < seg.size() ? seg[i].N : 0));
+    while (seg.size() < 3) seg.push_back({b.none().r, std::nullopt, b.none().r, 0});
+    auto bias = [&](const Gemm::Segment& sg) { return sg.bias ? Typed{*sg.bias} : b.none(); };
+    const std::size_t groups = static_cast<std::size_t>((total + 3) / 4);
+    cl_program p = b.program("gemm", ocl::cl_source::gemm, opts + " -DGV_M=" + std::to_string(g.M));
+    b.launch(p, "gemv", {groups * 128, 1, 1}, {128, 1, 1}, 1, Ptr{g.a}, static_cast<cl_long>(g.sam),                                   //
+             Ptr{seg[0].w}, bias(seg[0]), static_cast<cl_int>(seg[0].bias.has_value()), Ptr{seg[0].c}, static_cast<cl_long>(end[0]),  //
+             Ptr{seg[1].w}, bias(seg[1]), static_cast<cl_int>(seg[1].bias.has_value()), Ptr{seg[1].c}, static_cast<cl_long>(end[1]),  //
+             Ptr{seg[2].w}, bias(seg[2]), static_cast<cl_int>(seg[2].bias.has_value()), Ptr{seg[2].c}, static_cast<cl_long>(end[2]),  //
+             res, static_cast<cl_int>(g.residual ? 1 : 0), g.relu, static_cast<cl_long>(g.K), vec, g.up ? Ptr{*g.up} : Ptr{b.none().r},
+             g.up.has_value(), g.norm ? Typed{g.norm->w} : b.none(), g.norm.has_value(), static_cast<cl_float>(g.norm ? g.norm->eps : 0.0f),
+             dt_code(g.norm ? g.norm->mid : DType::f32));
+    return;
+  }
+  if (g.up || g.norm || !g.more.empty()) b.unsupported("a gated, normalised or segmented matrix product outside GEMV (npusim bug)");
+  constexpr std::int64_t lim = std::int64_t{1} << 31;
+  const bool idx32 = (g.M - 1) * g.sam + (g.K - 1) * g.sak < lim && (g.K - 1) * g.sbk + (g.N - 1) * g.sbn < lim;
+  I64 d{g.sam, g.sak, g.sbk, g.sbn, g.scm, g.scn, g.nb1, g.sa0, g.sa1, g.adiv, g.sb0, g.sb1, g.bdiv, g.sc0, g.sc1};
+  launch_tiled(b, g, opts, idx32, b.desc(d), false, b.none().r.mem, g.nb0 * g.nb1);
+}
+
+// Batched matmul a @ B where B(k, n) of batch z = b[boff(z) + k*sbk + n*sbn]; batch dims broadcast
+// (at most two after merging contiguous ones); `group` maps a's dim -3 onto b's by division.
+inline void bind_matmul(Binder& b, ir::TensorId ta, ir::TensorId tb, ir::TensorId tc, bool b_transposed, std::int64_t group = 1) {
+  const Shape& as = b.shape(ta);
+  Shape bs = b.shape(tb);
+  if (b_transposed && bs.size() >= 2) std::swap(bs[bs.size() - 1], bs[bs.size() - 2]);
+  if (group > 1) bs[bs.size() - 3] *= group;
+  ops::MatmulShapes s = ops::matmul_shapes(as, bs);
+  Gemm g;
+  g.a = b.ref(ta), g.b = b.ref(tb), g.c = b.ref(tc);
+  g.M = s.m, g.N = s.n, g.K = s.k;
+  g.sam = s.a_vec ? 0 : s.k, g.sak = 1;
+  const std::int64_t bn_phys = b_transposed ? (s.b_vec ? 1 : s.k) : 1, bk_phys = b_transposed ? 1 : (s.b_vec ? 1 : s.n);
+  g.sbk = bk_phys, g.sbn = bn_phys;
+  if (s.b_vec) g.sbk = 1, g.sbn = 0;
+  g.scm = s.n, g.scn = 1;
+  // Batch strides in elements, broadcast (0) where a dim is 1.
+  Shape ab(as.begin(), as.end() - (s.a_vec ? 1 : 2)), bb(b.shape(tb).begin(), b.shape(tb).end() - (s.b_vec ? 1 : 2));
+  Strides sa = broadcast_strides(ab, s.batch), sc = contiguous_strides(s.batch);
+  Shape bb_logical = bb;
+  if (group > 1) bb_logical.back() *= group;
+  Strides sb = broadcast_strides(bb_logical, s.batch);
+  if (group > 1) {  // physical strides of b's batch (its head dim has H/group entries), 0 where broadcast
+    Strides real = contiguous_strides(bb);
+    const std::size_t off = s.batch.size() - bb.size();
+    for (std::size_t i = 0; i < bb.size(); ++i)
+      if (sb[off + i] != 0) sb[off + i] = real[i];
+  }
+  const std::int64_t am = s.a_vec ? s.k : s.m * s.k, bm = s.b_vec ? s.k : s.k * s.n, cm = s.m * s.n;
+  std::vector<std::array<std::int64_t, 4>> dims;  // size, sa, sb, sc (elements)
+  for (std::size_t i = 0; i < s.batch.size(); ++i) dims.push_back({s.batch[i], sa[i] * am, sb[i] * bm, sc[i] * cm});
+  std::vector<std::array<std::int64_t, 4>> merged;
+  for (std::size_t i = 0; i < dims.size(); ++i) {
+    if (dims[i][0] == 1) continue;
+    const bool last_grouped = group > 1 && i + 1 == dims.size();
+    if (!merged.empty() && !last_grouped) {
+      auto& m = merged.back();
+      if (m[1] == dims[i][1] * dims[i][0] && m[2] == dims[i][2] * dims[i][0] && m[3] == dims[i][3] * dims[i][0]) {
+        m = {m[0] * dims[i][0], dims[i][1], dims[i][2], dims[i][3]};
+        continue;
+      }
+    }
+    merged.push_back(dims[i]);
+  }
+  if (merged.size() > 2) b.unsupported("matmul with more than two non-contiguous batch dims");
+  while (merged.size() < 2) merged.insert(merged.begin(), {1, 0, 0, 0});
+  g.nb0 = merged[0][0], g.sa0 = merged[0][1], g.sb0 = merged[0][2], g.sc0 = merged[0][3];
+  g.nb1 = merged[1][0], g.sa1 = merged[1][1], g.sb1 = merged[1][2], g.sc1 = merged[1][3];
+  if (group > 1) g.bdiv = group, g.sb1 = merged[1][2];
+  bind_gemm(b, g);
+}
+
+// y = x W^T (+ bias) over x's last dim.
+inline Gemm linear_gemm(Binder& b, ir::TensorId x, ir::TensorId w, std::optional<ir::TensorId> bias, ir::TensorId y) {
+  Gemm g;
+  g.a = b.ref(x), g.b = b.ref(w), g.c = b.ref(y);
+  g.K = b.shape(x).back(), g.N = b.shape(w)[0], g.M = g.K ? b.numel(x) / g.K : 0;
+  g.sam = g.K, g.sak = 1, g.sbk = 1, g.sbn = g.K, g.scm = g.N, g.scn = 1;
+  if (bias) g.bias = b.ref(*bias);
+  return g;
+}
+inline void bind_linear(Binder& b, ir::TensorId x, ir::TensorId w, std::optional<ir::TensorId> bias, ir::TensorId y) {
+  bind_gemm(b, linear_gemm(b, x, w, bias, y));
+}
+}  // namespace ocl
+
+template <>
+struct kernel<ops::Linear, OpenCLTarget> {
+  static constexpr bool provided = true;
+  static void bind(ocl::Binder& b) {
+    const auto& in = b.node().inputs;
+    ocl::bind_linear(b, in.at(0), in.at(1), in.size() > 2 ? std::optional(in[2]) : std::nullopt, b.out());
+  }
+};
+
+template <>
+struct kernel<ops::Matmul, OpenCLTarget> {
+  static constexpr bool provided = true;
+  static void bind(ocl::Binder& b) { ocl::bind_matmul(b, b.node().inputs.at(0), b.node().inputs.at(1), b.out(), false); }
+};
+
+// addmm with alpha = beta = 1 and a 1-D bias (the refusal hook sends others to the fallback).
+template <>
+struct kernel<ops::Addmm, OpenCLTarget> {
+  static constexpr bool provided = true;
+  static void bind(ocl::Binder& b) {
+    const auto& in = b.node().inputs;
+    ocl::Gemm g;
+    g.a = b.ref(in.at(1)), g.b = b.ref(in.at(2)), g.c = b.ref(b.out());
+    g.M = b.shape(in[1])[0], g.K = b.shape(in[1])[1], g.N = b.shape(in[2])[1];
+    g.sam = g.K, g.sak = 1, g.sbk = g.N, g.sbn = 1, g.scm = g.N, g.scn = 1;
+    g.bias = b.ref(in[0]);
+    ocl::bind_gemm(b, g);
+  }
+};
+
+template <>
+struct kernel<fusion::GqaMatmul, OpenCLTarget> {
+  static constexpr bool provided = true;
+  static void bind(ocl::Binder& b) {
+    const ir::AttrValue* t = b.k().params.find("trans_b");
+    ocl::bind_matmul(b, b.in(0), b.in(1), b.out(), t && t->is_bool() && t->as_bool(), b.k().int_param("group", 1));
+  }
+};
+
+template <>
+struct kernel<fusion::MatmulTransB, OpenCLTarget> {
+  static constexpr bool provided = true;
+  static void bind(ocl::Binder& b) { ocl::bind_matmul(b, b.in(0), b.in(1), b.out(), true); }
+};
+
+}  // namespace npusim::inline NPUSIM_ABI

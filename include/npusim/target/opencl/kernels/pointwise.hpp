@@ -1,0 +1,144 @@
+// Pointwise kernels of the OpenCL target: every pointwise op and the eltwise_chain, add_relu and
+// silu_gate patterns run as one small pointwise program (an instruction list interpreted per
+// element, internal values rounded to their planned storage type as the model would).
+#pragma once
+
+#include <functional>
+#include <limits>
+
+#include "npusim/fusion/patterns.hpp"
+#include "npusim/target/kernel.hpp"
+#include "npusim/target/opencl/binder.hpp"
+
+namespace npusim::inline NPUSIM_ABI {
+
+struct OpenCLTarget;
+
+namespace ocl {
+
+// ---- pointwise programs ------------------------------------------------------------------------------
+enum PwOp : int {
+  pw_const = 0, pw_relu, pw_silu, pw_neg, pw_abs, pw_rsqrt, pw_sqrt, pw_recip, pw_cos, pw_sin, pw_exp, pw_log, pw_tanh, pw_erf,
+  pw_sigmoid, pw_gelu, pw_hardtanh, pw_hardswish, pw_hardsigmoid, pw_leaky, pw_clamp, pw_pow,
+  pw_add = 30, pw_sub, pw_rsub, pw_mul, pw_div, pw_max, pw_min, pw_gt, pw_lt, pw_ge, pw_le, pw_eq, pw_ne, pw_where, pw_cast
+};
+
+struct PwProgram {
+  std::vector<cl_int> code;  // op, dst, a, b, c
+  std::vector<cl_float> imm;
+  int regs = 0;
+  int emit(int op, int a = 0, int b = 0, int c = 0, double i0 = 0, double i1 = 0) {
+    code.insert(code.end(), {op, regs, a, b, c});
+    imm.push_back(static_cast<float>(i0)), imm.push_back(static_cast<float>(i1));
+    return regs++;
+  }
+};
+
+// Emits the instructions of one member node; `reg(t)` gives the register holding tensor t.
+inline int emit_node(PwProgram& p, const ir::Node& n, const std::function<int(ir::TensorId)>& reg) {
+  const std::size_t idx = ops::require_op(n);
+  auto in = [&](std::size_t i) { return reg(n.inputs.at(i)); };
+  return ops::dispatch_op<int>(idx, [&]<class Op>() -> int {
+    auto a = ops::read_attrs<typename Op::Attrs>(n.attrs, n.op_type);
+    using namespace ops;
+    if constexpr (meta::contains_v<Op, unary_ops>) {
+      constexpr std::pair<std::string_view, int> table[] = {
+          {"relu", pw_relu}, {"silu", pw_silu}, {"neg", pw_neg}, {"abs", pw_abs}, {"rsqrt", pw_rsqrt}, {"sqrt", pw_sqrt},
+          {"reciprocal", pw_recip}, {"cos", pw_cos}, {"sin", pw_sin}, {"exp", pw_exp}, {"log", pw_log}, {"tanh", pw_tanh},
+          {"erf", pw_erf}, {"sigmoid", pw_sigmoid}, {"hardswish", pw_hardswish}, {"hardsigmoid", pw_hardsigmoid}};
+      if constexpr (std::is_same_v<Op, Gelu>) return p.emit(pw_gelu, in(0), 0, 0, a.approximate == "tanh" ? 1.0 : 0.0);
+      else if constexpr (std::is_same_v<Op, Hardtanh>) return p.emit(pw_hardtanh, in(0), 0, 0, a.min_val, a.max_val);
+      else if constexpr (std::is_same_v<Op, LeakyRelu>) return p.emit(pw_leaky, in(0), 0, 0, a.negative_slope);
+      else if constexpr (std::is_same_v<Op, Clamp>)
+        return p.emit(pw_clamp, in(0), 0, 0, a.min ? a.min->value : -INFINITY, a.max ? a.max->value : INFINITY);
+      else if constexpr (std::is_same_v<Op, ClampMin>) return p.emit(pw_clamp, in(0), 0, 0, a.min.value, INFINITY);
+      else if constexpr (std::is_same_v<Op, PowScalar>) return p.emit(pw_pow, in(0), 0, 0, a.exponent.value);
+      else {
+        for (auto [name, op] : table)
+          if (name == Op::id) return p.emit(op, in(0));
+        throw Error(ErrorCode::unsupported, "no pointwise code for " + std::string(Op::id));
+      }
+    } else if constexpr (meta::contains_v<Op, binary_ops>) {
+      constexpr std::pair<std::string_view, int> table[] = {{"add", pw_add}, {"sub", pw_sub}, {"rsub", pw_rsub}, {"mul", pw_mul}, {"div", pw_div},
+                                                            {"maximum", pw_max}, {"minimum", pw_min}, {"gt", pw_gt}, {"lt", pw_lt}, {"ge", pw_ge},
+                                                            {"le", pw_le}, {"eq", pw_eq}, {"ne", pw_ne}};
+      int x = in(0), y = n.inputs.size() == 2 ? in(1) : p.emit(pw_const, 0, 0, 0, a.other->value);
+      for (auto [name, op] : table)
+        if (name == Op::id) return p.emit(op, x, y, 0, a.alpha.value);
+      throw Error(ErrorCode::unsupported, "no pointwise code for " + std::string(Op::id));
+    } else if constexpr (std::is_same_v<Op, Where>) {
+      return p.emit(pw_where, in(0), in(1), in(2));
+    } else if constexpr (std::is_same_v<Op, ToDtype>) {
+      return in(0);  // the cast itself is the rounding to the output's storage, emitted by the caller
+    } else {
+      throw Error(ErrorCode::unsupported, "op " + std::string(Op::id) + " is not pointwise", {.node = n.name});
+    }
+  });
+}
+
+// Binds a kernel whose members are all pointwise (one output of the kernel's output shape).
+inline void bind_pointwise(Binder& b) {
+  const Kernel& k = b.k();
+  const ir::TensorId out = b.out();
+  const Shape& os = b.shape(out);
+  std::vector<ir::TensorId> ins;
+  std::map<ir::TensorId, int> regs;
+  PwProgram p;
+  for (auto ni : k.nodes)
+    for (auto t : b.g().nodes[static_cast<std::size_t>(ni)].inputs)
+      if (!regs.count(t) && std::find(k.inputs.begin(), k.inputs.end(), t) != k.inputs.end()) {
+        regs[t] = p.regs++;
+        ins.push_back(t);
+      }
+  if (ins.size() > 6) b.unsupported("a pointwise kernel with more than 6 inputs");
+  for (auto ni : k.nodes) {
+    const ir::Node& n = b.g().nodes[static_cast<std::size_t>(ni)];
+    int r = emit_node(p, n, [&](ir::TensorId t) {
+      auto it = regs.find(t);
+      if (it == regs.end()) b.unsupported("pointwise member reads an unknown value (npusim bug)");
+      return it->second;
+    });
+    // Round to the stored type, as the model does after every op (the output is rounded on store).
+    if (n.outputs[0] != out) {
+      const DType st = b.storage(n.outputs[0]), irt = b.g().tensor(n.outputs[0]).dtype;
+      if (is_half(st)) r = p.emit(pw_cast, r, 0, 0, dt_code(st));
+      else if (!is_floating(irt)) r = p.emit(pw_cast, r, 0, 0, dt_code(irt));
+    }
+    regs[n.outputs[0]] = r;
+  }
+  if (p.regs > 32) b.unsupported("a pointwise chain longer than the program's 32 registers");
+  std::vector<cl_int> prog{static_cast<cl_int>(p.code.size() / 5), regs.at(out)};
+  prog.insert(prog.end(), p.code.begin(), p.code.end());
+  if (p.imm.empty()) p.imm.push_back(0.0f);
+  bool contig = true;
+  I64 d{static_cast<std::int64_t>(os.size()), static_cast<std::int64_t>(ins.size()), 0, npusim::numel(os)};
+  d.insert(d.end(), os.begin(), os.end());
+  for (auto t : ins) {
+    Strides st = broadcast_strides(b.shape(t), os);
+    contig = contig && b.shape(t) == os;
+    d.insert(d.end(), st.begin(), st.end());
+  }
+  d[2] = contig;
+  std::array<Typed, 6> a;
+  for (std::size_t i = 0; i < 6; ++i) a[i] = i < ins.size() ? b.typed(ins[i]) : b.none();
+  b.launch1d(b.program("generic", ocl::cl_source::generic), "pointwise", npusim::numel(os), 256, a[0], a[1], a[2], a[3], a[4], a[5], b.typed(out),
+             b.desc(d), b.constant(prog.data(), prog.size() * sizeof(cl_int)), b.constant(p.imm.data(), p.imm.size() * sizeof(cl_float)));
+}
+}  // namespace ocl
+
+// Pointwise: one program per kernel.
+template <class Op>
+  requires(Op::op_class == ops::OpClass::elementwise && !std::is_same_v<Op, ops::ToDtype>)
+struct kernel<Op, OpenCLTarget> {
+  static constexpr bool provided = true;
+  static void bind(ocl::Binder& b) { ocl::bind_pointwise(b); }
+};
+
+template <class P>
+  requires(std::is_same_v<P, fusion::EltwiseChain> || std::is_same_v<P, fusion::AddRelu> || std::is_same_v<P, fusion::SiluGate>)
+struct kernel<P, OpenCLTarget> {
+  static constexpr bool provided = true;
+  static void bind(ocl::Binder& b) { ocl::bind_pointwise(b); }
+};
+
+}  // namespace npusim::inline NPUSIM_ABI

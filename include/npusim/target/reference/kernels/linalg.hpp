@@ -1,0 +1,115 @@
+// Reference kernels: matrix products and convolution through Eigen (float32, Eigen's own
+// blocking and threads), convolution as im2col + GEMM per group.
+#pragma once
+
+#include <Eigen/Core>
+
+#include "npusim/ops/registry.hpp"
+#include "npusim/target/reference/kernels/common.hpp"
+
+namespace npusim::inline NPUSIM_ABI {
+
+namespace ref {
+using RowMat = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+using MapC = Eigen::Map<const RowMat>;
+using Map = Eigen::Map<RowMat>;
+}  // namespace ref
+
+template <>
+struct kernel<ops::Linear, ReferenceTarget> {
+  static constexpr bool provided = true;
+  static void run(const ops::Linear::Attrs&, ref::Args& args) {
+    const Tensor &x = args.x(0), &w = args.x(1);
+    Tensor& y = args.alloc(0);
+    const std::int64_t k = x.shape().back(), n = w.shape()[0], m = x.numel() / std::max<std::int64_t>(k, 1);
+    ref::MapC X(x.data<float>(), m, k), W(w.data<float>(), n, k);
+    ref::Map Y(y.data<float>(), m, n);
+    Y.noalias() = X * W.transpose();
+    if (args.in.size() == 3) Y.rowwise() += Eigen::Map<const Eigen::RowVectorXf>(args.x(2).data<float>(), n);
+  }
+};
+
+template <>
+struct kernel<ops::Matmul, ReferenceTarget> {
+  static constexpr bool provided = true;
+  static void run(const ops::Matmul::Attrs&, ref::Args& args) {
+    const Tensor &a = args.x(0), &b = args.x(1);
+    Tensor& y = args.alloc(0);
+    ops::MatmulShapes s = ops::matmul_shapes(a.shape(), b.shape());
+    // Batch offsets of a and b under broadcasting (in units of whole matrices).
+    Shape ab(a.shape().begin(), a.shape().end() - (s.a_vec ? 1 : 2));
+    Shape bb(b.shape().begin(), b.shape().end() - (s.b_vec ? 1 : 2));
+    std::array<Strides, 3> st{contiguous_strides(s.batch), broadcast_strides(ab, s.batch), broadcast_strides(bb, s.batch)};
+    const float *pa = a.data<float>(), *pb = b.data<float>();
+    float* py = y.data<float>();
+    const std::int64_t am = s.m * s.k, bm = s.k * s.n, ym = s.m * s.n;
+    strided_for_each_batch(s.batch, st, [&](std::int64_t yo, std::int64_t ao, std::int64_t bo) {
+      ref::MapC A(pa + ao * am, s.m, s.k), B(pb + bo * bm, s.k, s.n);
+      ref::Map Y(py + yo * ym, s.m, s.n);
+      Y.noalias() = A * B;
+    });
+  }
+  template <class F>
+  static void strided_for_each_batch(const Shape& batch, const std::array<Strides, 3>& st, F&& f) {
+    ref::strided_for_each<3>(batch, st, [&](const std::array<std::int64_t, 3>& o) { f(o[0], o[1], o[2]); });
+  }
+};
+
+template <>
+struct kernel<ops::Addmm, ReferenceTarget> {
+  static constexpr bool provided = true;
+  static void run(const ops::Addmm::Attrs& a, ref::Args& args) {
+    const Tensor &bias = args.x(0), &m1 = args.x(1), &m2 = args.x(2);
+    Tensor& y = args.alloc(0);
+    const std::int64_t m = m1.shape()[0], k = m1.shape()[1], n = m2.shape()[1];
+    ref::Map Y(y.data<float>(), m, n);
+    Y.noalias() = static_cast<float>(a.alpha.value) * (ref::MapC(m1.data<float>(), m, k) * ref::MapC(m2.data<float>(), k, n));
+    Tensor bb = ref::strided_copy(bias, y.shape(), broadcast_strides(bias.shape(), y.shape()));
+    Y += static_cast<float>(a.beta.value) * ref::MapC(bb.data<float>(), m, n);
+  }
+};
+
+template <>
+struct kernel<ops::Conv2d, ReferenceTarget> {
+  static constexpr bool provided = true;
+  static void run(const ops::Conv2d::Attrs& a, ref::Args& args) {
+    const Tensor &x = args.x(0), &w = args.x(1);
+    Tensor& y = args.alloc(0);
+    const std::int64_t N = x.shape()[0], C = x.shape()[1], H = x.shape()[2], W = x.shape()[3];
+    const std::int64_t K = w.shape()[0], kh = w.shape()[2], kw = w.shape()[3];
+    const std::int64_t OH = y.shape()[2], OW = y.shape()[3], G = a.groups, Cg = C / G, Kg = K / G;
+    const std::int64_t rows = Cg * kh * kw, cols = OH * OW;
+    std::vector<float> col(static_cast<std::size_t>(rows * cols));
+    const float* px = x.data<float>();
+    float* py = y.data<float>();
+    for (std::int64_t n = 0; n < N; ++n) {
+      for (std::int64_t g = 0; g < G; ++g) {
+        // im2col: row (c, i, j), column (oh, ow).
+        for (std::int64_t c = 0; c < Cg; ++c)
+          for (std::int64_t i = 0; i < kh; ++i)
+            for (std::int64_t j = 0; j < kw; ++j) {
+              float* dst = col.data() + ((c * kh + i) * kw + j) * cols;
+              const float* src = px + ((n * C + g * Cg + c) * H) * W;
+              for (std::int64_t oh = 0; oh < OH; ++oh) {
+                const std::int64_t ih = oh * a.stride[0] - a.padding[0] + i * a.dilation[0];
+                for (std::int64_t ow = 0; ow < OW; ++ow) {
+                  const std::int64_t iw = ow * a.stride[1] - a.padding[1] + j * a.dilation[1];
+                  dst[oh * OW + ow] = (ih >= 0 && ih < H && iw >= 0 && iw < W) ? src[ih * W + iw] : 0.0f;
+                }
+              }
+            }
+        ref::MapC Wg(w.data<float>() + g * Kg * rows, Kg, rows), Col(col.data(), rows, cols);
+        ref::Map Yg(py + (n * K + g * Kg) * cols, Kg, cols);
+        Yg.noalias() = Wg * Col;
+      }
+    }
+    if (args.in.size() == 3) {
+      const float* b = args.x(2).data<float>();
+      for (std::int64_t n = 0; n < N; ++n)
+        for (std::int64_t k = 0; k < K; ++k)
+          for (std::int64_t i = 0; i < cols; ++i) py[(n * K + k) * cols + i] += b[k];
+    }
+  }
+};
+
+}  // namespace npusim::inline NPUSIM_ABI

@@ -1,0 +1,2 @@
+// Test tree for ctest layers.detects_back_edges.
+#pragma once
