@@ -1,0 +1,421 @@
+// The tiler: for one kernel's workload and the SRAM it may use, choose tiles and a loop order,
+// then count DMA bytes and transfers, MAC-array and vector cycles, and the time of the tile
+// pipeline. Every formula here is written out in docs/npu-simulation.md (tests/unit/npu check
+// them against hand counts).
+//
+//   GEMM      tiles tm x tk x tn from a small candidate set (powers of two >= 16 and the full
+//             dimension), loop orders n-m-k and m-n-k (the C tile stays in SRAM across k) and
+//             k-n-m (partial sums spilled to DRAM and read back); a tile of A or B is loaded
+//             again only when its index changes between consecutive iterations
+//   conv      the same over output rows, input channels and output channels, the input tile
+//             carrying its halo rows
+//   attention per KV head, query-row tiles (the group's heads stacked) against K/V tiles,
+//             flash-style: scores stay on chip, K/V re-read per query tile unless one K/V tile
+//             holds the whole sequence
+//   vector    streamed in chunks (whole rows when the kernel reduces over the last dim);
+//             broadcast operands loaded once
+// Buffers are allocated in whole SRAM banks; double buffering (two copies of each streamed
+// buffer) overlaps DMA with compute and is chosen only when it fits and is faster.
+#pragma once
+
+#include <cmath>
+#include <limits>
+
+#include "npusim/npu/description.hpp"
+#include "npusim/npu/workload.hpp"
+
+namespace npusim::inline NPUSIM_ABI::npu {
+
+// DRAM traffic of a kernel, by what moves.
+struct Traffic {
+  std::int64_t weights = 0, activations_in = 0, activations_out = 0, spills = 0;  // spills: written and read back
+  std::int64_t total() const { return weights + activations_in + activations_out + spills; }
+  std::int64_t loads() const { return weights + activations_in + spills / 2; }
+  std::int64_t stores() const { return activations_out + spills - spills / 2; }
+  Traffic& operator+=(const Traffic& o) {
+    weights += o.weights, activations_in += o.activations_in, activations_out += o.activations_out, spills += o.spills;
+    return *this;
+  }
+  friend bool operator==(const Traffic&, const Traffic&) = default;
+};
+
+// What is already on chip for this kernel: inputs forwarded from the previous kernel or held in
+// the weight cache (no DMA, no tile buffer), outputs kept for the next kernel (no DMA out).
+struct Residency {
+  std::vector<bool> inputs, outputs;
+  bool input(int i) const { return i >= 0 && static_cast<std::size_t>(i) < inputs.size() && inputs[static_cast<std::size_t>(i)]; }
+  bool output(int i) const { return i >= 0 && static_cast<std::size_t>(i) < outputs.size() && outputs[static_cast<std::size_t>(i)]; }
+};
+
+struct TilePlan {
+  bool feasible = false;
+  std::string tiling;  // e.g. "tm=128 tk=1536 tn=256 n-m-k, double-buffered"
+  std::int64_t tiles = 0;
+  Traffic dma, compulsory;  // compulsory: each operand once (what an unbounded SRAM would move)
+  std::int64_t load_transfers = 0, store_transfers = 0;
+  std::int64_t mac_cycles = 0;
+  double vector_cycles = 0;
+  std::int64_t sram_bytes = 0;  // bank-rounded footprint of the buffers
+  bool double_buffered = false;
+};
+
+struct Timing {
+  double load_ns = 0, store_ns = 0, compute_ns = 0, time_ns = 0;
+  double dma_ns() const { return load_ns + store_ns; }
+};
+
+// Tile pipeline time. DMA moves loads and stores on one engine at `dma_gb_per_s` (1 GB/s = 1
+// byte/ns) plus `dma_latency_ns` per transfer; compute is the longer of the MAC array and the
+// vector unit (separate units, pipelined). Double-buffered, T tiles with averages per tile:
+//   time = max(dma + compute / T, compute + dma / T)     (fill and drain of a 2-stage pipeline)
+// single-buffered: time = dma + compute.
+inline Timing time_plan(const TilePlan& p, const Description& d) {
+  Timing t;
+  t.load_ns = static_cast<double>(p.dma.loads()) / d.dma_gb_per_s + static_cast<double>(p.load_transfers) * d.dma_latency_ns;
+  t.store_ns = static_cast<double>(p.dma.stores()) / d.dma_gb_per_s + static_cast<double>(p.store_transfers) * d.dma_latency_ns;
+  t.compute_ns = std::max(static_cast<double>(p.mac_cycles), p.vector_cycles) / (d.clock_mhz * 1e-3);
+  const double T = static_cast<double>(std::max<std::int64_t>(p.tiles, 1));
+  t.time_ns = p.double_buffered ? std::max(t.dma_ns() + t.compute_ns / T, t.compute_ns + t.dma_ns() / T) : t.dma_ns() + t.compute_ns;
+  return t;
+}
+
+namespace tiling_detail {
+
+inline std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return b > 0 ? (a + b - 1) / b : 0; }
+
+// Candidate tile sizes for a dimension: the whole of it, and powers of two from `lo` below it.
+inline std::vector<std::int64_t> candidates(std::int64_t dim, std::int64_t lo = 16) {
+  std::vector<std::int64_t> c{std::max<std::int64_t>(dim, 1)};
+  for (std::int64_t p = lo; p < dim; p *= 2) c.push_back(p);
+  return c;
+}
+
+// Sum over the tiles of a dimension split into `tile`-sized pieces of ceil(piece / unit).
+inline std::int64_t sum_ceil(std::int64_t dim, std::int64_t tile, std::int64_t unit) {
+  const std::int64_t full = dim / tile, rest = dim % tile;
+  return full * ceil_div(tile, unit) + (rest ? ceil_div(rest, unit) : 0);
+}
+
+struct Alloc {
+  std::int64_t bank = 1, banks = 0;
+  void add(std::int64_t bytes, int copies = 1) {
+    if (bytes > 0) banks += copies * ceil_div(bytes, bank);
+  }
+  std::int64_t bytes() const { return banks * bank; }
+};
+
+enum class Order { nmk, mnk, knm };
+inline const char* order_name(Order o) { return o == Order::nmk ? "n-m-k" : o == Order::mnk ? "m-n-k" : "k-n-m"; }
+
+// How many times each element of A (index m, k) and B (index k, n) is loaded, for a loop order
+// and tile counts: a tile is loaded again only when its index changes between iterations.
+struct Reuse {
+  std::int64_t a = 1, b = 1;
+};
+inline Reuse reuse(Order o, std::int64_t nm, std::int64_t nn, std::int64_t nk) {
+  switch (o) {
+    case Order::nmk: return {(nk == 1 && nm == 1) ? 1 : nn, nk > 1 ? nm : 1};
+    case Order::mnk: return {nk > 1 ? nn : 1, (nk == 1 && nn == 1) ? 1 : nm};
+    case Order::knm: return {nm == 1 ? 1 : nn, 1};
+  }
+  return {};
+}
+
+// The better of two feasible plans: less time, then less DRAM traffic, then fewer tiles.
+inline bool better(const TilePlan& a, const TilePlan& b, const Description& d) {
+  if (!b.feasible) return a.feasible;
+  if (!a.feasible) return false;
+  const double ta = time_plan(a, d).time_ns, tb = time_plan(b, d).time_ns;
+  if (ta != tb) return ta < tb;
+  if (a.dma.total() != b.dma.total()) return a.dma.total() < b.dma.total();
+  return a.tiles < b.tiles;
+}
+
+inline void add_bytes(Traffic& t, const Operand& o, std::int64_t bytes) { (o.weight ? t.weights : t.activations_in) += bytes; }
+
+}  // namespace tiling_detail
+
+// Working SRAM for one kernel: `bytes`, allocated in banks of `bank_bytes`.
+struct Budget {
+  std::int64_t bytes = 0, bank_bytes = 1;
+};
+
+// ---- GEMM ---------------------------------------------------------------------------------------
+inline TilePlan plan_gemm(const Workload& w, const Description& d, DType dt, Budget budget, const Residency& res = {}) {
+  using namespace tiling_detail;
+  const GemmWork& g = w.gemm;
+  const MacArray* arr = d.mac_array(dt);
+  TilePlan best;
+  if (!arr || g.m <= 0 || g.k <= 0 || g.n <= 0) return best;
+  const std::int64_t acc = accumulator_bytes(dt), R = arr->rows, C = arr->columns;
+  const bool a_res = res.input(g.a), b_res = res.input(g.b), bias_res = res.input(g.bias), out_res = res.output(0);
+  // Inputs other than A, B and bias: read once per output tile (a residual, a gate).
+  std::vector<int> extras;
+  for (int i = 0; i < static_cast<int>(w.inputs.size()); ++i)
+    if (i != g.a && i != g.b && i != g.bias && w.inputs[static_cast<std::size_t>(i)].bytes > 0 && !res.input(i)) extras.push_back(i);
+  const std::int64_t bias_bytes = g.bias >= 0 && !bias_res ? w.inputs[static_cast<std::size_t>(g.bias)].bytes : 0;
+  const double vec_per_cycle = d.vector_elements_per_cycle(g.c_elem);
+  const double vector_cycles = w.vector.total(d.transcendental_ops) / vec_per_cycle;
+
+  TilePlan c;
+  c.compulsory.activations_out = out_res ? 0 : w.output_bytes();
+  if (!a_res && g.a >= 0) add_bytes(c.compulsory, w.inputs[static_cast<std::size_t>(g.a)], g.batch * g.m * g.k * g.a_elem);
+  if (!b_res && g.b >= 0) add_bytes(c.compulsory, w.inputs[static_cast<std::size_t>(g.b)], g.batch * g.k * g.n * g.b_elem);
+  if (bias_bytes) add_bytes(c.compulsory, w.inputs[static_cast<std::size_t>(g.bias)], bias_bytes);
+  for (int i : extras) add_bytes(c.compulsory, w.inputs[static_cast<std::size_t>(i)], w.inputs[static_cast<std::size_t>(i)].bytes);
+
+  for (Order o : {Order::nmk, Order::mnk, Order::knm})
+    for (std::int64_t tm : candidates(g.m))
+      for (std::int64_t tn : candidates(g.n))
+        for (std::int64_t tk : candidates(g.k))
+          for (bool db : {true, false}) {
+            const std::int64_t nm = ceil_div(g.m, tm), nn = ceil_div(g.n, tn), nk = ceil_div(g.k, tk);
+            if (o == Order::knm && nk == 1) continue;  // the same as n-m-k without spills
+            const int copies = db ? 2 : 1;
+            Alloc al{budget.bank_bytes};
+            if (!a_res) al.add(tm * tk * g.a_elem, copies);
+            if (!b_res) al.add(tk * tn * g.b_elem, copies);
+            if (bias_bytes) al.add(tn * g.c_elem, copies);
+            for (std::size_t e = 0; e < extras.size(); ++e) al.add(tm * tn * g.c_elem, copies);
+            al.add(tm * tn * acc, copies);
+            if (al.bytes() > budget.bytes) continue;
+            const Reuse ru = reuse(o, nm, nn, nk);
+            c.feasible = true, c.double_buffered = db, c.sram_bytes = al.bytes();
+            c.dma = Traffic{};
+            c.load_transfers = c.store_transfers = 0;
+            if (!a_res && g.a >= 0) add_bytes(c.dma, w.inputs[static_cast<std::size_t>(g.a)], g.batch * g.m * g.k * g.a_elem * ru.a), c.load_transfers += g.batch * ru.a * nm * nk;
+            if (!b_res && g.b >= 0) add_bytes(c.dma, w.inputs[static_cast<std::size_t>(g.b)], g.batch * g.k * g.n * g.b_elem * ru.b), c.load_transfers += g.batch * ru.b * nn * nk;
+            if (bias_bytes) add_bytes(c.dma, w.inputs[static_cast<std::size_t>(g.bias)], bias_bytes), c.load_transfers += nn;
+            for (int i : extras) add_bytes(c.dma, w.inputs[static_cast<std::size_t>(i)], w.inputs[static_cast<std::size_t>(i)].bytes), c.load_transfers += g.batch * nm * nn;
+            if (o == Order::knm) {
+              c.dma.spills = g.batch * 2 * (nk - 1) * g.m * g.n * acc;
+              c.load_transfers += g.batch * (nk - 1) * nm * nn, c.store_transfers += g.batch * (nk - 1) * nm * nn;
+            }
+            c.dma.activations_out = out_res ? 0 : w.output_bytes();
+            if (!out_res) c.store_transfers += g.batch * nm * nn;
+            c.tiles = g.batch * nm * nn * nk;
+            c.mac_cycles = g.batch * (g.m * sum_ceil(g.k, tk, R) * sum_ceil(g.n, tn, C) + nm * nn * nk * (R + C));
+            c.vector_cycles = vector_cycles;
+            c.tiling = "tm=" + std::to_string(tm) + " tk=" + std::to_string(tk) + " tn=" + std::to_string(tn) + " " + order_name(o) +
+                       (db ? ", double-buffered" : ", single-buffered");
+            if (better(c, best, d)) best = c;
+          }
+  return best;
+}
+
+// ---- convolution --------------------------------------------------------------------------------
+inline TilePlan plan_conv(const Workload& w, const Description& d, DType dt, Budget budget, const Residency& res = {}) {
+  using namespace tiling_detail;
+  const ConvWork& cv = w.conv;
+  const MacArray* arr = d.mac_array(dt);
+  TilePlan best;
+  if (!arr || cv.groups <= 0 || cv.oh <= 0 || cv.ow <= 0) return best;
+  const std::int64_t acc = accumulator_bytes(dt), R = arr->rows, C = arr->columns;
+  const std::int64_t cin = cv.cin / cv.groups, cout = cv.cout / cv.groups, G = cv.groups;
+  const bool x_res = res.input(cv.x), w_res = res.input(cv.weight), out_res = res.output(0);
+  const std::int64_t bias_bytes = cv.bias >= 0 && !res.input(cv.bias) ? w.inputs[static_cast<std::size_t>(cv.bias)].bytes : 0;
+  std::vector<int> extras;
+  for (int i = 0; i < static_cast<int>(w.inputs.size()); ++i)
+    if (i != cv.x && i != cv.weight && i != cv.bias && w.inputs[static_cast<std::size_t>(i)].bytes > 0 && !res.input(i)) extras.push_back(i);
+  const std::int64_t out_elem = w.outputs.empty() || w.outputs[0].elements == 0 ? cv.x_elem : w.outputs[0].bytes / w.outputs[0].elements;
+  const double vector_cycles = w.vector.total(d.transcendental_ops) / d.vector_elements_per_cycle(out_elem);
+  // Input rows an output-row block [r0, r1) reads: its receptive field, clipped to the image.
+  auto rows_in = [&](std::int64_t r0, std::int64_t r1) {
+    const std::int64_t lo = r0 * cv.sh - cv.ph, hi = (r1 - 1) * cv.sh - cv.ph + (cv.kh - 1) * cv.dh + 1;
+    return std::max<std::int64_t>(0, std::min(cv.h, hi) - std::max<std::int64_t>(0, lo));
+  };
+  const std::int64_t x_bytes = cv.batch * cv.h * cv.w * cv.cin * cv.x_elem, w_bytes = cv.cout * cin * cv.kh * cv.kw * cv.w_elem;
+
+  TilePlan c;
+  c.compulsory.activations_out = out_res ? 0 : w.output_bytes();
+  if (!x_res && cv.x >= 0) add_bytes(c.compulsory, w.inputs[static_cast<std::size_t>(cv.x)], x_bytes);
+  if (!w_res && cv.weight >= 0) add_bytes(c.compulsory, w.inputs[static_cast<std::size_t>(cv.weight)], w_bytes);
+  if (bias_bytes) add_bytes(c.compulsory, w.inputs[static_cast<std::size_t>(cv.bias)], bias_bytes);
+  for (int i : extras) add_bytes(c.compulsory, w.inputs[static_cast<std::size_t>(i)], w.inputs[static_cast<std::size_t>(i)].bytes);
+
+  for (Order o : {Order::nmk, Order::mnk, Order::knm})
+    for (std::int64_t toh : candidates(cv.oh, 1))
+      for (std::int64_t tn : candidates(cout, 8))
+        for (std::int64_t tc : candidates(cin, 8)) {
+          std::int64_t ksum = 0;  // sum over input-channel blocks of ceil(block * kh * kw / R)
+          for (std::int64_t ch = 0; ch < cin; ch += tc) ksum += ceil_div(std::min(tc, cin - ch) * cv.kh * cv.kw, R);
+          for (bool db : {true, false}) {
+            const std::int64_t nm = ceil_div(cv.oh, toh), nn = ceil_div(cout, tn), nk = ceil_div(cin, tc);
+            if (o == Order::knm && nk == 1) continue;
+            std::int64_t rows_sum = 0, rows_max = 0;
+            for (std::int64_t r = 0; r < cv.oh; r += toh) {
+              const std::int64_t ri = rows_in(r, std::min(cv.oh, r + toh));
+              rows_sum += ri, rows_max = std::max(rows_max, ri);
+            }
+            const int copies = db ? 2 : 1;
+            Alloc al{budget.bank_bytes};
+            if (!x_res) al.add(cv.batch * rows_max * cv.w * tc * cv.x_elem, copies);
+            if (!w_res) al.add(tc * cv.kh * cv.kw * tn * cv.w_elem, copies);
+            if (bias_bytes) al.add(tn * out_elem, copies);
+            for (std::size_t e = 0; e < extras.size(); ++e) al.add(cv.batch * toh * cv.ow * tn * out_elem, copies);
+            al.add(cv.batch * toh * cv.ow * tn * acc, copies);
+            if (al.bytes() > budget.bytes) continue;
+            const Reuse ru = reuse(o, nm, nn, nk);
+            c.feasible = true, c.double_buffered = db, c.sram_bytes = al.bytes();
+            c.dma = Traffic{};
+            c.load_transfers = c.store_transfers = 0;
+            // Every input row block once per sweep over the input channels (halo rows included).
+            if (!x_res && cv.x >= 0)
+              add_bytes(c.dma, w.inputs[static_cast<std::size_t>(cv.x)], G * cv.batch * rows_sum * cv.w * cin * cv.x_elem * ru.a),
+                  c.load_transfers += G * ru.a * nm * nk;
+            if (!w_res && cv.weight >= 0) add_bytes(c.dma, w.inputs[static_cast<std::size_t>(cv.weight)], w_bytes * ru.b), c.load_transfers += G * ru.b * nn * nk;
+            if (bias_bytes) add_bytes(c.dma, w.inputs[static_cast<std::size_t>(cv.bias)], bias_bytes), c.load_transfers += G * nn;
+            for (int i : extras) add_bytes(c.dma, w.inputs[static_cast<std::size_t>(i)], w.inputs[static_cast<std::size_t>(i)].bytes), c.load_transfers += G * nm * nn;
+            if (o == Order::knm) {
+              c.dma.spills = 2 * (nk - 1) * cv.batch * cv.oh * cv.ow * cv.cout * acc;
+              c.load_transfers += G * (nk - 1) * nm * nn, c.store_transfers += G * (nk - 1) * nm * nn;
+            }
+            c.dma.activations_out = out_res ? 0 : w.output_bytes();
+            if (!out_res) c.store_transfers += G * nm * nn;
+            c.tiles = G * nm * nn * nk;
+            c.mac_cycles = G * (cv.batch * cv.oh * cv.ow * ksum * sum_ceil(cout, tn, C) + nm * nn * nk * (R + C));
+            c.vector_cycles = vector_cycles;
+            c.tiling = "toh=" + std::to_string(toh) + " tcin=" + std::to_string(tc) + " tcout=" + std::to_string(tn) + " " + order_name(o) +
+                       (db ? ", double-buffered" : ", single-buffered");
+            if (better(c, best, d)) best = c;
+          }
+        }
+  return best;
+}
+
+// ---- attention ----------------------------------------------------------------------------------
+inline TilePlan plan_attention(const Workload& w, const Description& d, DType dt, Budget budget, const Residency& res = {}) {
+  using namespace tiling_detail;
+  const AttentionWork& a = w.attention;
+  const MacArray* arr = d.mac_array(dt);
+  TilePlan best;
+  if (!arr || a.sq <= 0 || a.skv <= 0 || a.d <= 0) return best;
+  const std::int64_t acc = accumulator_bytes(dt), R = arr->rows, C = arr->columns;
+  const std::int64_t G = a.heads / a.kv_heads, rows = G * a.sq, units = a.batch * a.kv_heads;
+  const bool q_res = res.input(a.q), k_res = res.input(a.k), v_res = res.input(a.v), m_res = a.mask < 0 || res.input(a.mask), out_res = res.output(0);
+  const double vector_cycles = w.vector.total(d.transcendental_ops) / d.vector_elements_per_cycle(acc);
+  const std::int64_t qo_bytes = rows * a.d * a.elem, kv_bytes = a.skv * a.d * a.elem;
+  auto mask_rows = [&](std::int64_t tq) { return a.mask_heads > 1 ? tq : std::min(tq, a.sq); };
+
+  TilePlan c;
+  if (!q_res) add_bytes(c.compulsory, w.inputs[static_cast<std::size_t>(a.q)], units * qo_bytes);
+  if (!k_res) add_bytes(c.compulsory, w.inputs[static_cast<std::size_t>(a.k)], units * kv_bytes);
+  if (!v_res) add_bytes(c.compulsory, w.inputs[static_cast<std::size_t>(a.v)], units * kv_bytes);
+  if (!m_res) add_bytes(c.compulsory, w.inputs[static_cast<std::size_t>(a.mask)], units * mask_rows(rows) * a.skv * a.mask_elem);
+  c.compulsory.activations_out = out_res ? 0 : w.output_bytes();
+
+  for (std::int64_t tq : candidates(rows))
+    for (std::int64_t tkv : candidates(a.skv))
+      for (bool db : {true, false}) {
+        const std::int64_t nq = ceil_div(rows, tq), nkv = ceil_div(a.skv, tkv);
+        const int copies = db ? 2 : 1;
+        Alloc al{budget.bank_bytes};
+        if (!q_res) al.add(tq * a.d * a.elem, copies);
+        if (!k_res) al.add(tkv * a.d * a.elem, copies);
+        if (!v_res) al.add(tkv * a.d * a.elem, copies);
+        if (!m_res) al.add(mask_rows(tq) * tkv * a.mask_elem, copies);
+        al.add(tq * a.d * acc, copies);  // the output accumulator
+        al.add(tq * tkv * acc);          // scores of the tile
+        al.add(tq * 2 * acc);            // running max and sum per row
+        if (al.bytes() > budget.bytes) continue;
+        // K and V stay on chip across query tiles only when one tile holds the whole sequence.
+        const std::int64_t kv_loads = nkv == 1 ? 1 : nq;
+        c.feasible = true, c.double_buffered = db, c.sram_bytes = al.bytes();
+        c.dma = Traffic{};
+        c.load_transfers = c.store_transfers = 0;
+        if (!q_res) add_bytes(c.dma, w.inputs[static_cast<std::size_t>(a.q)], units * qo_bytes), c.load_transfers += units * nq;
+        if (!k_res) add_bytes(c.dma, w.inputs[static_cast<std::size_t>(a.k)], units * kv_bytes * kv_loads), c.load_transfers += units * kv_loads * nkv;
+        if (!v_res) add_bytes(c.dma, w.inputs[static_cast<std::size_t>(a.v)], units * kv_bytes * kv_loads), c.load_transfers += units * kv_loads * nkv;
+        if (!m_res) {
+          std::int64_t mrows = 0;
+          for (std::int64_t r = 0; r < rows; r += tq) mrows += mask_rows(std::min(tq, rows - r));
+          add_bytes(c.dma, w.inputs[static_cast<std::size_t>(a.mask)], units * mrows * a.skv * a.mask_elem), c.load_transfers += units * nq * nkv;
+        }
+        c.dma.activations_out = out_res ? 0 : w.output_bytes();
+        if (!out_res) c.store_transfers += units * nq;
+        c.tiles = units * nq * nkv;
+        c.mac_cycles = units * (rows * (ceil_div(a.d, R) * sum_ceil(a.skv, tkv, C) + ceil_div(a.d, C) * sum_ceil(a.skv, tkv, R)) + nq * nkv * 2 * (R + C));
+        c.vector_cycles = vector_cycles;
+        c.tiling = "tq=" + std::to_string(tq) + " tkv=" + std::to_string(tkv) + " (" + std::to_string(G) + " heads per KV head)" +
+                   (db ? ", double-buffered" : ", single-buffered");
+        if (better(c, best, d)) best = c;
+      }
+  return best;
+}
+
+// ---- vector -------------------------------------------------------------------------------------
+inline TilePlan plan_vector(const Workload& w, const Description& d, DType dt, Budget budget, const Residency& res = {}) {
+  using namespace tiling_detail;
+  TilePlan best;
+  if (!d.supports(dt)) return best;
+  const std::int64_t E = std::max<std::int64_t>(w.elements, 1);
+  // Streamed operands spread their bytes over the elements; smaller (broadcast) ones are loaded once.
+  double in_per_elem = 0, out_per_elem = 0;
+  std::int64_t broadcast = 0, streamed_in = 0, streamed_out = 0, streamed_bytes = 0;
+  Traffic once;
+  for (int i = 0; i < static_cast<int>(w.inputs.size()); ++i) {
+    const Operand& o = w.inputs[static_cast<std::size_t>(i)];
+    if (o.bytes == 0 || res.input(i)) continue;
+    add_bytes(once, o, o.bytes);
+    if (o.elements < E && w.gathers == 0) broadcast += o.bytes;
+    else in_per_elem += static_cast<double>(o.bytes) / static_cast<double>(E), ++streamed_in, streamed_bytes += o.bytes;
+  }
+  for (int i = 0; i < static_cast<int>(w.outputs.size()); ++i) {
+    const Operand& o = w.outputs[static_cast<std::size_t>(i)];
+    if (o.bytes == 0 || res.output(i)) continue;
+    once.activations_out += o.bytes;
+    out_per_elem += static_cast<double>(o.bytes) / static_cast<double>(E), ++streamed_out;
+  }
+  const std::int64_t row = w.row_elements > 0 ? std::min(w.row_elements, E) : 1;
+  const double vector_cycles = w.vector.total(d.transcendental_ops) / d.vector_elements_per_cycle(static_cast<std::int64_t>(dtype_size(dt)));
+  std::vector<std::int64_t> sizes{E};
+  for (std::int64_t p = row; p < E; p *= 2) sizes.push_back(p);
+  if (row == 1 || w.row_elements == 0)
+    for (std::int64_t p = 256; p < E; p *= 2) sizes.push_back(p);
+  TilePlan c;
+  c.compulsory = once;
+  for (int passes : {1, 2})
+    for (std::int64_t t : sizes)
+      for (bool db : {true, false}) {
+        // A second pass (statistics, then the normalised values) lets rows larger than SRAM stream.
+        if (passes == 2 && (w.row_elements <= 1 || t >= row)) continue;
+        if (passes == 1 && w.row_elements > 1 && t < row) continue;
+        const int copies = db ? 2 : 1;
+        Alloc al{budget.bank_bytes};
+        al.add(broadcast);
+        al.add(static_cast<std::int64_t>(std::ceil(static_cast<double>(t) * in_per_elem)), copies);
+        al.add(static_cast<std::int64_t>(std::ceil(static_cast<double>(t) * out_per_elem)), copies);
+        if (al.bytes() > budget.bytes) continue;
+        const std::int64_t T = ceil_div(E, t);
+        c.feasible = true, c.double_buffered = db, c.sram_bytes = al.bytes();
+        c.dma = once;
+        if (passes == 2) c.dma.activations_in += streamed_bytes;  // the streamed inputs read twice
+        // One transfer per tile and operand; a gathered (scattered) row is a transfer of its own.
+        c.load_transfers = passes * T * streamed_in + (broadcast ? 1 : 0) + std::max<std::int64_t>(w.gathers - T, 0);
+        c.store_transfers = T * streamed_out + std::max<std::int64_t>(w.scatters - T, 0);
+        c.tiles = passes * T;
+        c.mac_cycles = 0;
+        c.vector_cycles = vector_cycles;
+        c.tiling = std::to_string(t) + " elements per tile" + (passes == 2 ? ", two passes (a row does not fit)" : "") +
+                   (db ? ", double-buffered" : ", single-buffered");
+        if (better(c, best, d)) best = c;
+      }
+  return best;
+}
+
+inline TilePlan plan_kernel(const Workload& w, const Description& d, DType dt, Budget budget, const Residency& res = {}) {
+  switch (w.model) {
+    case Model::gemm: return plan_gemm(w, d, dt, budget, res);
+    case Model::conv: return plan_conv(w, d, dt, budget, res);
+    case Model::attention: return plan_attention(w, d, dt, budget, res);
+    case Model::vector: return plan_vector(w, d, dt, budget, res);
+    case Model::view: {
+      TilePlan p;
+      p.feasible = true, p.tiling = "zero-copy";
+      return p;
+    }
+  }
+  return {};
+}
+
+}  // namespace npusim::inline NPUSIM_ABI::npu
