@@ -234,7 +234,7 @@ inline Estimate estimate(const program::CompiledProgram& p, const Description& d
       const std::size_t j = npu_pos[i];
       const Option& op = opts[j][in_state[j]][out_state[j]];
       k.tiling = op.plan.tiling, k.dma = op.plan.dma, k.transfers = op.plan.load_transfers + op.plan.store_transfers, k.tiles = op.plan.tiles;
-      k.double_buffered = op.plan.double_buffered;
+      k.double_buffered = op.plan.shape.double_buffered;
       k.mac_cycles = op.plan.mac_cycles, k.vector_cycles = op.plan.vector_cycles;
       k.load_ns = op.t.load_ns, k.store_ns = op.t.store_ns, k.compute_ns = op.t.compute_ns, k.time_ns = op.t.time_ns;
       k.sram_bytes = e.weight_cache_used + e.activation_used + op.on_chip + op.plan.sram_bytes;

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <set>
@@ -73,7 +74,9 @@ struct SchemaReader {
   // A finite number in [lo, inf) (lo excluded when `open`).
   double number(const ir::json& parent, const std::string& path, const char* key, double lo, bool open) const {
     const ir::json& j = field(parent, path, key);
-    const std::string expected = std::string("a number ") + (open ? "> " : ">= ") + ir::json(lo).dump();
+    char bound[32];
+    std::snprintf(bound, sizeof bound, "%g", lo);
+    const std::string expected = std::string("a number ") + (open ? "> " : ">= ") + bound;
     if (!j.is_number()) fail(join(path, key), "must be a number", expected, found_of(j));
     const double v = j.get<double>();
     if (!std::isfinite(v) || v < lo || (open && v == lo)) fail(join(path, key), open ? "must be positive" : "must not be negative", expected, found_of(j));

@@ -47,8 +47,23 @@ struct Residency {
   bool output(int i) const { return i >= 0 && static_cast<std::size_t>(i) < outputs.size() && outputs[static_cast<std::size_t>(i)]; }
 };
 
+// Loop orders, outermost first: n-m-k and m-n-k keep the C tile in SRAM across k; k-n-m
+// keeps each B tile for a whole sweep over m and spills partial sums of C to DRAM.
+enum class Order : std::uint8_t { nmk, mnk, knm };
+inline const char* order_name(Order o) { return o == Order::nmk ? "n-m-k" : o == Order::mnk ? "m-n-k" : "k-n-m"; }
+
+// One tiling. GEMM: a = tm, b = tk, c = tn. Convolution: a = output rows, b = input channels,
+// c = output channels (per group). Attention: a = query rows (of a KV head's stacked heads),
+// b = key/value rows. Vector: a = elements per tile, b = passes over the input (1 or 2).
+struct Tiling {
+  std::int64_t a = 0, b = 0, c = 0;
+  Order order = Order::nmk;
+  bool double_buffered = true;
+};
+
 struct TilePlan {
   bool feasible = false;
+  Tiling shape;
   std::string tiling;  // e.g. "tm=128 tk=1536 tn=256 n-m-k, double-buffered"
   std::int64_t tiles = 0;
   Traffic dma, compulsory;  // compulsory: each operand once (what an unbounded SRAM would move)
@@ -56,7 +71,6 @@ struct TilePlan {
   std::int64_t mac_cycles = 0;
   double vector_cycles = 0;
   std::int64_t sram_bytes = 0;  // bank-rounded footprint of the buffers
-  bool double_buffered = false;
 };
 
 struct Timing {
@@ -75,7 +89,7 @@ inline Timing time_plan(const TilePlan& p, const Description& d) {
   t.store_ns = static_cast<double>(p.dma.stores()) / d.dma_gb_per_s + static_cast<double>(p.store_transfers) * d.dma_latency_ns;
   t.compute_ns = std::max(static_cast<double>(p.mac_cycles), p.vector_cycles) / (d.clock_mhz * 1e-3);
   const double T = static_cast<double>(std::max<std::int64_t>(p.tiles, 1));
-  t.time_ns = p.double_buffered ? std::max(t.dma_ns() + t.compute_ns / T, t.compute_ns + t.dma_ns() / T) : t.dma_ns() + t.compute_ns;
+  t.time_ns = p.shape.double_buffered ? std::max(t.dma_ns() + t.compute_ns / T, t.compute_ns + t.dma_ns() / T) : t.dma_ns() + t.compute_ns;
   return t;
 }
 
@@ -103,9 +117,6 @@ struct Alloc {
   }
   std::int64_t bytes() const { return banks * bank; }
 };
-
-enum class Order { nmk, mnk, knm };
-inline const char* order_name(Order o) { return o == Order::nmk ? "n-m-k" : o == Order::mnk ? "m-n-k" : "k-n-m"; }
 
 // How many times each element of A (index m, k) and B (index k, n) is loaded, for a loop order
 // and tile counts: a tile is loaded again only when its index changes between iterations.
@@ -141,265 +152,276 @@ struct Budget {
 };
 
 // ---- GEMM ---------------------------------------------------------------------------------------
-inline TilePlan plan_gemm(const Workload& w, const Description& d, DType dt, Budget budget, const Residency& res = {}) {
+// One tiling of a GEMM; infeasible when its buffers do not fit the budget.
+inline TilePlan gemm_tiling(const Workload& w, const Description& d, DType dt, Budget budget, const Residency& res, Tiling t) {
   using namespace tiling_detail;
   const GemmWork& g = w.gemm;
   const MacArray* arr = d.mac_array(dt);
-  TilePlan best;
-  if (!arr || g.m <= 0 || g.k <= 0 || g.n <= 0) return best;
-  const std::int64_t acc = accumulator_bytes(dt), R = arr->rows, C = arr->columns;
-  const bool a_res = res.input(g.a), b_res = res.input(g.b), bias_res = res.input(g.bias), out_res = res.output(0);
+  TilePlan c;
+  if (!arr || g.m <= 0 || g.k <= 0 || g.n <= 0 || t.a <= 0 || t.b <= 0 || t.c <= 0) return c;
+  const std::int64_t acc = accumulator_bytes(dt), R = arr->rows, C = arr->columns, tm = t.a, tk = t.b, tn = t.c;
+  const bool a_res = res.input(g.a), b_res = res.input(g.b), out_res = res.output(0);
   // Inputs other than A, B and bias: read once per output tile (a residual, a gate).
   std::vector<int> extras;
   for (int i = 0; i < static_cast<int>(w.inputs.size()); ++i)
     if (i != g.a && i != g.b && i != g.bias && w.inputs[static_cast<std::size_t>(i)].bytes > 0 && !res.input(i)) extras.push_back(i);
-  const std::int64_t bias_bytes = g.bias >= 0 && !bias_res ? w.inputs[static_cast<std::size_t>(g.bias)].bytes : 0;
-  const double vec_per_cycle = d.vector_elements_per_cycle(g.c_elem);
-  const double vector_cycles = w.vector.total(d.transcendental_ops) / vec_per_cycle;
+  const std::int64_t bias_bytes = g.bias >= 0 && !res.input(g.bias) ? w.inputs[static_cast<std::size_t>(g.bias)].bytes : 0;
+  auto operand = [&](int i) -> const Operand& { return w.inputs[static_cast<std::size_t>(i)]; };
 
-  TilePlan c;
+  if (!a_res && g.a >= 0) add_bytes(c.compulsory, operand(g.a), g.batch * g.m * g.k * g.a_elem);
+  if (!b_res && g.b >= 0) add_bytes(c.compulsory, operand(g.b), g.batch * g.k * g.n * g.b_elem);
+  if (bias_bytes) add_bytes(c.compulsory, operand(g.bias), bias_bytes);
+  for (int i : extras) add_bytes(c.compulsory, operand(i), operand(i).bytes);
   c.compulsory.activations_out = out_res ? 0 : w.output_bytes();
-  if (!a_res && g.a >= 0) add_bytes(c.compulsory, w.inputs[static_cast<std::size_t>(g.a)], g.batch * g.m * g.k * g.a_elem);
-  if (!b_res && g.b >= 0) add_bytes(c.compulsory, w.inputs[static_cast<std::size_t>(g.b)], g.batch * g.k * g.n * g.b_elem);
-  if (bias_bytes) add_bytes(c.compulsory, w.inputs[static_cast<std::size_t>(g.bias)], bias_bytes);
-  for (int i : extras) add_bytes(c.compulsory, w.inputs[static_cast<std::size_t>(i)], w.inputs[static_cast<std::size_t>(i)].bytes);
 
+  const std::int64_t nm = ceil_div(g.m, tm), nn = ceil_div(g.n, tn), nk = ceil_div(g.k, tk);
+  const int copies = t.double_buffered ? 2 : 1;
+  Alloc al{budget.bank_bytes};
+  if (!a_res) al.add(tm * tk * g.a_elem, copies);
+  if (!b_res) al.add(tk * tn * g.b_elem, copies);
+  if (bias_bytes) al.add(tn * g.c_elem, copies);
+  for (std::size_t e = 0; e < extras.size(); ++e) al.add(tm * tn * g.c_elem, copies);
+  al.add(tm * tn * acc, copies);
+  if (al.bytes() > budget.bytes) return c;
+  const Reuse ru = reuse(t.order, nm, nn, nk);
+  c.feasible = true, c.shape = t, c.sram_bytes = al.bytes();
+  if (!a_res && g.a >= 0) add_bytes(c.dma, operand(g.a), g.batch * g.m * g.k * g.a_elem * ru.a), c.load_transfers += g.batch * ru.a * nm * nk;
+  if (!b_res && g.b >= 0) add_bytes(c.dma, operand(g.b), g.batch * g.k * g.n * g.b_elem * ru.b), c.load_transfers += g.batch * ru.b * nn * nk;
+  if (bias_bytes) add_bytes(c.dma, operand(g.bias), bias_bytes), c.load_transfers += nn;
+  for (int i : extras) add_bytes(c.dma, operand(i), operand(i).bytes), c.load_transfers += g.batch * nm * nn;
+  if (t.order == Order::knm && nk > 1) {
+    c.dma.spills = g.batch * 2 * (nk - 1) * g.m * g.n * acc;
+    c.load_transfers += g.batch * (nk - 1) * nm * nn, c.store_transfers += g.batch * (nk - 1) * nm * nn;
+  }
+  c.dma.activations_out = out_res ? 0 : w.output_bytes();
+  if (!out_res) c.store_transfers += g.batch * nm * nn;
+  c.tiles = g.batch * nm * nn * nk;
+  c.mac_cycles = g.batch * (g.m * sum_ceil(g.k, tk, R) * sum_ceil(g.n, tn, C) + nm * nn * nk * (R + C));
+  c.vector_cycles = w.vector.total(d.transcendental_ops) / d.vector_elements_per_cycle(g.c_elem);
+  c.tiling = "tm=" + std::to_string(tm) + " tk=" + std::to_string(tk) + " tn=" + std::to_string(tn) + " " + order_name(t.order) +
+             (t.double_buffered ? ", double-buffered" : ", single-buffered");
+  return c;
+}
+
+inline TilePlan plan_gemm(const Workload& w, const Description& d, DType dt, Budget budget, const Residency& res = {}) {
+  using namespace tiling_detail;
+  TilePlan best;
+  const GemmWork& g = w.gemm;
   for (Order o : {Order::nmk, Order::mnk, Order::knm})
     for (std::int64_t tm : candidates(g.m))
       for (std::int64_t tn : candidates(g.n))
-        for (std::int64_t tk : candidates(g.k))
-          for (bool db : {true, false}) {
-            const std::int64_t nm = ceil_div(g.m, tm), nn = ceil_div(g.n, tn), nk = ceil_div(g.k, tk);
-            if (o == Order::knm && nk == 1) continue;  // the same as n-m-k without spills
-            const int copies = db ? 2 : 1;
-            Alloc al{budget.bank_bytes};
-            if (!a_res) al.add(tm * tk * g.a_elem, copies);
-            if (!b_res) al.add(tk * tn * g.b_elem, copies);
-            if (bias_bytes) al.add(tn * g.c_elem, copies);
-            for (std::size_t e = 0; e < extras.size(); ++e) al.add(tm * tn * g.c_elem, copies);
-            al.add(tm * tn * acc, copies);
-            if (al.bytes() > budget.bytes) continue;
-            const Reuse ru = reuse(o, nm, nn, nk);
-            c.feasible = true, c.double_buffered = db, c.sram_bytes = al.bytes();
-            c.dma = Traffic{};
-            c.load_transfers = c.store_transfers = 0;
-            if (!a_res && g.a >= 0) add_bytes(c.dma, w.inputs[static_cast<std::size_t>(g.a)], g.batch * g.m * g.k * g.a_elem * ru.a), c.load_transfers += g.batch * ru.a * nm * nk;
-            if (!b_res && g.b >= 0) add_bytes(c.dma, w.inputs[static_cast<std::size_t>(g.b)], g.batch * g.k * g.n * g.b_elem * ru.b), c.load_transfers += g.batch * ru.b * nn * nk;
-            if (bias_bytes) add_bytes(c.dma, w.inputs[static_cast<std::size_t>(g.bias)], bias_bytes), c.load_transfers += nn;
-            for (int i : extras) add_bytes(c.dma, w.inputs[static_cast<std::size_t>(i)], w.inputs[static_cast<std::size_t>(i)].bytes), c.load_transfers += g.batch * nm * nn;
-            if (o == Order::knm) {
-              c.dma.spills = g.batch * 2 * (nk - 1) * g.m * g.n * acc;
-              c.load_transfers += g.batch * (nk - 1) * nm * nn, c.store_transfers += g.batch * (nk - 1) * nm * nn;
-            }
-            c.dma.activations_out = out_res ? 0 : w.output_bytes();
-            if (!out_res) c.store_transfers += g.batch * nm * nn;
-            c.tiles = g.batch * nm * nn * nk;
-            c.mac_cycles = g.batch * (g.m * sum_ceil(g.k, tk, R) * sum_ceil(g.n, tn, C) + nm * nn * nk * (R + C));
-            c.vector_cycles = vector_cycles;
-            c.tiling = "tm=" + std::to_string(tm) + " tk=" + std::to_string(tk) + " tn=" + std::to_string(tn) + " " + order_name(o) +
-                       (db ? ", double-buffered" : ", single-buffered");
-            if (better(c, best, d)) best = c;
-          }
+        for (std::int64_t tk : candidates(g.k)) {
+          if (o == Order::knm && tk >= g.k) continue;  // the same as n-m-k
+          for (bool db : {true, false})
+            if (TilePlan c = gemm_tiling(w, d, dt, budget, res, {tm, tk, tn, o, db}); better(c, best, d)) best = std::move(c);
+        }
   return best;
 }
 
 // ---- convolution --------------------------------------------------------------------------------
-inline TilePlan plan_conv(const Workload& w, const Description& d, DType dt, Budget budget, const Residency& res = {}) {
+// Input rows an output-row block [r0, r1) reads: its receptive field, clipped to the image.
+inline std::int64_t conv_rows_in(const ConvWork& cv, std::int64_t r0, std::int64_t r1) {
+  const std::int64_t lo = r0 * cv.sh - cv.ph, hi = (r1 - 1) * cv.sh - cv.ph + (cv.kh - 1) * cv.dh + 1;
+  return std::max<std::int64_t>(0, std::min(cv.h, hi) - std::max<std::int64_t>(0, lo));
+}
+
+inline TilePlan conv_tiling(const Workload& w, const Description& d, DType dt, Budget budget, const Residency& res, Tiling t) {
   using namespace tiling_detail;
   const ConvWork& cv = w.conv;
   const MacArray* arr = d.mac_array(dt);
-  TilePlan best;
-  if (!arr || cv.groups <= 0 || cv.oh <= 0 || cv.ow <= 0) return best;
+  TilePlan c;
+  if (!arr || cv.groups <= 0 || cv.oh <= 0 || cv.ow <= 0 || t.a <= 0 || t.b <= 0 || t.c <= 0) return c;
   const std::int64_t acc = accumulator_bytes(dt), R = arr->rows, C = arr->columns;
-  const std::int64_t cin = cv.cin / cv.groups, cout = cv.cout / cv.groups, G = cv.groups;
+  const std::int64_t cin = cv.cin / cv.groups, cout = cv.cout / cv.groups, G = cv.groups, toh = t.a, tc = t.b, tn = t.c;
   const bool x_res = res.input(cv.x), w_res = res.input(cv.weight), out_res = res.output(0);
   const std::int64_t bias_bytes = cv.bias >= 0 && !res.input(cv.bias) ? w.inputs[static_cast<std::size_t>(cv.bias)].bytes : 0;
   std::vector<int> extras;
   for (int i = 0; i < static_cast<int>(w.inputs.size()); ++i)
     if (i != cv.x && i != cv.weight && i != cv.bias && w.inputs[static_cast<std::size_t>(i)].bytes > 0 && !res.input(i)) extras.push_back(i);
+  auto operand = [&](int i) -> const Operand& { return w.inputs[static_cast<std::size_t>(i)]; };
   const std::int64_t out_elem = w.outputs.empty() || w.outputs[0].elements == 0 ? cv.x_elem : w.outputs[0].bytes / w.outputs[0].elements;
-  const double vector_cycles = w.vector.total(d.transcendental_ops) / d.vector_elements_per_cycle(out_elem);
-  // Input rows an output-row block [r0, r1) reads: its receptive field, clipped to the image.
-  auto rows_in = [&](std::int64_t r0, std::int64_t r1) {
-    const std::int64_t lo = r0 * cv.sh - cv.ph, hi = (r1 - 1) * cv.sh - cv.ph + (cv.kh - 1) * cv.dh + 1;
-    return std::max<std::int64_t>(0, std::min(cv.h, hi) - std::max<std::int64_t>(0, lo));
-  };
   const std::int64_t x_bytes = cv.batch * cv.h * cv.w * cv.cin * cv.x_elem, w_bytes = cv.cout * cin * cv.kh * cv.kw * cv.w_elem;
 
-  TilePlan c;
+  if (!x_res && cv.x >= 0) add_bytes(c.compulsory, operand(cv.x), x_bytes);
+  if (!w_res && cv.weight >= 0) add_bytes(c.compulsory, operand(cv.weight), w_bytes);
+  if (bias_bytes) add_bytes(c.compulsory, operand(cv.bias), bias_bytes);
+  for (int i : extras) add_bytes(c.compulsory, operand(i), operand(i).bytes);
   c.compulsory.activations_out = out_res ? 0 : w.output_bytes();
-  if (!x_res && cv.x >= 0) add_bytes(c.compulsory, w.inputs[static_cast<std::size_t>(cv.x)], x_bytes);
-  if (!w_res && cv.weight >= 0) add_bytes(c.compulsory, w.inputs[static_cast<std::size_t>(cv.weight)], w_bytes);
-  if (bias_bytes) add_bytes(c.compulsory, w.inputs[static_cast<std::size_t>(cv.bias)], bias_bytes);
-  for (int i : extras) add_bytes(c.compulsory, w.inputs[static_cast<std::size_t>(i)], w.inputs[static_cast<std::size_t>(i)].bytes);
 
+  const std::int64_t nm = ceil_div(cv.oh, toh), nn = ceil_div(cout, tn), nk = ceil_div(cin, tc);
+  std::int64_t rows_sum = 0, rows_max = 0;
+  for (std::int64_t r = 0; r < cv.oh; r += toh) {
+    const std::int64_t ri = conv_rows_in(cv, r, std::min(cv.oh, r + toh));
+    rows_sum += ri, rows_max = std::max(rows_max, ri);
+  }
+  const int copies = t.double_buffered ? 2 : 1;
+  Alloc al{budget.bank_bytes};
+  if (!x_res) al.add(cv.batch * rows_max * cv.w * tc * cv.x_elem, copies);
+  if (!w_res) al.add(tc * cv.kh * cv.kw * tn * cv.w_elem, copies);
+  if (bias_bytes) al.add(tn * out_elem, copies);
+  for (std::size_t e = 0; e < extras.size(); ++e) al.add(cv.batch * toh * cv.ow * tn * out_elem, copies);
+  al.add(cv.batch * toh * cv.ow * tn * acc, copies);
+  if (al.bytes() > budget.bytes) return c;
+  const Reuse ru = reuse(t.order, nm, nn, nk);
+  c.feasible = true, c.shape = t, c.sram_bytes = al.bytes();
+  // Every input row block once per sweep (halo rows included), as often as the loop order reloads it.
+  if (!x_res && cv.x >= 0) add_bytes(c.dma, operand(cv.x), G * cv.batch * rows_sum * cv.w * cin * cv.x_elem * ru.a), c.load_transfers += G * ru.a * nm * nk;
+  if (!w_res && cv.weight >= 0) add_bytes(c.dma, operand(cv.weight), w_bytes * ru.b), c.load_transfers += G * ru.b * nn * nk;
+  if (bias_bytes) add_bytes(c.dma, operand(cv.bias), bias_bytes), c.load_transfers += G * nn;
+  for (int i : extras) add_bytes(c.dma, operand(i), operand(i).bytes), c.load_transfers += G * nm * nn;
+  if (t.order == Order::knm && nk > 1) {
+    c.dma.spills = 2 * (nk - 1) * cv.batch * cv.oh * cv.ow * cv.cout * acc;
+    c.load_transfers += G * (nk - 1) * nm * nn, c.store_transfers += G * (nk - 1) * nm * nn;
+  }
+  c.dma.activations_out = out_res ? 0 : w.output_bytes();
+  if (!out_res) c.store_transfers += G * nm * nn;
+  c.tiles = G * nm * nn * nk;
+  std::int64_t ksum = 0;  // over input-channel blocks: ceil(block * kh * kw / R)
+  for (std::int64_t ch = 0; ch < cin; ch += tc) ksum += ceil_div(std::min(tc, cin - ch) * cv.kh * cv.kw, R);
+  c.mac_cycles = G * (cv.batch * cv.oh * cv.ow * ksum * sum_ceil(cout, tn, C) + nm * nn * nk * (R + C));
+  c.vector_cycles = w.vector.total(d.transcendental_ops) / d.vector_elements_per_cycle(out_elem);
+  c.tiling = "toh=" + std::to_string(toh) + " tcin=" + std::to_string(tc) + " tcout=" + std::to_string(tn) + " " + order_name(t.order) +
+             (t.double_buffered ? ", double-buffered" : ", single-buffered");
+  return c;
+}
+
+inline TilePlan plan_conv(const Workload& w, const Description& d, DType dt, Budget budget, const Residency& res = {}) {
+  using namespace tiling_detail;
+  TilePlan best;
+  const ConvWork& cv = w.conv;
+  if (cv.groups <= 0) return best;
   for (Order o : {Order::nmk, Order::mnk, Order::knm})
     for (std::int64_t toh : candidates(cv.oh, 1))
-      for (std::int64_t tn : candidates(cout, 8))
-        for (std::int64_t tc : candidates(cin, 8)) {
-          std::int64_t ksum = 0;  // sum over input-channel blocks of ceil(block * kh * kw / R)
-          for (std::int64_t ch = 0; ch < cin; ch += tc) ksum += ceil_div(std::min(tc, cin - ch) * cv.kh * cv.kw, R);
-          for (bool db : {true, false}) {
-            const std::int64_t nm = ceil_div(cv.oh, toh), nn = ceil_div(cout, tn), nk = ceil_div(cin, tc);
-            if (o == Order::knm && nk == 1) continue;
-            std::int64_t rows_sum = 0, rows_max = 0;
-            for (std::int64_t r = 0; r < cv.oh; r += toh) {
-              const std::int64_t ri = rows_in(r, std::min(cv.oh, r + toh));
-              rows_sum += ri, rows_max = std::max(rows_max, ri);
-            }
-            const int copies = db ? 2 : 1;
-            Alloc al{budget.bank_bytes};
-            if (!x_res) al.add(cv.batch * rows_max * cv.w * tc * cv.x_elem, copies);
-            if (!w_res) al.add(tc * cv.kh * cv.kw * tn * cv.w_elem, copies);
-            if (bias_bytes) al.add(tn * out_elem, copies);
-            for (std::size_t e = 0; e < extras.size(); ++e) al.add(cv.batch * toh * cv.ow * tn * out_elem, copies);
-            al.add(cv.batch * toh * cv.ow * tn * acc, copies);
-            if (al.bytes() > budget.bytes) continue;
-            const Reuse ru = reuse(o, nm, nn, nk);
-            c.feasible = true, c.double_buffered = db, c.sram_bytes = al.bytes();
-            c.dma = Traffic{};
-            c.load_transfers = c.store_transfers = 0;
-            // Every input row block once per sweep over the input channels (halo rows included).
-            if (!x_res && cv.x >= 0)
-              add_bytes(c.dma, w.inputs[static_cast<std::size_t>(cv.x)], G * cv.batch * rows_sum * cv.w * cin * cv.x_elem * ru.a),
-                  c.load_transfers += G * ru.a * nm * nk;
-            if (!w_res && cv.weight >= 0) add_bytes(c.dma, w.inputs[static_cast<std::size_t>(cv.weight)], w_bytes * ru.b), c.load_transfers += G * ru.b * nn * nk;
-            if (bias_bytes) add_bytes(c.dma, w.inputs[static_cast<std::size_t>(cv.bias)], bias_bytes), c.load_transfers += G * nn;
-            for (int i : extras) add_bytes(c.dma, w.inputs[static_cast<std::size_t>(i)], w.inputs[static_cast<std::size_t>(i)].bytes), c.load_transfers += G * nm * nn;
-            if (o == Order::knm) {
-              c.dma.spills = 2 * (nk - 1) * cv.batch * cv.oh * cv.ow * cv.cout * acc;
-              c.load_transfers += G * (nk - 1) * nm * nn, c.store_transfers += G * (nk - 1) * nm * nn;
-            }
-            c.dma.activations_out = out_res ? 0 : w.output_bytes();
-            if (!out_res) c.store_transfers += G * nm * nn;
-            c.tiles = G * nm * nn * nk;
-            c.mac_cycles = G * (cv.batch * cv.oh * cv.ow * ksum * sum_ceil(cout, tn, C) + nm * nn * nk * (R + C));
-            c.vector_cycles = vector_cycles;
-            c.tiling = "toh=" + std::to_string(toh) + " tcin=" + std::to_string(tc) + " tcout=" + std::to_string(tn) + " " + order_name(o) +
-                       (db ? ", double-buffered" : ", single-buffered");
-            if (better(c, best, d)) best = c;
-          }
+      for (std::int64_t tn : candidates(cv.cout / cv.groups, 8))
+        for (std::int64_t tc : candidates(cv.cin / cv.groups, 8)) {
+          if (o == Order::knm && tc >= cv.cin / cv.groups) continue;
+          for (bool db : {true, false})
+            if (TilePlan c = conv_tiling(w, d, dt, budget, res, {toh, tc, tn, o, db}); better(c, best, d)) best = std::move(c);
         }
   return best;
 }
 
 // ---- attention ----------------------------------------------------------------------------------
-inline TilePlan plan_attention(const Workload& w, const Description& d, DType dt, Budget budget, const Residency& res = {}) {
+inline TilePlan attention_tiling(const Workload& w, const Description& d, DType dt, Budget budget, const Residency& res, Tiling t) {
   using namespace tiling_detail;
   const AttentionWork& a = w.attention;
   const MacArray* arr = d.mac_array(dt);
-  TilePlan best;
-  if (!arr || a.sq <= 0 || a.skv <= 0 || a.d <= 0) return best;
-  const std::int64_t acc = accumulator_bytes(dt), R = arr->rows, C = arr->columns;
+  TilePlan c;
+  if (!arr || a.sq <= 0 || a.skv <= 0 || a.d <= 0 || t.a <= 0 || t.b <= 0) return c;
+  const std::int64_t acc = accumulator_bytes(dt), R = arr->rows, C = arr->columns, tq = t.a, tkv = t.b;
   const std::int64_t G = a.heads / a.kv_heads, rows = G * a.sq, units = a.batch * a.kv_heads;
   const bool q_res = res.input(a.q), k_res = res.input(a.k), v_res = res.input(a.v), m_res = a.mask < 0 || res.input(a.mask), out_res = res.output(0);
-  const double vector_cycles = w.vector.total(d.transcendental_ops) / d.vector_elements_per_cycle(acc);
   const std::int64_t qo_bytes = rows * a.d * a.elem, kv_bytes = a.skv * a.d * a.elem;
-  auto mask_rows = [&](std::int64_t tq) { return a.mask_heads > 1 ? tq : std::min(tq, a.sq); };
+  auto operand = [&](int i) -> const Operand& { return w.inputs[static_cast<std::size_t>(i)]; };
+  // Mask rows a query tile reads: one per query position (a mask shared by the heads), or one per row.
+  auto mask_rows = [&](std::int64_t rows_in_tile) { return a.mask_heads > 1 ? rows_in_tile : std::min(rows_in_tile, a.sq); };
 
-  TilePlan c;
-  if (!q_res) add_bytes(c.compulsory, w.inputs[static_cast<std::size_t>(a.q)], units * qo_bytes);
-  if (!k_res) add_bytes(c.compulsory, w.inputs[static_cast<std::size_t>(a.k)], units * kv_bytes);
-  if (!v_res) add_bytes(c.compulsory, w.inputs[static_cast<std::size_t>(a.v)], units * kv_bytes);
-  if (!m_res) add_bytes(c.compulsory, w.inputs[static_cast<std::size_t>(a.mask)], units * mask_rows(rows) * a.skv * a.mask_elem);
+  if (!q_res) add_bytes(c.compulsory, operand(a.q), units * qo_bytes);
+  if (!k_res) add_bytes(c.compulsory, operand(a.k), units * kv_bytes);
+  if (!v_res) add_bytes(c.compulsory, operand(a.v), units * kv_bytes);
+  if (!m_res) add_bytes(c.compulsory, operand(a.mask), units * mask_rows(rows) * a.skv * a.mask_elem);
   c.compulsory.activations_out = out_res ? 0 : w.output_bytes();
 
-  for (std::int64_t tq : candidates(rows))
+  const std::int64_t nq = ceil_div(rows, tq), nkv = ceil_div(a.skv, tkv);
+  const int copies = t.double_buffered ? 2 : 1;
+  Alloc al{budget.bank_bytes};
+  if (!q_res) al.add(tq * a.d * a.elem, copies);
+  if (!k_res) al.add(tkv * a.d * a.elem, copies);
+  if (!v_res) al.add(tkv * a.d * a.elem, copies);
+  if (!m_res) al.add(mask_rows(tq) * tkv * a.mask_elem, copies);
+  al.add(tq * a.d * acc, copies);  // the output accumulator
+  al.add(tq * tkv * acc);          // the tile's scores
+  al.add(tq * 2 * acc);            // running max and sum per row
+  if (al.bytes() > budget.bytes) return c;
+  // K and V stay on chip across query tiles only when one tile holds the whole sequence.
+  const std::int64_t kv_loads = nkv == 1 ? 1 : nq;
+  c.feasible = true, c.shape = t, c.sram_bytes = al.bytes();
+  if (!q_res) add_bytes(c.dma, operand(a.q), units * qo_bytes), c.load_transfers += units * nq;
+  if (!k_res) add_bytes(c.dma, operand(a.k), units * kv_bytes * kv_loads), c.load_transfers += units * kv_loads * nkv;
+  if (!v_res) add_bytes(c.dma, operand(a.v), units * kv_bytes * kv_loads), c.load_transfers += units * kv_loads * nkv;
+  if (!m_res) {
+    std::int64_t mrows = 0;
+    for (std::int64_t r = 0; r < rows; r += tq) mrows += mask_rows(std::min(tq, rows - r));
+    add_bytes(c.dma, operand(a.mask), units * mrows * a.skv * a.mask_elem), c.load_transfers += units * nq * nkv;
+  }
+  c.dma.activations_out = out_res ? 0 : w.output_bytes();
+  if (!out_res) c.store_transfers += units * nq;
+  c.tiles = units * nq * nkv;
+  c.mac_cycles = units * (rows * (ceil_div(a.d, R) * sum_ceil(a.skv, tkv, C) + ceil_div(a.d, C) * sum_ceil(a.skv, tkv, R)) + nq * nkv * 2 * (R + C));
+  c.vector_cycles = w.vector.total(d.transcendental_ops) / d.vector_elements_per_cycle(acc);
+  c.tiling = "tq=" + std::to_string(tq) + " tkv=" + std::to_string(tkv) + " (" + std::to_string(G) + " heads per KV head)" +
+             (t.double_buffered ? ", double-buffered" : ", single-buffered");
+  return c;
+}
+
+inline TilePlan plan_attention(const Workload& w, const Description& d, DType dt, Budget budget, const Residency& res = {}) {
+  using namespace tiling_detail;
+  TilePlan best;
+  const AttentionWork& a = w.attention;
+  if (a.kv_heads <= 0) return best;
+  for (std::int64_t tq : candidates(a.heads / a.kv_heads * a.sq))
     for (std::int64_t tkv : candidates(a.skv))
-      for (bool db : {true, false}) {
-        const std::int64_t nq = ceil_div(rows, tq), nkv = ceil_div(a.skv, tkv);
-        const int copies = db ? 2 : 1;
-        Alloc al{budget.bank_bytes};
-        if (!q_res) al.add(tq * a.d * a.elem, copies);
-        if (!k_res) al.add(tkv * a.d * a.elem, copies);
-        if (!v_res) al.add(tkv * a.d * a.elem, copies);
-        if (!m_res) al.add(mask_rows(tq) * tkv * a.mask_elem, copies);
-        al.add(tq * a.d * acc, copies);  // the output accumulator
-        al.add(tq * tkv * acc);          // scores of the tile
-        al.add(tq * 2 * acc);            // running max and sum per row
-        if (al.bytes() > budget.bytes) continue;
-        // K and V stay on chip across query tiles only when one tile holds the whole sequence.
-        const std::int64_t kv_loads = nkv == 1 ? 1 : nq;
-        c.feasible = true, c.double_buffered = db, c.sram_bytes = al.bytes();
-        c.dma = Traffic{};
-        c.load_transfers = c.store_transfers = 0;
-        if (!q_res) add_bytes(c.dma, w.inputs[static_cast<std::size_t>(a.q)], units * qo_bytes), c.load_transfers += units * nq;
-        if (!k_res) add_bytes(c.dma, w.inputs[static_cast<std::size_t>(a.k)], units * kv_bytes * kv_loads), c.load_transfers += units * kv_loads * nkv;
-        if (!v_res) add_bytes(c.dma, w.inputs[static_cast<std::size_t>(a.v)], units * kv_bytes * kv_loads), c.load_transfers += units * kv_loads * nkv;
-        if (!m_res) {
-          std::int64_t mrows = 0;
-          for (std::int64_t r = 0; r < rows; r += tq) mrows += mask_rows(std::min(tq, rows - r));
-          add_bytes(c.dma, w.inputs[static_cast<std::size_t>(a.mask)], units * mrows * a.skv * a.mask_elem), c.load_transfers += units * nq * nkv;
-        }
-        c.dma.activations_out = out_res ? 0 : w.output_bytes();
-        if (!out_res) c.store_transfers += units * nq;
-        c.tiles = units * nq * nkv;
-        c.mac_cycles = units * (rows * (ceil_div(a.d, R) * sum_ceil(a.skv, tkv, C) + ceil_div(a.d, C) * sum_ceil(a.skv, tkv, R)) + nq * nkv * 2 * (R + C));
-        c.vector_cycles = vector_cycles;
-        c.tiling = "tq=" + std::to_string(tq) + " tkv=" + std::to_string(tkv) + " (" + std::to_string(G) + " heads per KV head)" +
-                   (db ? ", double-buffered" : ", single-buffered");
-        if (better(c, best, d)) best = c;
-      }
+      for (bool db : {true, false})
+        if (TilePlan c = attention_tiling(w, d, dt, budget, res, {tq, tkv, 0, Order::nmk, db}); better(c, best, d)) best = std::move(c);
   return best;
 }
 
 // ---- vector -------------------------------------------------------------------------------------
-inline TilePlan plan_vector(const Workload& w, const Description& d, DType dt, Budget budget, const Residency& res = {}) {
+inline TilePlan vector_tiling(const Workload& w, const Description& d, DType dt, Budget budget, const Residency& res, Tiling t) {
   using namespace tiling_detail;
-  TilePlan best;
-  if (!d.supports(dt)) return best;
-  const std::int64_t E = std::max<std::int64_t>(w.elements, 1);
+  TilePlan c;
+  const std::int64_t E = std::max<std::int64_t>(w.elements, 1), passes = t.b, te = t.a;
+  if (!d.supports(dt) || te <= 0 || passes < 1 || passes > 2) return c;
   // Streamed operands spread their bytes over the elements; smaller (broadcast) ones are loaded once.
   double in_per_elem = 0, out_per_elem = 0;
   std::int64_t broadcast = 0, streamed_in = 0, streamed_out = 0, streamed_bytes = 0;
-  Traffic once;
   for (int i = 0; i < static_cast<int>(w.inputs.size()); ++i) {
     const Operand& o = w.inputs[static_cast<std::size_t>(i)];
     if (o.bytes == 0 || res.input(i)) continue;
-    add_bytes(once, o, o.bytes);
+    add_bytes(c.compulsory, o, o.bytes);
     if (o.elements < E && w.gathers == 0) broadcast += o.bytes;
     else in_per_elem += static_cast<double>(o.bytes) / static_cast<double>(E), ++streamed_in, streamed_bytes += o.bytes;
   }
   for (int i = 0; i < static_cast<int>(w.outputs.size()); ++i) {
     const Operand& o = w.outputs[static_cast<std::size_t>(i)];
     if (o.bytes == 0 || res.output(i)) continue;
-    once.activations_out += o.bytes;
+    c.compulsory.activations_out += o.bytes;
     out_per_elem += static_cast<double>(o.bytes) / static_cast<double>(E), ++streamed_out;
   }
-  const std::int64_t row = w.row_elements > 0 ? std::min(w.row_elements, E) : 1;
-  const double vector_cycles = w.vector.total(d.transcendental_ops) / d.vector_elements_per_cycle(static_cast<std::int64_t>(dtype_size(dt)));
+  // A kernel that reduces over rows needs whole rows per tile, or a second pass (statistics,
+  // then the normalised values) that streams the input again.
+  const std::int64_t row = w.row_elements > 1 ? std::min(w.row_elements, E) : 1;
+  if ((passes == 1 && te % row != 0 && te != E) || (passes == 2 && (row == 1 || te >= row))) return c;
+  const int copies = t.double_buffered ? 2 : 1;
+  Alloc al{budget.bank_bytes};
+  al.add(broadcast);
+  al.add(static_cast<std::int64_t>(std::ceil(static_cast<double>(te) * in_per_elem)), copies);
+  al.add(static_cast<std::int64_t>(std::ceil(static_cast<double>(te) * out_per_elem)), copies);
+  if (al.bytes() > budget.bytes) return c;
+  const std::int64_t T = ceil_div(E, te);
+  c.feasible = true, c.shape = t, c.sram_bytes = al.bytes();
+  c.dma = c.compulsory;
+  if (passes == 2) c.dma.activations_in += streamed_bytes;
+  // One transfer per tile and operand; a gathered (scattered) row is a transfer of its own.
+  c.load_transfers = passes * T * streamed_in + (broadcast ? 1 : 0) + std::max<std::int64_t>(w.gathers - T, 0);
+  c.store_transfers = T * streamed_out + std::max<std::int64_t>(w.scatters - T, 0);
+  c.tiles = passes * T;
+  c.vector_cycles = w.vector.total(d.transcendental_ops) / d.vector_elements_per_cycle(static_cast<std::int64_t>(dtype_size(dt)));
+  c.tiling = std::to_string(te) + " elements per tile" + (passes == 2 ? ", two passes (a row does not fit)" : "") +
+             (t.double_buffered ? ", double-buffered" : ", single-buffered");
+  return c;
+}
+
+inline TilePlan plan_vector(const Workload& w, const Description& d, DType dt, Budget budget, const Residency& res = {}) {
+  TilePlan best;
+  const std::int64_t E = std::max<std::int64_t>(w.elements, 1), row = w.row_elements > 1 ? std::min(w.row_elements, E) : 1;
   std::vector<std::int64_t> sizes{E};
-  for (std::int64_t p = row; p < E; p *= 2) sizes.push_back(p);
-  if (row == 1 || w.row_elements == 0)
-    for (std::int64_t p = 256; p < E; p *= 2) sizes.push_back(p);
-  TilePlan c;
-  c.compulsory = once;
-  for (int passes : {1, 2})
-    for (std::int64_t t : sizes)
-      for (bool db : {true, false}) {
-        // A second pass (statistics, then the normalised values) lets rows larger than SRAM stream.
-        if (passes == 2 && (w.row_elements <= 1 || t >= row)) continue;
-        if (passes == 1 && w.row_elements > 1 && t < row) continue;
-        const int copies = db ? 2 : 1;
-        Alloc al{budget.bank_bytes};
-        al.add(broadcast);
-        al.add(static_cast<std::int64_t>(std::ceil(static_cast<double>(t) * in_per_elem)), copies);
-        al.add(static_cast<std::int64_t>(std::ceil(static_cast<double>(t) * out_per_elem)), copies);
-        if (al.bytes() > budget.bytes) continue;
-        const std::int64_t T = ceil_div(E, t);
-        c.feasible = true, c.double_buffered = db, c.sram_bytes = al.bytes();
-        c.dma = once;
-        if (passes == 2) c.dma.activations_in += streamed_bytes;  // the streamed inputs read twice
-        // One transfer per tile and operand; a gathered (scattered) row is a transfer of its own.
-        c.load_transfers = passes * T * streamed_in + (broadcast ? 1 : 0) + std::max<std::int64_t>(w.gathers - T, 0);
-        c.store_transfers = T * streamed_out + std::max<std::int64_t>(w.scatters - T, 0);
-        c.tiles = passes * T;
-        c.mac_cycles = 0;
-        c.vector_cycles = vector_cycles;
-        c.tiling = std::to_string(t) + " elements per tile" + (passes == 2 ? ", two passes (a row does not fit)" : "") +
-                   (db ? ", double-buffered" : ", single-buffered");
-        if (better(c, best, d)) best = c;
-      }
+  for (std::int64_t p = row; p < E; p *= 2) sizes.push_back(p);             // whole rows
+  for (std::int64_t p = 256; p < std::max(row, E); p *= 2) sizes.push_back(p);  // chunks (rows of a second pass)
+  for (std::int64_t passes : {1, 2})
+    for (std::int64_t te : sizes)
+      for (bool db : {true, false})
+        if (TilePlan c = vector_tiling(w, d, dt, budget, res, {te, passes, 0, Order::nmk, db}); tiling_detail::better(c, best, d)) best = std::move(c);
   return best;
 }
 
