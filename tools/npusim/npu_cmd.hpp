@@ -109,9 +109,11 @@ inline void print_npu_summary(const NpuChoice& c, const npu::Estimate& e, FILE* 
   std::fprintf(out, "%s", npu::totals_text(e).c_str());
 }
 
-// `explain --npu`: every kernel the NPU leaves to its host, and why.
+// `explain --npu`: the longest kernels with their estimates, and every kernel the NPU leaves to
+// its host, and why.
 inline void print_npu_explain(const NpuChoice& c, const npu::Estimate& e) {
   print_npu_summary(c, e);
+  std::printf("longest kernels:\n%s", npu::top_kernels(e, 10).c_str());
   int n = 0;
   for (const auto& k : e.kernels)
     if (k.placement == npu::Placement::host)

@@ -46,8 +46,8 @@ struct SchemaReader {
   }
   // Refuses keys the schema does not have (a misspelt field would otherwise be ignored).
   void only(const ir::json& obj, const std::string& path, std::initializer_list<const char*> keys) const {
-    for (const auto& [k, v] : obj.items()) {
-      (void)v;
+    for (auto it = obj.begin(); it != obj.end(); ++it) {
+      const std::string& k = it.key();
       if (std::none_of(keys.begin(), keys.end(), [&](const char* x) { return k == x; })) {
         std::string list;
         for (const char* x : keys) list += (list.empty() ? "" : ", ") + std::string(x);

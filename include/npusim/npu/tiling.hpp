@@ -97,10 +97,14 @@ namespace tiling_detail {
 
 inline std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return b > 0 ? (a + b - 1) / b : 0; }
 
-// Candidate tile sizes for a dimension: the whole of it, and powers of two from `lo` below it.
-inline std::vector<std::int64_t> candidates(std::int64_t dim, std::int64_t lo = 16) {
+// Candidate tile sizes for a dimension: the whole of it, powers of two from `lo` below it, and
+// power-of-two multiples of the MAC array's side `unit` along it (no padding loss when the array
+// side is not a power of two).
+inline std::vector<std::int64_t> candidates(std::int64_t dim, std::int64_t lo = 16, std::int64_t unit = 0) {
   std::vector<std::int64_t> c{std::max<std::int64_t>(dim, 1)};
   for (std::int64_t p = lo; p < dim; p *= 2) c.push_back(p);
+  if (unit > 0 && (unit & (unit - 1)) != 0)
+    for (std::int64_t p = unit; p < dim; p *= 2) c.push_back(p);
   return c;
 }
 
@@ -207,10 +211,12 @@ inline TilePlan plan_gemm(const Workload& w, const Description& d, DType dt, Bud
   using namespace tiling_detail;
   TilePlan best;
   const GemmWork& g = w.gemm;
+  const MacArray* arr = d.mac_array(dt);
+  if (!arr) return best;
   for (Order o : {Order::nmk, Order::mnk, Order::knm})
     for (std::int64_t tm : candidates(g.m))
-      for (std::int64_t tn : candidates(g.n))
-        for (std::int64_t tk : candidates(g.k)) {
+      for (std::int64_t tn : candidates(g.n, 16, arr->columns))
+        for (std::int64_t tk : candidates(g.k, 16, arr->rows)) {
           if (o == Order::knm && tk >= g.k) continue;  // the same as n-m-k
           for (bool db : {true, false})
             if (TilePlan c = gemm_tiling(w, d, dt, budget, res, {tm, tk, tn, o, db}); better(c, best, d)) best = std::move(c);
@@ -289,10 +295,11 @@ inline TilePlan plan_conv(const Workload& w, const Description& d, DType dt, Bud
   using namespace tiling_detail;
   TilePlan best;
   const ConvWork& cv = w.conv;
-  if (cv.groups <= 0) return best;
+  const MacArray* arr = d.mac_array(dt);
+  if (cv.groups <= 0 || !arr) return best;
   for (Order o : {Order::nmk, Order::mnk, Order::knm})
     for (std::int64_t toh : candidates(cv.oh, 1))
-      for (std::int64_t tn : candidates(cv.cout / cv.groups, 8))
+      for (std::int64_t tn : candidates(cv.cout / cv.groups, 8, arr->columns))
         for (std::int64_t tc : candidates(cv.cin / cv.groups, 8)) {
           if (o == Order::knm && tc >= cv.cin / cv.groups) continue;
           for (bool db : {true, false})
@@ -358,9 +365,10 @@ inline TilePlan plan_attention(const Workload& w, const Description& d, DType dt
   using namespace tiling_detail;
   TilePlan best;
   const AttentionWork& a = w.attention;
-  if (a.kv_heads <= 0) return best;
+  const MacArray* arr = d.mac_array(dt);
+  if (a.kv_heads <= 0 || !arr) return best;
   for (std::int64_t tq : candidates(a.heads / a.kv_heads * a.sq))
-    for (std::int64_t tkv : candidates(a.skv))
+    for (std::int64_t tkv : candidates(a.skv, 16, arr->columns))
       for (bool db : {true, false})
         if (TilePlan c = attention_tiling(w, d, dt, budget, res, {tq, tkv, 0, Order::nmk, db}); better(c, best, d)) best = std::move(c);
   return best;
