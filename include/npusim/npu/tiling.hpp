@@ -148,6 +148,76 @@ inline bool better(const TilePlan& a, const TilePlan& b, const Description& d) {
 
 inline void add_bytes(Traffic& t, const Operand& o, std::int64_t bytes) { (o.weight ? t.weights : t.activations_in) += bytes; }
 
+// A GEMM-shaped loop nest over output rows (m), output columns (n) and the reduction (k),
+// repeated `units` times (batches, groups), and what it moves: A (index m, k) and B (index k, n)
+// as often as the loop order reloads them, the bias and any other input (a residual) once, the
+// partial sums k-n-m spills, and the output once. The GEMM and the convolution differ only in
+// what one sweep over A costs (the convolution's input tiles carry halo rows).
+struct Nest {
+  std::int64_t units = 1, nm = 1, nn = 1, nk = 1;
+  Order order = Order::nmk;
+  int a = -1, b = -1, bias = -1;           // operand indices
+  std::int64_t a_once = 0, a_sweep = 0;    // bytes of A read once / in one sweep of the nest, all units
+  std::int64_t b_once = 0;                 // bytes of B, all units
+  std::int64_t outputs = 0, acc = 4;       // output elements (all units) and accumulator bytes
+};
+
+// The inputs a nest reads besides A, B and the bias, and does not find on chip.
+inline std::vector<int> extra_inputs(const Workload& w, const Residency& res, const Nest& n) {
+  std::vector<int> extras;
+  for (int i = 0; i < static_cast<int>(w.inputs.size()); ++i)
+    if (i != n.a && i != n.b && i != n.bias && w.inputs[static_cast<std::size_t>(i)].bytes > 0 && !res.input(i)) extras.push_back(i);
+  return extras;
+}
+
+inline void nest_traffic(TilePlan& c, const Workload& w, const Residency& res, const Nest& n) {
+  auto operand = [&](int i) -> const Operand& { return w.inputs[static_cast<std::size_t>(i)]; };
+  const bool a_moves = n.a >= 0 && !res.input(n.a), b_moves = n.b >= 0 && !res.input(n.b), bias_moves = n.bias >= 0 && !res.input(n.bias);
+  const bool out_moves = !res.output(0);
+  const std::vector<int> extras = extra_inputs(w, res, n);
+  const Reuse ru = reuse(n.order, n.nm, n.nn, n.nk);
+  c.compulsory = c.dma = Traffic{};
+  c.load_transfers = c.store_transfers = 0;
+  if (a_moves) add_bytes(c.compulsory, operand(n.a), n.a_once), add_bytes(c.dma, operand(n.a), n.a_sweep * ru.a), c.load_transfers += n.units * ru.a * n.nm * n.nk;
+  if (b_moves) add_bytes(c.compulsory, operand(n.b), n.b_once), add_bytes(c.dma, operand(n.b), n.b_once * ru.b), c.load_transfers += n.units * ru.b * n.nn * n.nk;
+  if (bias_moves) {
+    add_bytes(c.compulsory, operand(n.bias), operand(n.bias).bytes), add_bytes(c.dma, operand(n.bias), operand(n.bias).bytes);
+    c.load_transfers += n.units * n.nn;
+  }
+  for (int i : extras) {
+    add_bytes(c.compulsory, operand(i), operand(i).bytes), add_bytes(c.dma, operand(i), operand(i).bytes);
+    c.load_transfers += n.units * n.nm * n.nn;
+  }
+  if (n.order == Order::knm && n.nk > 1) {
+    c.dma.spills = 2 * (n.nk - 1) * n.outputs * n.acc;
+    c.load_transfers += n.units * (n.nk - 1) * n.nm * n.nn, c.store_transfers += n.units * (n.nk - 1) * n.nm * n.nn;
+  }
+  c.compulsory.activations_out = c.dma.activations_out = out_moves ? w.output_bytes() : 0;
+  if (out_moves) c.store_transfers += n.units * n.nm * n.nn;
+  c.tiles = n.units * n.nm * n.nn * n.nk;
+}
+
+// The best tiling of a nest over candidate sizes for m (a), k (b) and n (c), every loop order and
+// both bufferings; `tiling(t)` evaluates one (k-n-m with one k tile is n-m-k, so it is skipped).
+template <class F>
+TilePlan search_nest(const Description& d, const std::vector<std::int64_t>& as, const std::vector<std::int64_t>& bs, std::int64_t b_full,
+                     const std::vector<std::int64_t>& cs, F&& tiling) {
+  TilePlan best;
+  for (Order o : {Order::nmk, Order::mnk, Order::knm})
+    for (std::int64_t a : as)
+      for (std::int64_t c : cs)
+        for (std::int64_t b : bs) {
+          if (o == Order::knm && b >= b_full) continue;
+          for (bool db : {true, false})
+            if (TilePlan p = tiling(Tiling{a, b, c, o, db}); better(p, best, d)) best = std::move(p);
+        }
+  return best;
+}
+
+inline std::string nest_name(const std::string& tiles, const Tiling& t) {
+  return tiles + " " + order_name(t.order) + (t.double_buffered ? ", double-buffered" : ", single-buffered");
+}
+
 }  // namespace tiling_detail
 
 // Working SRAM for one kernel: `bytes`, allocated in banks of `bank_bytes`.
@@ -164,64 +234,31 @@ inline TilePlan gemm_tiling(const Workload& w, const Description& d, DType dt, B
   TilePlan c;
   if (!arr || g.m <= 0 || g.k <= 0 || g.n <= 0 || t.a <= 0 || t.b <= 0 || t.c <= 0) return c;
   const std::int64_t acc = accumulator_bytes(dt), R = arr->rows, C = arr->columns, tm = t.a, tk = t.b, tn = t.c;
-  const bool a_res = res.input(g.a), b_res = res.input(g.b), out_res = res.output(0);
-  // Inputs other than A, B and bias: read once per output tile (a residual, a gate).
-  std::vector<int> extras;
-  for (int i = 0; i < static_cast<int>(w.inputs.size()); ++i)
-    if (i != g.a && i != g.b && i != g.bias && w.inputs[static_cast<std::size_t>(i)].bytes > 0 && !res.input(i)) extras.push_back(i);
-  const std::int64_t bias_bytes = g.bias >= 0 && !res.input(g.bias) ? w.inputs[static_cast<std::size_t>(g.bias)].bytes : 0;
-  auto operand = [&](int i) -> const Operand& { return w.inputs[static_cast<std::size_t>(i)]; };
-
-  if (!a_res && g.a >= 0) add_bytes(c.compulsory, operand(g.a), g.batch * g.m * g.k * g.a_elem);
-  if (!b_res && g.b >= 0) add_bytes(c.compulsory, operand(g.b), g.batch * g.k * g.n * g.b_elem);
-  if (bias_bytes) add_bytes(c.compulsory, operand(g.bias), bias_bytes);
-  for (int i : extras) add_bytes(c.compulsory, operand(i), operand(i).bytes);
-  c.compulsory.activations_out = out_res ? 0 : w.output_bytes();
-
-  const std::int64_t nm = ceil_div(g.m, tm), nn = ceil_div(g.n, tn), nk = ceil_div(g.k, tk);
+  Nest n{g.batch, ceil_div(g.m, tm), ceil_div(g.n, tn), ceil_div(g.k, tk), t.order, g.a, g.b, g.bias};
+  n.a_once = n.a_sweep = g.batch * g.m * g.k * g.a_elem, n.b_once = g.batch * g.k * g.n * g.b_elem, n.outputs = g.batch * g.m * g.n, n.acc = acc;
   const int copies = t.double_buffered ? 2 : 1;
   Alloc al{budget.bank_bytes};
-  if (!a_res) al.add(tm * tk * g.a_elem, copies);
-  if (!b_res) al.add(tk * tn * g.b_elem, copies);
-  if (bias_bytes) al.add(tn * g.c_elem, copies);
-  for (std::size_t e = 0; e < extras.size(); ++e) al.add(tm * tn * g.c_elem, copies);
+  if (!res.input(g.a)) al.add(tm * tk * g.a_elem, copies);
+  if (!res.input(g.b)) al.add(tk * tn * g.b_elem, copies);
+  if (g.bias >= 0 && !res.input(g.bias)) al.add(tn * g.c_elem, copies);
+  for (std::size_t e = 0; e < extra_inputs(w, res, n).size(); ++e) al.add(tm * tn * g.c_elem, copies);
   al.add(tm * tn * acc, copies);
   if (al.bytes() > budget.bytes) return c;
-  const Reuse ru = reuse(t.order, nm, nn, nk);
   c.feasible = true, c.shape = t, c.sram_bytes = al.bytes();
-  if (!a_res && g.a >= 0) add_bytes(c.dma, operand(g.a), g.batch * g.m * g.k * g.a_elem * ru.a), c.load_transfers += g.batch * ru.a * nm * nk;
-  if (!b_res && g.b >= 0) add_bytes(c.dma, operand(g.b), g.batch * g.k * g.n * g.b_elem * ru.b), c.load_transfers += g.batch * ru.b * nn * nk;
-  if (bias_bytes) add_bytes(c.dma, operand(g.bias), bias_bytes), c.load_transfers += nn;
-  for (int i : extras) add_bytes(c.dma, operand(i), operand(i).bytes), c.load_transfers += g.batch * nm * nn;
-  if (t.order == Order::knm && nk > 1) {
-    c.dma.spills = g.batch * 2 * (nk - 1) * g.m * g.n * acc;
-    c.load_transfers += g.batch * (nk - 1) * nm * nn, c.store_transfers += g.batch * (nk - 1) * nm * nn;
-  }
-  c.dma.activations_out = out_res ? 0 : w.output_bytes();
-  if (!out_res) c.store_transfers += g.batch * nm * nn;
-  c.tiles = g.batch * nm * nn * nk;
-  c.mac_cycles = g.batch * (g.m * sum_ceil(g.k, tk, R) * sum_ceil(g.n, tn, C) + nm * nn * nk * (R + C));
+  nest_traffic(c, w, res, n);
+  c.mac_cycles = g.batch * (g.m * sum_ceil(g.k, tk, R) * sum_ceil(g.n, tn, C) + n.nm * n.nn * n.nk * (R + C));
   c.vector_cycles = w.vector.total(d.transcendental_ops) / d.vector_elements_per_cycle(g.c_elem);
-  c.tiling = "tm=" + std::to_string(tm) + " tk=" + std::to_string(tk) + " tn=" + std::to_string(tn) + " " + order_name(t.order) +
-             (t.double_buffered ? ", double-buffered" : ", single-buffered");
+  c.tiling = nest_name("tm=" + std::to_string(tm) + " tk=" + std::to_string(tk) + " tn=" + std::to_string(tn), t);
   return c;
 }
 
 inline TilePlan plan_gemm(const Workload& w, const Description& d, DType dt, Budget budget, const Residency& res = {}) {
   using namespace tiling_detail;
-  TilePlan best;
   const GemmWork& g = w.gemm;
   const MacArray* arr = d.mac_array(dt);
-  if (!arr) return best;
-  for (Order o : {Order::nmk, Order::mnk, Order::knm})
-    for (std::int64_t tm : candidates(g.m))
-      for (std::int64_t tn : candidates(g.n, 16, arr->columns))
-        for (std::int64_t tk : candidates(g.k, 16, arr->rows)) {
-          if (o == Order::knm && tk >= g.k) continue;  // the same as n-m-k
-          for (bool db : {true, false})
-            if (TilePlan c = gemm_tiling(w, d, dt, budget, res, {tm, tk, tn, o, db}); better(c, best, d)) best = std::move(c);
-        }
-  return best;
+  if (!arr) return {};
+  return search_nest(d, candidates(g.m), candidates(g.k, 16, arr->rows), g.k, candidates(g.n, 16, arr->columns),
+                     [&](Tiling t) { return gemm_tiling(w, d, dt, budget, res, t); });
 }
 
 // ---- convolution --------------------------------------------------------------------------------
@@ -239,73 +276,40 @@ inline TilePlan conv_tiling(const Workload& w, const Description& d, DType dt, B
   if (!arr || cv.groups <= 0 || cv.oh <= 0 || cv.ow <= 0 || t.a <= 0 || t.b <= 0 || t.c <= 0) return c;
   const std::int64_t acc = accumulator_bytes(dt), R = arr->rows, C = arr->columns;
   const std::int64_t cin = cv.cin / cv.groups, cout = cv.cout / cv.groups, G = cv.groups, toh = t.a, tc = t.b, tn = t.c;
-  const bool x_res = res.input(cv.x), w_res = res.input(cv.weight), out_res = res.output(0);
-  const std::int64_t bias_bytes = cv.bias >= 0 && !res.input(cv.bias) ? w.inputs[static_cast<std::size_t>(cv.bias)].bytes : 0;
-  std::vector<int> extras;
-  for (int i = 0; i < static_cast<int>(w.inputs.size()); ++i)
-    if (i != cv.x && i != cv.weight && i != cv.bias && w.inputs[static_cast<std::size_t>(i)].bytes > 0 && !res.input(i)) extras.push_back(i);
-  auto operand = [&](int i) -> const Operand& { return w.inputs[static_cast<std::size_t>(i)]; };
   const std::int64_t out_elem = w.outputs.empty() || w.outputs[0].elements == 0 ? cv.x_elem : w.outputs[0].bytes / w.outputs[0].elements;
-  const std::int64_t x_bytes = cv.batch * cv.h * cv.w * cv.cin * cv.x_elem, w_bytes = cv.cout * cin * cv.kh * cv.kw * cv.w_elem;
-
-  if (!x_res && cv.x >= 0) add_bytes(c.compulsory, operand(cv.x), x_bytes);
-  if (!w_res && cv.weight >= 0) add_bytes(c.compulsory, operand(cv.weight), w_bytes);
-  if (bias_bytes) add_bytes(c.compulsory, operand(cv.bias), bias_bytes);
-  for (int i : extras) add_bytes(c.compulsory, operand(i), operand(i).bytes);
-  c.compulsory.activations_out = out_res ? 0 : w.output_bytes();
-
-  const std::int64_t nm = ceil_div(cv.oh, toh), nn = ceil_div(cout, tn), nk = ceil_div(cin, tc);
-  std::int64_t rows_sum = 0, rows_max = 0;
+  Nest n{G, ceil_div(cv.oh, toh), ceil_div(cout, tn), ceil_div(cin, tc), t.order, cv.x, cv.weight, cv.bias};
+  std::int64_t rows_sum = 0, rows_max = 0;  // input rows the output-row blocks read (halo included)
   for (std::int64_t r = 0; r < cv.oh; r += toh) {
     const std::int64_t ri = conv_rows_in(cv, r, std::min(cv.oh, r + toh));
     rows_sum += ri, rows_max = std::max(rows_max, ri);
   }
+  n.a_once = cv.batch * cv.h * cv.w * cv.cin * cv.x_elem, n.a_sweep = G * cv.batch * rows_sum * cv.w * cin * cv.x_elem;
+  n.b_once = cv.cout * cin * cv.kh * cv.kw * cv.w_elem, n.outputs = cv.batch * cv.oh * cv.ow * cv.cout, n.acc = acc;
   const int copies = t.double_buffered ? 2 : 1;
   Alloc al{budget.bank_bytes};
-  if (!x_res) al.add(cv.batch * rows_max * cv.w * tc * cv.x_elem, copies);
-  if (!w_res) al.add(tc * cv.kh * cv.kw * tn * cv.w_elem, copies);
-  if (bias_bytes) al.add(tn * out_elem, copies);
-  for (std::size_t e = 0; e < extras.size(); ++e) al.add(cv.batch * toh * cv.ow * tn * out_elem, copies);
+  if (!res.input(cv.x)) al.add(cv.batch * rows_max * cv.w * tc * cv.x_elem, copies);
+  if (!res.input(cv.weight)) al.add(tc * cv.kh * cv.kw * tn * cv.w_elem, copies);
+  if (cv.bias >= 0 && !res.input(cv.bias)) al.add(tn * out_elem, copies);
+  for (std::size_t e = 0; e < extra_inputs(w, res, n).size(); ++e) al.add(cv.batch * toh * cv.ow * tn * out_elem, copies);
   al.add(cv.batch * toh * cv.ow * tn * acc, copies);
   if (al.bytes() > budget.bytes) return c;
-  const Reuse ru = reuse(t.order, nm, nn, nk);
   c.feasible = true, c.shape = t, c.sram_bytes = al.bytes();
-  // Every input row block once per sweep (halo rows included), as often as the loop order reloads it.
-  if (!x_res && cv.x >= 0) add_bytes(c.dma, operand(cv.x), G * cv.batch * rows_sum * cv.w * cin * cv.x_elem * ru.a), c.load_transfers += G * ru.a * nm * nk;
-  if (!w_res && cv.weight >= 0) add_bytes(c.dma, operand(cv.weight), w_bytes * ru.b), c.load_transfers += G * ru.b * nn * nk;
-  if (bias_bytes) add_bytes(c.dma, operand(cv.bias), bias_bytes), c.load_transfers += G * nn;
-  for (int i : extras) add_bytes(c.dma, operand(i), operand(i).bytes), c.load_transfers += G * nm * nn;
-  if (t.order == Order::knm && nk > 1) {
-    c.dma.spills = 2 * (nk - 1) * cv.batch * cv.oh * cv.ow * cv.cout * acc;
-    c.load_transfers += G * (nk - 1) * nm * nn, c.store_transfers += G * (nk - 1) * nm * nn;
-  }
-  c.dma.activations_out = out_res ? 0 : w.output_bytes();
-  if (!out_res) c.store_transfers += G * nm * nn;
-  c.tiles = G * nm * nn * nk;
+  nest_traffic(c, w, res, n);
   std::int64_t ksum = 0;  // over input-channel blocks: ceil(block * kh * kw / R)
   for (std::int64_t ch = 0; ch < cin; ch += tc) ksum += ceil_div(std::min(tc, cin - ch) * cv.kh * cv.kw, R);
-  c.mac_cycles = G * (cv.batch * cv.oh * cv.ow * ksum * sum_ceil(cout, tn, C) + nm * nn * nk * (R + C));
+  c.mac_cycles = G * (cv.batch * cv.oh * cv.ow * ksum * sum_ceil(cout, tn, C) + n.nm * n.nn * n.nk * (R + C));
   c.vector_cycles = w.vector.total(d.transcendental_ops) / d.vector_elements_per_cycle(out_elem);
-  c.tiling = "toh=" + std::to_string(toh) + " tcin=" + std::to_string(tc) + " tcout=" + std::to_string(tn) + " " + order_name(t.order) +
-             (t.double_buffered ? ", double-buffered" : ", single-buffered");
+  c.tiling = nest_name("toh=" + std::to_string(toh) + " tcin=" + std::to_string(tc) + " tcout=" + std::to_string(tn), t);
   return c;
 }
 
 inline TilePlan plan_conv(const Workload& w, const Description& d, DType dt, Budget budget, const Residency& res = {}) {
   using namespace tiling_detail;
-  TilePlan best;
   const ConvWork& cv = w.conv;
   const MacArray* arr = d.mac_array(dt);
-  if (cv.groups <= 0 || !arr) return best;
-  for (Order o : {Order::nmk, Order::mnk, Order::knm})
-    for (std::int64_t toh : candidates(cv.oh, 1))
-      for (std::int64_t tn : candidates(cv.cout / cv.groups, 8, arr->columns))
-        for (std::int64_t tc : candidates(cv.cin / cv.groups, 8)) {
-          if (o == Order::knm && tc >= cv.cin / cv.groups) continue;
-          for (bool db : {true, false})
-            if (TilePlan c = conv_tiling(w, d, dt, budget, res, {toh, tc, tn, o, db}); better(c, best, d)) best = std::move(c);
-        }
-  return best;
+  if (cv.groups <= 0 || !arr) return {};
+  return search_nest(d, candidates(cv.oh, 1), candidates(cv.cin / cv.groups, 8), cv.cin / cv.groups, candidates(cv.cout / cv.groups, 8, arr->columns),
+                     [&](Tiling t) { return conv_tiling(w, d, dt, budget, res, t); });
 }
 
 // ---- attention ----------------------------------------------------------------------------------
