@@ -82,13 +82,14 @@ struct SchemaReader {
     if (!std::isfinite(v) || v < lo || (open && v == lo)) fail(join(path, key), open ? "must be positive" : "must not be negative", expected, found_of(j));
     return v;
   }
-  std::int64_t integer(const ir::json& parent, const std::string& path, const char* key, std::int64_t lo) const {
+  std::int64_t integer(const ir::json& parent, const std::string& path, const char* key, std::int64_t lo, std::int64_t hi = std::int64_t{1} << 50) const {
     const ir::json& j = field(parent, path, key);
-    const std::string expected = "an integer >= " + std::to_string(lo);
+    const std::string expected = "an integer in [" + std::to_string(lo) + ", " + std::to_string(hi) + "]";
     if (!j.is_number_integer() || (j.is_number_unsigned() && j.get<std::uint64_t>() > static_cast<std::uint64_t>(INT64_MAX)))
       fail(join(path, key), "must be an integer", expected, found_of(j));
     const std::int64_t v = j.get<std::int64_t>();
     if (v < lo) fail(join(path, key), lo > 0 ? "must be positive" : "must not be negative", expected, found_of(j));
+    if (v > hi) fail(join(path, key), "too large", expected, found_of(j));
     return v;
   }
   DType dtype(const ir::json& j, const std::string& path) const {
@@ -132,12 +133,12 @@ inline Description parse_description(std::string_view text, const std::string& f
     if (!d.supports(t)) r.fail(path, "the MAC array computes in a dtype that \"dtypes\" does not list", "one of the dtypes listed", "\"" + k + "\"");
     if (!v.is_object()) r.fail(path, "must be an object", "{\"rows\": R, \"columns\": C}", detail::SchemaReader::found_of(v));
     r.only(v, path, {"rows", "columns"});
-    d.mac_arrays.push_back({t, {r.integer(v, path, "rows", 1), r.integer(v, path, "columns", 1)}});
+    d.mac_arrays.push_back({t, {r.integer(v, path, "rows", 1, 1 << 16), r.integer(v, path, "columns", 1, 1 << 16)}});
   }
 
   const ir::json& vec = r.object(j, "", "vector");
   r.only(vec, "vector", {"width_bytes", "transcendental_ops"});
-  d.vector_width_bytes = r.integer(vec, "vector", "width_bytes", 1);
+  d.vector_width_bytes = r.integer(vec, "vector", "width_bytes", 1, 1 << 20);
   if (vec.contains("transcendental_ops")) d.transcendental_ops = r.number(vec, "vector", "transcendental_ops", 1, false);
 
   const ir::json& sram = r.object(j, "", "sram");

@@ -6,6 +6,7 @@
 // Description-independent: the tiler (npu/tiling.hpp) turns a workload into tiles, bytes and cycles.
 #pragma once
 
+#include <initializer_list>
 #include <numeric>
 
 #include "npusim/fusion/kernel.hpp"
@@ -94,7 +95,20 @@ inline std::int64_t element_bytes(DType t, DType estimate) {
   return static_cast<std::int64_t>(dtype_size(is_floating(t) ? estimate : t));
 }
 
+// Estimates count MACs, bytes and cycles in int64: a kernel past 2^52 MACs (a hostile or
+// absurd program) is refused rather than overflowing.
+inline constexpr std::int64_t max_kernel_macs = std::int64_t{1} << 52;
+
 namespace detail {
+
+inline std::int64_t checked_macs(std::initializer_list<std::int64_t> dims, const ir::Graph& g, const Kernel& k) {
+  std::int64_t p = 1;
+  for (std::int64_t x : dims)
+    if (x < 0 || __builtin_mul_overflow(p, x, &p) || p > max_kernel_macs)
+      throw Error(ErrorCode::resource, "kernel too large for an NPU estimate",
+                  {.file = g.source, .node = g.nodes.at(static_cast<std::size_t>(k.nodes.back())).name, .expected = "at most 2^52 MACs"});
+  return p;
+}
 
 inline std::int64_t tensor_bytes(const ir::TensorInfo& t, DType estimate) { return numel(t.shape) * element_bytes(t.dtype, estimate); }
 
@@ -193,7 +207,7 @@ inline Workload analyze_kernel(const ir::Graph& g, const Kernel& k, DType estima
       a.mask_elem = element_bytes(m.dtype, estimate);
       a.mask_heads = m.shape.size() == 4 ? std::max<std::int64_t>(m.shape[1], 1) : 1;
     }
-    w.macs = 2 * a.batch * a.heads * a.sq * a.skv * a.d;
+    w.macs = detail::checked_macs({2, a.batch, a.heads, a.sq, a.skv, a.d}, g, k);
     if (sdpa >= 0) {  // the op itself: scale, mask, softmax per score
       const double scores = static_cast<double>(a.batch * a.heads * a.sq * a.skv);
       w.vector += VectorOps{6 * scores, scores};
@@ -210,7 +224,7 @@ inline Workload analyze_kernel(const ir::Graph& g, const Kernel& k, DType estima
     c.sh = at.stride[0], c.sw = at.stride[1], c.ph = at.padding[0], c.pw = at.padding[1], c.dh = at.dilation[0], c.dw = at.dilation[1];
     c.x_elem = element_bytes(g.tensor(n.inputs[0]).dtype, estimate), c.w_elem = element_bytes(g.tensor(n.inputs[1]).dtype, estimate);
     c.x = input_index(n.inputs[0]), c.weight = input_index(n.inputs[1]), c.bias = n.inputs.size() > 2 ? input_index(n.inputs[2]) : -1;
-    w.macs = c.batch * c.oh * c.ow * c.cout * (c.cin / c.groups) * c.kh * c.kw;
+    w.macs = detail::checked_macs({c.batch, c.oh, c.ow, c.cout, c.groups > 0 ? c.cin / c.groups : 0, c.kh, c.kw}, g, k);
     return w;
   }
   if (mm >= 0) {
@@ -242,7 +256,7 @@ inline Workload analyze_kernel(const ir::Graph& g, const Kernel& k, DType estima
       m.k = s.k, m.n = s.n;
       if (id == "addmm") m.bias = input_index(n.inputs[0]);
     }
-    w.macs = m.batch * m.m * m.k * m.n;
+    w.macs = detail::checked_macs({m.batch, m.m, m.k, m.n}, g, k);
     return w;
   }
 

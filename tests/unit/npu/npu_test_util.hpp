@@ -4,6 +4,7 @@
 
 #include "npusim/npu/cost_model.hpp"
 #include "npusim/npu/description_json.hpp"
+#include "npusim/npu/record.hpp"
 
 namespace npusim::test {
 

@@ -70,6 +70,7 @@ TEST(NpuDescription, SchemaErrorsNameFieldExpectedAndFound) {
   expect_field_error(edited("\"clock_mhz\"", "\"clock_mhzz\""), "clock_mhzz", {"unknown field"});
   expect_field_error(edited("\"clock_mhz\": 1000", "\"clock_mhz\": \"fast\""), "clock_mhz", {"must be a number", "found \"fast\""});
   expect_field_error(edited("\"i8\": {\"rows\": 64, \"columns\": 64}", "\"i8\": {\"rows\": 64, \"columns\": 0}"), "mac_array.i8.columns", {"must be positive"});
+  expect_field_error(edited("\"i8\": {\"rows\": 64,", "\"i8\": {\"rows\": 1000000000,"), "mac_array.i8.rows", {"too large", "[1, 65536]"});
   expect_field_error(edited("\"dtypes\": [\"i8\", ", "\"dtypes\": ["), "mac_array.i8", {"does not list"});
   expect_field_error(edited("\"weight_cache_bytes\": 0", "\"weight_cache_bytes\": 67108864"), "sram.weight_cache_bytes", {"leaves no working memory"});
   expect_field_error(edited("\"schema\": \"npusim-npu-1\"", "\"schema\": \"npusim-npu-9\""), "schema", {"unknown schema"});
