@@ -1,8 +1,8 @@
 // Umbrella header: everything a user of the library needs, from one include.
 //   core, IR reader, op registry, weights (safetensors, synth, Hugging Face directories), the
-//   compiler (passes, fusion, partitioning, planning, .npubin), Pipeline<Target, DType>, the
-//   runtime helpers (exported model folders, tensor files, images, LLM generation), and every
-//   target this build has:
+//   compiler (passes, fusion, partitioning, planning, .npubin), the NPU cost model (npu/),
+//   Pipeline<Target, DType>, the runtime helpers (exported model folders, tensor files, images,
+//   LLM generation), and every target this build has:
 //   ReferenceTarget and CpuTarget always, OpenCLTarget when the program links npusim::opencl
 //   (which defines NPUSIM_WITH_OPENCL).
 // Finer-grained headers stay available for programs that want less to compile.
@@ -14,6 +14,10 @@
 #include "npusim/core/tensor.hpp"
 #include "npusim/cpu.hpp"
 #include "npusim/ir/reader.hpp"
+#include "npusim/npu/record.hpp"
+#include "npusim/npu/report.hpp"
+#include "npusim/npu/roofline_svg.hpp"
+#include "npusim/npu/trace.hpp"
 #include "npusim/ops/registry.hpp"
 #include "npusim/pipeline.hpp"
 #include "npusim/program/compiler.hpp"

@@ -13,6 +13,7 @@
 
 #include "npusim/core/dtype.hpp"
 #include "npusim/ir/reader.hpp"
+#include "npusim/npu/record.hpp"
 #include "npusim/program/compiler.hpp"
 #include "npusim/program/npubin_weights.hpp"
 #include "npusim/runtime/program_runner.hpp"
@@ -59,6 +60,12 @@ class Pipeline {
     return program::save(*program_, npubin_path, &embed, o);
   }
   const program::CompiledProgram& program() const { return *program_; }
+
+  // What the compiled program would cost on an NPU (docs/npu-simulation.md): per kernel and in
+  // total; shapes and dtypes only, no weights needed. The operand dtype defaults to the program's.
+  npu::Estimate estimate(const npu::Description& d, npu::EstimateOptions o = {}) const { return npu::estimate(*program_, d, o); }
+  // Keeps the description with the program, so that save() stores it in the .npubin.
+  void attach_npu(const npu::Description& d, std::optional<DType> dt = std::nullopt) { npu::attach(*program_, d, dt.value_or(program_->compute)); }
   // The weights the loaded .npubin carries; null when it has none (or the pipeline compiled an IR).
   const weights::WeightSource* embedded_weights() const { return embedded_.get(); }
 

@@ -1,4 +1,4 @@
-// npusim command line: compile, inspect, explain, run fixture cases, drive LLM generation.
+// npusim command line: compile, inspect, explain, run fixture cases, drive LLM generation, simulate an NPU.
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
@@ -17,6 +17,7 @@
 #include "npusim/runtime/generate.hpp"
 #include "npusim/runtime/text_generate.hpp"
 #include "bench_cmd.hpp"
+#include "npu_cmd.hpp"
 #include "ops_doc.hpp"
 #include "targets.hpp"
 #include "text_prompt.hpp"
@@ -114,6 +115,7 @@ struct ProfileArgs {
   int runs = 10;
   std::string trace;  // Chrome/Perfetto trace JSON path
   int time_runs = 0;  // --time N: latency of N more runs (after the checked one, which warms up)
+  cli::NpuArgs npu;   // --npu / --npu-dtype: the NPU estimate next to the measured times
 };
 
 // Median and minimum wall time of `runs` runs (inputs prepared once, outside the timing).
@@ -145,6 +147,8 @@ void profile_runs(Prepared& p, std::span<const Tensor> inputs, const ProfileArgs
     prof.write_trace(a.trace);
     std::printf("trace: %s (open in https://ui.perfetto.dev)\n", a.trace.c_str());
   }
+  const program::CompiledProgram& prog = p.plan->program();
+  if (auto c = cli::npu_choice(a.npu, prog, prog.source)) cli::print_npu_vs_measured(*c, cli::estimate_for(*c, prog), prof, a.runs, prog.target);
 }
 
 struct RunArgs {
@@ -153,8 +157,10 @@ struct RunArgs {
   cli::InputArgs inputs;
 };
 
-int cmd_run(const RunArgs& a, cli::TargetChoice tc, const ProfileArgs& prof) {
+int cmd_run(const RunArgs& a, cli::TargetChoice tc, ProfileArgs prof) {
+  cli::load_npu(prof.npu);
   cli::Model m = cli::open_model(a.model, a.weights);
+  cli::check_npu_dtype_alone(prof.npu, m.compiled() && m.program->npu, a.model);
   cli::adopt_program_target(tc, m);
   cli::validate(tc);
   // Inputs and expected values before compiling: bad ones are refused before any work.
@@ -440,8 +446,10 @@ int cmd_generate(const GenerateArgs& a, const cli::TargetChoice& tc) {
   return ok ? 0 : 1;
 }
 
-int cmd_compile(const std::string& model, const std::string& out, const cli::TargetChoice& tc, bool verify, bool embed, const std::string& weights) {
+int cmd_compile(const std::string& model, const std::string& out, const cli::TargetChoice& tc, bool verify, bool embed, const std::string& weights,
+                cli::NpuArgs npu_args) {
   cli::validate(tc);
+  cli::load_npu(npu_args);
   if (cli::is_npubin_path(model)) throw Error(ErrorCode::attr, "compile takes an IR (a case directory or an IR .json file), not a .npubin", {.file = model});
   if (!embed && weights != "auto")
     throw Error(ErrorCode::attr, "--weights applies with --embed-weights only (a .npubin without weights takes them when run)", {.found = "--weights " + weights});
@@ -453,22 +461,38 @@ int cmd_compile(const std::string& model, const std::string& out, const cli::Tar
   program::CompileOptions o = cli::compile_options(tc);
   o.verify = verify;
   program::CompiledProgram p = program::compile(c.graph, cli::target_info(tc), o);
+  std::optional<cli::NpuChoice> npu = cli::npu_choice(npu_args, p, model);
+  if (npu) npu::attach(p, npu->description, npu->dtype);
   program::save(p, out, embed ? c.weights.get() : nullptr);
   print_compile_summary(p, seconds_since(t0));
+  if (npu) cli::print_npu_summary(*npu, cli::estimate_for(*npu, p));
   std::printf("wrote %s (%s%s)\n", out.c_str(), program::human_bytes(static_cast<std::int64_t>(fs::file_size(out))).c_str(),
               embed ? ", weights embedded" : ", no weights: run it with --weights");
   return 0;
 }
 
-int cmd_inspect(const std::string& path, bool json, bool buffers, bool no_kernels) {
+int cmd_inspect(const std::string& path, bool json, bool buffers, bool no_kernels, cli::NpuArgs npu_args) {
+  cli::load_npu(npu_args);
   program::CompiledProgram p = program::load(path);
   const program::EmbeddedWeightsInfo w = program::embedded_info(path);
+  const std::optional<cli::NpuChoice> npu = cli::npu_choice(npu_args, p, path);
+  std::optional<npu::Estimate> est;
+  if (npu) est = cli::estimate_for(*npu, p);
   if (json) {
-    std::printf("%s\n", program::inspect_json(p, w).c_str());
+    ir::json j = ir::json::parse(program::inspect_json(p, w));
+    if (est) j["npu_estimate"] = npu::estimate_json(*est, npu->description);
+    std::printf("%s\n", j.dump(1).c_str());
   } else {
     program::InspectOptions o;
     o.buffers = buffers, o.kernels = !no_kernels, o.embedded = w;
+    if (est)
+      o.kernel_note = [&](std::size_t pi, std::size_t ki) {
+        const npu::KernelEstimate* k = npu::find_kernel(*est, static_cast<std::int32_t>(pi), static_cast<std::int32_t>(ki));
+        return k && k->placement != npu::Placement::free ? "npu estimate: " + npu::kernel_brief(*k) + (k->placement == npu::Placement::npu ? "; " + k->tiling : "")
+                                                          : std::string();
+      };
     std::printf("%s", program::inspect_text(p, o).c_str());
+    if (est) std::printf("\n"), cli::print_npu_summary(*npu, *est);
   }
   return 0;
 }
@@ -495,8 +519,9 @@ void print_implementations(const program::CompiledProgram& p, const cli::TargetC
   }
 }
 
-int cmd_explain(const std::string& ir_path, const cli::TargetChoice& tc, bool kernels) {
+int cmd_explain(const std::string& ir_path, const cli::TargetChoice& tc, bool kernels, cli::NpuArgs npu_args) {
   cli::validate(tc);
+  cli::load_npu(npu_args);
   ir::Graph g = runtime::ModelDir::open(ir_path, "none").graph;
   program::CompiledProgram p = cli::compile(tc, g);
   std::printf("%s on %s (%s): %lld IR nodes, %lld after passes, %zu partition(s)\n", ir_path.c_str(), p.target.c_str(),
@@ -547,6 +572,7 @@ int cmd_explain(const std::string& ir_path, const cli::TargetChoice& tc, bool ke
     if (x.from >= 0 && x.to >= 0)
       std::printf("  transfer %-28s partition %d -> %d  %s\n", x.tensor.c_str(), x.from, x.to, program::human_bytes(x.bytes).c_str());
   if (kernels) print_implementations(p, tc);
+  if (auto c = cli::npu_choice(npu_args, p, ir_path)) cli::print_npu_explain(*c, cli::estimate_for(*c, p));
   return 0;
 }
 
@@ -639,6 +665,8 @@ int main(int argc, char** argv) {
   run->add_option("--runs", prof.runs, "runs to profile (default 10)")->check(CLI::Range(1, 1000000))->needs(run_profile);
   run->add_option("--trace", prof.trace, "with --profile: write a Chrome/Perfetto trace JSON here")->needs(run_profile);
   run->add_option("--time", prof.time_runs, "time N more runs: median/min/max wall latency")->check(CLI::Range(1, 1000000));
+  run->add_option("--npu", prof.npu.npu, cli::npu_help("with --profile: the NPU whose estimate to print next to the measured times"))->needs(run_profile);
+  run->add_option("--npu-dtype", prof.npu.dtype, "with --profile: the NPU estimate's operand dtype (f32, f16, bf16, i16, i8)")->needs(run_profile);
   add_target(run, true);
 
   GenerateArgs ga;
@@ -690,6 +718,10 @@ int main(int argc, char** argv) {
   comp->add_flag("--verify", c_verify, "re-check every node after each pass");
   comp->add_flag("--embed-weights", c_embed, "store the weights in the .npubin (aligned, mmap'able, checksummed): it then runs on its own");
   comp->add_option("--weights", c_weights, "with --embed-weights: the weights to embed (default: those beside the IR)");
+  cli::NpuArgs c_npu;
+  auto* c_npu_opt = comp->add_option("--npu", c_npu.npu, cli::npu_help("estimate every kernel on this NPU and store the description in the .npubin"));
+  comp->add_option("--npu-dtype", c_npu.dtype, "with --npu: the estimate's operand dtype (default: the compute dtype if the NPU has it, else its first)")
+      ->needs(c_npu_opt);
   add_target(comp, false);
 
   std::string i_path;
@@ -699,13 +731,34 @@ int main(int argc, char** argv) {
   auto* i_json_flag = insp->add_flag("--json", i_json, "machine-readable JSON");
   insp->add_flag("--buffers", i_buffers, "list every stored tensor with its arena offset and lifetime")->excludes(i_json_flag);
   insp->add_flag("--no-kernels", i_no_kernels, "omit the kernel list")->excludes(i_json_flag);
+  cli::NpuArgs i_npu;
+  insp->add_option("--npu", i_npu.npu, cli::npu_help("show every kernel's estimate on this NPU (default: the one the program was compiled against)"));
+  insp->add_option("--npu-dtype", i_npu.dtype, "the NPU estimate's operand dtype (f32, f16, bf16, i16, i8)");
 
   std::string e_ir;
   bool e_kernels = false;
   auto* expl = app.add_subcommand("explain", "list every node that falls back to the reference target, and why");
   expl->add_option("model", e_ir, "case directory or torch_ir JSON file")->required();
   expl->add_flag("--kernels", e_kernels, "also print the implementation each kernel runs and why the better candidates declined");
+  cli::NpuArgs e_npu;
+  auto* e_npu_opt = expl->add_option("--npu", e_npu.npu, cli::npu_help("also list the kernels this NPU leaves to its host, and why"));
+  expl->add_option("--npu-dtype", e_npu.dtype, "with --npu: the estimate's operand dtype (f32, f16, bf16, i16, i8)")->needs(e_npu_opt);
   add_target(expl, false);
+
+  cli::SimulateArgs sa;
+  cli::TargetChoice s_tc;
+  auto* sim = app.add_subcommand("simulate", "estimate a model on an NPU: latency, DRAM traffic, SRAM peak, MAC utilisation; roofline SVG, Perfetto trace");
+  sim->add_option("model", sa.model, "case directory, IR .json file or .npubin (weights are not needed)")->required();
+  sim->add_option("--npu", sa.npu, cli::npu_help("the NPU"))->required();
+  sim->add_option("--dtype", sa.dtype, "operand dtype on the NPU: f32, f16, bf16, i16, i8 (default: the description's first)");
+  sim->add_option("--svg", sa.svg, "write a roofline of the kernels here (SVG)");
+  sim->add_option("--trace", sa.trace, "write the simulated timeline here (Chrome/Perfetto JSON: DMA, compute and host lanes)");
+  sim->add_option("--json", sa.json, "write the estimate here (JSON: totals and every kernel)");
+  auto* s_top = sim->add_option("--top", sa.top, "list the N longest kernels (default 10)")->check(CLI::Range(0, 1000000));
+  sim->add_flag("--kernels", sa.kernels, "list every kernel")->excludes(s_top);
+  sim->add_option_function<std::string>("--target", [&](const std::string& t) { s_tc.target = t, s_tc.target_given = true; },
+                                        "target whose compiler prepares the program (its fusion decides the kernels; default cpu)")
+      ->check(CLI::IsMember(cli::target_names()));
 
   bool o_markdown = false;
   std::string o_out;
@@ -751,9 +804,10 @@ int main(int argc, char** argv) {
     if (threads > 0) set_threads(threads);
     if (*run) return cmd_run(ra, tc, prof);
     if (*gen) return cmd_generate(ga, tc);
-    if (*comp) return cmd_compile(c_ir, c_out, tc, c_verify, c_embed, c_weights);
-    if (*insp) return cmd_inspect(i_path, i_json, i_buffers, i_no_kernels);
-    if (*expl) return cmd_explain(e_ir, tc, e_kernels);
+    if (*comp) return cmd_compile(c_ir, c_out, tc, c_verify, c_embed, c_weights, c_npu);
+    if (*insp) return cmd_inspect(i_path, i_json, i_buffers, i_no_kernels, i_npu);
+    if (*expl) return cmd_explain(e_ir, tc, e_kernels, e_npu);
+    if (*sim) return cli::cmd_simulate(sa, s_tc);
     if (*opsc) return cmd_ops(o_markdown, o_out);
     if (*bench) return cli::cmd_bench(b_dir, tc, ba, b_weights, b_inputs);
     if (*bench_llm) return cli::cmd_bench_llm(bl_prefill, bl_decode, tc, bla);

@@ -1,6 +1,7 @@
 // Human-readable and JSON views of a CompiledProgram (`npusim inspect [--json]`).
 #pragma once
 
+#include <functional>
 #include <map>
 #include <optional>
 #include <sstream>
@@ -24,6 +25,9 @@ struct InspectOptions {
   bool buffers = false;  // one line per stored tensor
   // The file's weights section (program::embedded_info); unset: not shown.
   std::optional<EmbeddedWeightsInfo> embedded;
+  // A line under each kernel (partition, kernel index -> text; empty: none): the CLI puts the
+  // NPU estimate there, which this layer does not compute.
+  std::function<std::string(std::size_t, std::size_t)> kernel_note;
 };
 
 inline std::string embedded_text(const EmbeddedWeightsInfo& w) {
@@ -84,6 +88,8 @@ inline std::string inspect_text(const CompiledProgram& p, const InspectOptions& 
         s << ") -> (";
         for (std::size_t i = 0; i < k.outputs.size(); ++i) s << (i ? ", " : "") << tname(k.outputs[i]);
         s << ")\n";
+        if (o.kernel_note)
+          if (const std::string note = o.kernel_note(pi, ki); !note.empty()) s << "        " << note << "\n";
       }
     }
     if (o.buffers) {

@@ -142,12 +142,17 @@ inline bool valid_utf8(std::string_view s) {
 struct Reader {
   std::string file;
   [[noreturn]] void fail(const std::string& what) const { throw Error(ErrorCode::parse, "malformed .npubin: " + what, {.file = file}); }
-  const msgpack::object& field(const msgpack::object& o, std::string_view key) const {
+  // An optional field: null when absent.
+  const msgpack::object* find(const msgpack::object& o, std::string_view key) const {
     if (o.type != msgpack::type::MAP) fail("expected a map around \"" + std::string(key) + "\"");
     for (std::uint32_t i = 0; i < o.via.map.size; ++i) {
       const auto& kv = o.via.map.ptr[i];
-      if (kv.key.type == msgpack::type::STR && std::string_view(kv.key.via.str.ptr, kv.key.via.str.size) == key) return kv.val;
+      if (kv.key.type == msgpack::type::STR && std::string_view(kv.key.via.str.ptr, kv.key.via.str.size) == key) return &kv.val;
     }
+    return nullptr;
+  }
+  const msgpack::object& field(const msgpack::object& o, std::string_view key) const {
+    if (const msgpack::object* v = find(o, key)) return *v;
     fail("missing field \"" + std::string(key) + "\"");
   }
   std::string str(const msgpack::object& o) const {
@@ -416,7 +421,7 @@ inline std::string serialize(const CompiledProgram& p) {
   using namespace npubin_detail;
   msgpack::sbuffer buf;
   Packer pk(buf);
-  pk.pack_map(13);
+  pk.pack_map(p.npu ? 14 : 13);
   put(pk, "format"), put(pk, "npubin");
   put(pk, "npusim_version"), put(pk, p.npusim_version);
   put(pk, "model_name"), put(pk, p.model_name);
@@ -461,6 +466,11 @@ inline std::string serialize(const CompiledProgram& p) {
   put(pk, "view_kernels"), pk.pack_int64(p.stats.view_kernels);
   put(pk, "fused_kernels"), pk.pack_int64(p.stats.fused_kernels);
   put(pk, "pass_counts"), put_attrs(pk, p.stats.pass_counts);
+  if (p.npu) {  // optional: readers that predate it ignore the key
+    put(pk, "npu"), pk.pack_map(2);
+    put(pk, "description"), put(pk, p.npu->description);
+    put(pk, "dtype"), put(pk, dtype_name(p.npu->dtype));
+  }
 
   std::string out(npubin_magic, sizeof npubin_magic);
   put_u32(out, npubin_format_version);
@@ -548,6 +558,7 @@ inline CompiledProgram npubin_detail::parse_program(std::string_view payload, st
   p.stats.view_kernels = r.i64(r.field(st, "view_kernels"));
   p.stats.fused_kernels = r.i64(r.field(st, "fused_kernels"));
   p.stats.pass_counts = r.attrs(r.field(st, "pass_counts"));
+  if (const msgpack::object* n = r.find(o, "npu")) p.npu = NpuRecord{r.str(r.field(*n, "description")), r.dtype(r.field(*n, "dtype"))};
   try {
     validate(p);
   } catch (Error& e) {

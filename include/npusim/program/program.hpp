@@ -4,6 +4,7 @@
 // weight bindings (state_dict keys) and recipes for derived weights; compile statistics.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -57,6 +58,15 @@ struct EmbeddedWeightsInfo {
   std::vector<std::string> notes;   // when written: what was not embedded, and why
 };
 
+// The NPU a program was compiled against (`npusim compile --npu`): the description as canonical
+// JSON (npu/description_json.hpp reads it; program/ does not interpret it) and the operand dtype
+// of the estimate. The estimate itself is recomputed from these and the kernels when shown.
+struct NpuRecord {
+  std::string description;
+  DType dtype = DType::f32;
+  friend bool operator==(const NpuRecord&, const NpuRecord&) = default;
+};
+
 struct CompiledProgram {
   std::string model_name;
   std::string source;          // IR file compiled
@@ -69,6 +79,7 @@ struct CompiledProgram {
   std::vector<partition::Transfer> transfers;
   std::vector<weights::Recipe> recipes;
   CompileStats stats;
+  std::optional<NpuRecord> npu;  // absent unless compiled with an NPU description
 };
 
 }  // namespace npusim::inline NPUSIM_ABI::program

@@ -24,6 +24,7 @@ struct ProfileEvent {
   double dur_us = 0;      // host wall time
   double device_us = -1;  // device execution time, when the target measures it
   int track = 0;          // trace row (partition index)
+  int kernel = -1;        // kernel index in the partition, where the executor knows it
 };
 
 class Profiler {
@@ -106,9 +107,9 @@ class Profiler {
 // Times a scope into a profiler (no-op when the profiler is null).
 class ProfileScope {
  public:
-  ProfileScope(Profiler* p, std::string name, std::string kind, std::string target, int track)
+  ProfileScope(Profiler* p, std::string name, std::string kind, std::string target, int track, int kernel = -1)
       : p_(p), start_(p ? p->now_us() : 0) {
-    if (p_) e_ = {std::move(name), std::move(kind), std::move(target), start_, 0, -1, track};
+    if (p_) e_ = {std::move(name), std::move(kind), std::move(target), start_, 0, -1, track, kernel};
   }
   ~ProfileScope() {
     if (!p_) return;

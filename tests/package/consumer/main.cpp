@@ -32,5 +32,10 @@ int main(int argc, char** argv) {
   const double e_cpu = rel_l2(cpu.run(inputs).at(0), want);
   const bool pass = e_ref < 1e-4 && e_cpu < 1e-4;
   std::printf("consumer: reference rel_l2 %.3g, cpu rel_l2 %.3g %s\n", e_ref, e_cpu, pass ? "PASS" : "FAIL");
-  return pass ? 0 : 1;
+  // The bundled NPU descriptions are installed with the headers and found by name.
+  const auto npu = npusim::npu::find_description("ideal");
+  const auto p = npusim::program::compile(m.graph, npusim::describe_target<npusim::ReferenceTarget>());
+  const auto e = npusim::npu::estimate(p, npu.description, {npusim::DType::i8});
+  std::printf("consumer: npu %s estimate %.3f us (%s)\n", e.npu.c_str(), e.latency_ns * 1e-3, npu.path.c_str());
+  return pass && e.latency_ns > 0 ? 0 : 1;
 }

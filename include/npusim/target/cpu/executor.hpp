@@ -41,7 +41,8 @@ class Executor final : public PartitionExecutor {
     auto scratch = std::make_shared<ScratchPool>();
     std::vector<bool> address_taken(g.tensors.size(), false);
     const std::vector<bool> blocked = blocked_tensors(g, part_.kernels, plan);
-    for (const Kernel& k : part_.kernels) {
+    for (std::size_t ki = 0; ki < part_.kernels.size(); ++ki) {
+      const Kernel& k = part_.kernels[ki];
       if (k.kind == "view") continue;
       Ctx c{g, k, plan,
             [this, &address_taken](ir::TensorId t) {
@@ -59,6 +60,7 @@ class Executor final : public PartitionExecutor {
           fns_.push_back(std::move(f));
           labels_.push_back(k.kind + " " + g.nodes[static_cast<std::size_t>(k.nodes.back())].name);
           kinds_.push_back(k.kind);
+          kernel_index_.push_back(static_cast<int>(ki));
           nodes_.push_back(g.nodes[static_cast<std::size_t>(k.nodes.back())].name);
         }
       } catch (Error& e) {
@@ -97,7 +99,7 @@ class Executor final : public PartitionExecutor {
         for (; i < fns_.size(); ++i) fns_[i]();
       } else {
         for (; i < fns_.size(); ++i) {
-          ProfileScope s(prof_, labels_[i], kinds_[i], "cpu", track_);
+          ProfileScope s(prof_, labels_[i], kinds_[i], "cpu", track_, kernel_index_[i]);
           fns_[i]();
         }
       }
@@ -156,6 +158,7 @@ class Executor final : public PartitionExecutor {
   std::vector<std::byte*> addr_;
   std::vector<Fn> fns_;
   std::vector<std::string> labels_, kinds_, nodes_;
+  std::vector<int> kernel_index_;  // of each bound function: its kernel in the partition
   std::vector<std::shared_ptr<void>> keep_;
   std::shared_ptr<ScratchPool> scratch_;
   Profiler* prof_ = nullptr;

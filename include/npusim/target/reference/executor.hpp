@@ -27,8 +27,8 @@ class Executor final : public PartitionExecutor {
     o.order = kernel_order(part_);
     if (is_half(ctx.program.compute))
       for (const auto& tp : part_.plan.tensors) o.round_to.push_back(tp.storage);
-    for (const Kernel& k : part_.kernels)
-      for (auto n : k.nodes) kind_[n] = k.kind;
+    for (std::size_t ki = 0; ki < part_.kernels.size(); ++ki)
+      for (auto n : part_.kernels[ki].nodes) kind_[n] = {part_.kernels[ki].kind, static_cast<int>(ki)};
     exec_ = std::make_unique<Interpreter>(part_.graph, o);
     weights::BindOptions b = ctx.bind;
     b.load_as = DType::f32;
@@ -41,7 +41,8 @@ class Executor final : public PartitionExecutor {
     return exec_->run(inputs, [&](std::size_t, const ir::Node& n) {
       double now = prof_->now_us();
       auto idx = static_cast<std::int32_t>(&n - part_.graph.nodes.data());
-      prof_->add({n.name, kind_.at(idx), part_.target, t, now - t, -1, track_});
+      const auto& [kind, kernel] = kind_.at(idx);
+      prof_->add({n.name, kind, part_.target, t, now - t, -1, track_, kernel});
       t = now;
     });
   }
@@ -50,7 +51,7 @@ class Executor final : public PartitionExecutor {
  private:
   const program::Partition& part_;
   std::unique_ptr<Interpreter> exec_;
-  std::map<std::int32_t, std::string> kind_;
+  std::map<std::int32_t, std::pair<std::string, int>> kind_;  // node -> its kernel's kind and index
   Profiler* prof_ = nullptr;
   int track_ = 0;
 };
