@@ -105,7 +105,8 @@ TEST_P(CpuConv, MatchesADoublePrecisionConvolution) {
     if (cpu::blockable(xs) && cpu::blockable(ys)) runs.push_back({DType::f32, true, true});
   }
 #endif
-  for (const auto [dt, xb, yb] : runs) {
+  for (const auto [dt_, xb, yb] : runs) {
+    const DType dt = dt_;  // captured below: clang 14 cannot capture a structured binding
     SCOPED_TRACE(std::string(dtype_name(dt)) + (xb ? " x blocked" : "") + (yb ? " y blocked" : ""));
     test::BoundKernel b;
     const ir::TensorId xt = b.add("x", xs, dt), yt = b.add("y", ys, dt);
@@ -389,7 +390,8 @@ TEST_P(CpuConvMaxPool, EqualsTheConvolutionThenTheMaxPool) {
   if (cpu::blockable(xs)) runs.push_back({DType::f32, true, false});
   if (cpu::blockable(xs) && cpu::blockable(ys)) runs.push_back({DType::f32, true, true});
 #endif
-  for (const auto [dt, xb, yb] : runs) {
+  for (const auto [dt_, xb, yb] : runs) {
+    const DType dt = dt_;  // captured below: clang 14 cannot capture a structured binding
     SCOPED_TRACE(std::string(dtype_name(dt)) + (xb ? " x blocked" : "") + (yb ? " y blocked" : ""));
     test::BoundKernel b;
     const ir::TensorId xt = b.add("x", xs, dt), mt = b.add("mid", ms, dt), yt = b.add("y", ys, dt);

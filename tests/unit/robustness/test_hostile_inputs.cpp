@@ -157,9 +157,9 @@ TEST(HostileInputs, NpubinCycleIsRejected) {
   ASSERT_GE(g.nodes.size(), 2u);
   // The first node now reads the last node's output: a cycle through the whole chain.
   g.nodes.front().inputs.at(0) = g.nodes.back().outputs.at(0);
+  const std::string first_node = "node '" + g.nodes.front().name + "'";
   NPUSIM_EXPECT_ERROR(program::deserialize(program::serialize(p), "cycle.npubin"), "npusim parse error", "cycle.npubin",
-                      "malformed .npubin: partition 0: node reads a tensor before it is produced (a cycle",
-                      ("node '" + g.nodes.front().name + "'").c_str());
+                      "malformed .npubin: partition 0: node reads a tensor before it is produced (a cycle", first_node.c_str());
 }
 
 TEST(HostileInputs, NpubinScheduleOutOfDependencyOrderIsRejected) {

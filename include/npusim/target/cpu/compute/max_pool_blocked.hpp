@@ -30,7 +30,8 @@ struct BlockedMaxPool : MaxPoolGeom {
   // (max_pool2d's rule): a NaN anywhere in the window makes the output NaN.
   template <class RowAt, class Store>
   void row(std::int64_t oh, RowAt&& row_at, Store&& store) const {
-    const auto [i0, i1] = taps(oh);
+    const auto taps_oh = taps(oh);  // not a structured binding: clang 14 cannot capture those in a lambda
+    const std::int64_t i0 = taps_oh.first, i1 = taps_oh.second;
     auto window = [&](std::int64_t ow, bool edge) {
       fbatch v(-std::numeric_limits<float>::infinity());
       fbatch::batch_bool_type nan(false);
