@@ -180,3 +180,38 @@ TEST(CpuQwenTiny, Bf16WithinTheIssueTolerances) {
     EXPECT_EQ(r.token_matches, 8);
   }
 }
+
+// A weight read through a zero-copy view (ViT's class token at batch 1: expand to its own shape,
+// then cat). The executor released the weights no kernel took the address of, and the view's
+// kernel took the view's, not the weight's: cat read freed memory (found by the npubin fuzzer
+// under ASan, seed 13). The output must hold the weight's values in its first row.
+TEST(CpuTarget, WeightReadThroughAZeroCopyViewStaysAlive) {
+  const std::string ir = R"({"model_name": "class_token_b1", "graph_inputs": [{"name": "xs", "shape": [1, 5, 16], "dtype": "float32"}],
+    "graph_outputs": [{"name": "cat", "shape": [1, 6, 16], "dtype": "float32"}],
+    "weights": [{"name": "cls", "shape": [1, 1, 16], "dtype": "float32"}], "weight_name_mapping": {"p_cls": "cls"},
+    "nodes": [
+      {"name": "expand", "op_type": "aten.expand.default", "inputs": [{"name": "p_cls", "shape": [1, 1, 16], "dtype": "float32"}],
+       "outputs": [{"name": "expand", "shape": [1, 1, 16], "dtype": "float32"}], "attrs": {"size": [1, -1, -1]}},
+      {"name": "cat", "op_type": "aten.cat.default",
+       "inputs": [{"name": "expand", "shape": [1, 1, 16], "dtype": "float32", "producer_node": "expand"},
+                  {"name": "xs", "shape": [1, 5, 16], "dtype": "float32", "producer_node": "xs"}],
+       "outputs": [{"name": "cat", "shape": [1, 6, 16], "dtype": "float32"}], "attrs": {"dim": 1}}]})";
+  const ir::Graph g = ir::read_ir_string(ir, "class_token_b1.json");
+  weights::SynthSource src(weights::SynthManifest::parse(
+      R"({"rule": "npusim-synth-v1", "tensors": {"cls": {"offset": 0.5, "scale": 0.25, "shape": [1, 1, 16], "dtype": "float32"}}})", "synth.json"));
+  program::CompiledProgram p = compile_cpu(g, DType::f32);
+  const auto& part = p.partitions.at(0);
+  const bool view_of_weight = std::any_of(part.kernels.begin(), part.kernels.end(), [&](const auto& k) { return k.kind == "view"; });
+  EXPECT_TRUE(view_of_weight) << "the expand is expected to compile to a zero-copy view of the weight";
+  auto runner = runner_for<CpuTarget>::make(p, &src);
+  Tensor xs = Tensor::empty(DType::f32, {1, 5, 16});
+  for (std::int64_t i = 0; i < xs.numel(); ++i) xs.data<float>()[i] = static_cast<float>(i);
+  const Tensor cls = src.load("cls");
+  for (int run = 0; run < 2; ++run) {
+    std::vector<Tensor> out = runner->run(std::vector<Tensor>{xs});
+    ASSERT_EQ(out.size(), 1u);
+    const float* o = out[0].data<float>();
+    for (int i = 0; i < 16; ++i) ASSERT_EQ(o[i], cls.data<float>()[i]) << "class token element " << i;
+    for (int i = 0; i < 80; ++i) ASSERT_EQ(o[16 + i], static_cast<float>(i)) << "input element " << i;
+  }
+}

@@ -117,12 +117,13 @@ void report_run(Counts& c, F&& f, const std::string& what, const std::string& by
 // ---- .npubin ----------------------------------------------------------------------------------------
 
 std::int64_t mutate_int(std::int64_t v) {
+  const auto u = static_cast<std::uint64_t>(v);  // wrapping arithmetic: the fuzzer itself has no UB
   switch (below(8)) {
     case 0: return 0;
-    case 1: return v + 1;
-    case 2: return v - 1;
-    case 3: return v * 2;
-    case 4: return -v;
+    case 1: return static_cast<std::int64_t>(u + 1);
+    case 2: return static_cast<std::int64_t>(u - 1);
+    case 3: return static_cast<std::int64_t>(u * 2);
+    case 4: return static_cast<std::int64_t>(0 - u);
     case 5: return static_cast<std::int64_t>(below(64));
     case 6: return std::int64_t{1} << below(63);
     default: return static_cast<std::int64_t>(rng());
@@ -410,8 +411,8 @@ ir::json mutate_number(const ir::json& v) {
     case 0: return 0;
     case 1: return -1;
     case 2: return 1000000000000LL;
-    case 3: return v.is_number_integer() ? ir::json(v.get<std::int64_t>() + 1) : ir::json(1);
-    case 4: return v.is_number_integer() ? ir::json(v.get<std::int64_t>() - 1) : ir::json(1);
+    case 3: return v.is_number_integer() ? ir::json(static_cast<std::int64_t>(v.get<std::uint64_t>() + 1)) : ir::json(1);
+    case 4: return v.is_number_integer() ? ir::json(static_cast<std::int64_t>(v.get<std::uint64_t>() - 1)) : ir::json(1);
     case 5: return 1.5;
     case 6: return "16";
     default: return static_cast<std::int64_t>(below(200));

@@ -20,8 +20,8 @@ inline Shape resolve_view_shape(const Ints& size, std::int64_t total) {
       infer_at = static_cast<int>(i);
     } else if (s[i] < 0) {
       throw Error(ErrorCode::attr, "negative size in view/reshape", {.found = to_string(s)});
-    } else {
-      known *= s[i];
+    } else if (__builtin_mul_overflow(known, s[i], &known)) {  // no tensor holds 2^63 elements
+      throw Error(ErrorCode::shape, "view/reshape size overflows int64", {.expected = std::to_string(total) + " elements", .found = to_string(s)});
     }
   }
   if (infer_at >= 0) {

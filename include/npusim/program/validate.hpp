@@ -6,7 +6,7 @@
 //             produced earlier (so no cycles), graph outputs produced;
 //   kernels   member nodes cover every node exactly once, in an order that respects dependencies
 //             (the reference runs nodes in kernel order);
-//   plan      stored sizes agree with shape and storage dtype, arena placements lie inside an
+//   plan      stored sizes agree with shape and storage dtype, arena placements are aligned and lie inside an
 //             arena no larger than the tensor cap, views rooted at a real buffer;
 //   program   each partition's inputs come from the caller or an earlier partition, and every
 //             program output is produced;
@@ -128,6 +128,11 @@ inline void check_plan(const Partition& p) {
     if (t.place == plan::Place::arena && (t.offset > b.arena_bytes || t.bytes > b.arena_bytes - t.offset))
       fail("tensor placed outside the arena", {.tensor = info.name, .expected = "end <= " + std::to_string(b.arena_bytes),
                                                 .found = "offset " + std::to_string(t.offset) + " + " + std::to_string(t.bytes) + " bytes"});
+    // Kernels store whole elements (and vectors) at these addresses: the planner aligns every
+    // placement to plan::arena_alignment, a program that does not is forged.
+    if (t.place == plan::Place::arena && t.offset % plan::arena_alignment != 0)
+      fail("tensor placed at an arena offset that is not " + std::to_string(plan::arena_alignment) + "-byte aligned",
+           {.tensor = info.name, .expected = "a multiple of " + std::to_string(plan::arena_alignment), .found = "offset " + std::to_string(t.offset)});
     if (t.place == plan::Place::view) {
       if (t.root < 0 || b.tensors[static_cast<std::size_t>(t.root)].place == plan::Place::view ||
           b.tensors[static_cast<std::size_t>(t.root)].bytes < t.bytes)
@@ -215,6 +220,10 @@ inline void check_semantics(const Partition& p, DType compute) {
       fail("buffer plan places a tensor where its kind cannot be", {.tensor = g.tensors[t].name,
            .expected = std::string("a place for a tensor of kind '") + ir::tensor_kind_name(kind) + "'", .found = plan::place_name(place)});
   }
+  // A result the caller reads back is stored somewhere (the executors copy it out of that place).
+  for (ir::TensorId t : g.outputs)
+    if (b.tensors.at(static_cast<std::size_t>(t)).place == plan::Place::none)
+      fail("buffer plan stores no partition output", {.tensor = g.tensor(t).name, .expected = "arena, view, input or weight", .found = "none"});
   // Float math takes float operands (the IR's own inference checks shapes and output dtypes, not
   // every operand's): convolutions, matrix products, normalisations, pooling, the softmaxes, and
   // attention's query, key and value.
@@ -240,19 +249,22 @@ inline void check_semantics(const Partition& p, DType compute) {
     if (t.kind == ir::TensorKind::constant || t.kind == ir::TensorKind::weight)
       if (auto c = g.constants.find(t.weight_key); c != g.constants.end() && c->second.shape() != t.shape)
         fail("embedded constant's shape differs from its tensor's", {.tensor = t.name, .expected = to_string(t.shape), .found = to_string(c->second.shape())});
-  // Every input or weight a node reads is one the caller or the binding provides.
+  // Every input or weight a node reads, or the partition returns, is one the caller or the binding
+  // provides.
+  const auto provided = [&](ir::TensorId t, const std::string& who, const std::string& node) {
+    const ir::TensorInfo& info = g.tensor(t);
+    const bool listed = info.kind == ir::TensorKind::input        ? std::find(g.inputs.begin(), g.inputs.end(), t) != g.inputs.end()
+                        : info.kind == ir::TensorKind::intermediate ? true
+                                                                     : std::find(g.weights.begin(), g.weights.end(), t) != g.weights.end();
+    if (!listed)
+      fail(who + " a tensor of kind '" + ir::tensor_kind_name(info.kind) + "' that is not in the graph's " +
+           (info.kind == ir::TensorKind::input ? "inputs" : "weights"), {.node = node, .tensor = info.name});
+    if ((info.kind == ir::TensorKind::weight || info.kind == ir::TensorKind::constant) && info.weight_key.empty())
+      fail(who + " a weight that names no key to load it by", {.node = node, .tensor = info.name});
+  };
   for (const ir::Node& n : g.nodes)
-    for (auto t : n.inputs) {
-      const ir::TensorInfo& info = g.tensor(t);
-      const bool listed = info.kind == ir::TensorKind::input        ? std::find(g.inputs.begin(), g.inputs.end(), t) != g.inputs.end()
-                          : info.kind == ir::TensorKind::intermediate ? true
-                                                                       : std::find(g.weights.begin(), g.weights.end(), t) != g.weights.end();
-      if (!listed)
-        fail(std::string("node reads a tensor of kind '") + ir::tensor_kind_name(info.kind) + "' that is not in the graph's " +
-             (info.kind == ir::TensorKind::input ? "inputs" : "weights"), {.node = n.name, .tensor = info.name});
-      if ((info.kind == ir::TensorKind::weight || info.kind == ir::TensorKind::constant) && info.weight_key.empty())
-        fail("node reads a weight that names no key to load it by", {.node = n.name, .tensor = info.name});
-    }
+    for (auto t : n.inputs) provided(t, "node reads", n.name);
+  for (auto t : g.outputs) provided(t, "partition returns", "");
   // Ops and shapes: the op's own inference (unknown op, bad attributes, wrong operand count or
   // output metadata are its errors, naming the node).
   for (const ir::Node& n : g.nodes) ops::check_node(g, n);

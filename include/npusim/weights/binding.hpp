@@ -151,6 +151,7 @@ inline BoundWeights bind_weights(const ir::Graph& g, const WeightSource* src, co
   std::vector<bool> used(g.tensors.size(), false);
   for (const ir::Node& n : g.nodes)
     for (auto t : n.inputs) used[static_cast<std::size_t>(t)] = true;
+  for (auto t : g.outputs) used[static_cast<std::size_t>(t)] = true;  // a weight returned as it is
 
   // Plan: which key feeds which placeholder.
   struct Item {

@@ -138,6 +138,13 @@ TEST(HostileInputs, ShapeOverflowingInt64IsAnErrorInEveryReader) {
                       "overflows int64");
 }
 
+TEST(HostileInputs, ReshapeSizeOverflowingInt64IsAnError) {
+  // Found by the npubin fuzzer under UBSan: the product of a view's known sizes overflowed.
+  const ops::Ints size = {std::int64_t{1} << 32, std::int64_t{1} << 32, 4, -1};
+  NPUSIM_EXPECT_ERROR(ops::resolve_view_shape(size, 8), "npusim shape error", "view/reshape size overflows int64");
+  NPUSIM_EXPECT_ERROR(ops::resolve_view_shape({std::int64_t{1} << 62, 4}, 8), "view/reshape size overflows int64");
+}
+
 // ---- a cycle in the graph -----------------------------------------------------------------------
 
 TEST(HostileInputs, IrCycleIsReportedAsAnOrderError) {
@@ -172,6 +179,43 @@ TEST(HostileInputs, NpubinScheduleOutOfDependencyOrderIsRejected) {
   program::CompiledProgram q = compiled("ops/silu_gate_mlp");
   q.partitions.at(0).kernels.pop_back();
   NPUSIM_EXPECT_ERROR(program::deserialize(program::serialize(q), "short.npubin"), "kernels do not cover every node");
+}
+
+TEST(HostileInputs, NpubinMisalignedArenaOffsetIsRejected) {
+  // Found by the sanitizer stage's npubin fuzzer: an offset moved by one byte made the CPU
+  // target store floats at an odd address (undefined behaviour, a fault on strict targets).
+  program::CompiledProgram p = compiled("ops/neg_silu");
+  plan::BufferPlan& b = p.partitions.at(0).plan;
+  auto arena = std::find_if(b.tensors.begin(), b.tensors.end(), [](const auto& t) { return t.place == plan::Place::arena && t.offset + 64 + t.bytes <= 1 << 20; });
+  ASSERT_NE(arena, b.tensors.end());
+  arena->offset += 1;
+  b.arena_bytes = std::max(b.arena_bytes, arena->offset + arena->bytes);
+  NPUSIM_EXPECT_ERROR(program::deserialize(program::serialize(p), "misaligned.npubin"), "misaligned.npubin",
+                      "tensor placed at an arena offset that is not 64-byte aligned", "a multiple of 64");
+}
+
+TEST(HostileInputs, NpubinOutputWithoutStorageIsRejected) {
+  // Found by the npubin fuzzer under ASan: the CPU target copied a result out of a null address.
+  program::CompiledProgram p = compiled("ops/neg_silu");
+  program::Partition& part = p.partitions.at(0);
+  const ir::TensorId out = part.graph.outputs.at(0);
+  part.plan.tensors.at(static_cast<std::size_t>(out)).place = plan::Place::none;
+  const std::string name = "tensor '" + part.graph.tensor(out).name + "'";
+  NPUSIM_EXPECT_ERROR(program::deserialize(program::serialize(p), "nowhere.npubin"), "nowhere.npubin",
+                      "buffer plan stores no partition output", name.c_str());
+}
+
+TEST(HostileInputs, NpubinReturningAWeightTheGraphDoesNotListIsRejected) {
+  // Found by the npubin fuzzer (seed 11): a weight no node reads made a partition output; the CPU
+  // target had bound only the weights its nodes read and had no address to copy it from.
+  program::CompiledProgram p = compiled("ops/relu");
+  ir::Graph& g = p.partitions.at(0).graph;
+  const ir::TensorId w = g.add_tensor({"stray", {4}, DType::f32, ir::TensorKind::weight, -1, 0, "stray"});
+  p.partitions.at(0).plan.tensors.push_back({.place = plan::Place::weight, .storage = DType::f32, .bytes = 16, .root = w});
+  g.outputs.push_back(w);  // returned, read by no node, in no list
+  const std::string name = "tensor 'stray'";
+  NPUSIM_EXPECT_ERROR(program::deserialize(program::serialize(p), "returns.npubin"), "returns.npubin",
+                      "partition returns a tensor of kind 'weight' that is not in the graph's weights", name.c_str());
 }
 
 TEST(HostileInputs, NpubinPlanOutsideTheArenaOrOfTheWrongSizeIsRejected) {
