@@ -185,29 +185,45 @@ def parse_llm(out):
 # ---------------------------------------------------------------- export
 
 
-def export_vision(mf, cases, name, dev, log):
+def exported(mf, n0, paths):
+    """Whether make_fixtures wrote every case folder without logging a failure since line n0."""
+    lines = mf.LOG[n0:]
+    ok = all(os.path.isfile(os.path.join(p, "ir.json")) for p in paths) and not any("FAILED" in ln for ln in lines)
+    return {"exported": ok, "error": None if ok else last_error(lines)}
+
+
+def export_vision(mf, cases, name, dev):
     import torchvision.models as tvm
     builder, side = VISION[name]
     kw = dict(weights=None, **VISION_KWARGS.get(name, {}))
     n0 = len(mf.LOG)
     mf.make_vision(cases, dev, name, lambda: getattr(tvm, builder)(**kw), shape=(1, 3, side, side))
-    lines = mf.LOG[n0:]
-    ok = os.path.isfile(os.path.join(cases, name, "ir.json")) and not any("FAILED" in ln for ln in lines)
-    if not ok:
-        log(f"  export {name}: FAILED")
-    return {"exported": ok, "error": None if ok else last_error(lines)}
+    return exported(mf, n0, [os.path.join(cases, name)])
 
 
-def export_llm(mf, cases, name, dev, log):
+def export_llm(mf, cases, name, dev):
     import torch
     factory, cls, half = LLM[name]
     n0 = len(mf.LOG)
     mf.make_lm(cases, dev, name, factory, cls, prefill_len=PREFILL, max_cache=MAX_CACHE, decode_steps=DECODE_STEPS,
                dtype=torch.bfloat16 if half == "bf16" else torch.float16)
-    lines = mf.LOG[n0:]
-    ok = all(os.path.isfile(os.path.join(cases, name + s, "ir.json")) for s in ("_prefill", "_decode")) and \
-        not any("FAILED" in ln for ln in lines)
-    return {"exported": ok, "error": None if ok else last_error(lines)}
+    return exported(mf, n0, [os.path.join(cases, name + s) for s in ("_prefill", "_decode")])
+
+
+# What differs between the two kinds of model: how one is exported, which case `explain` reads,
+# the half type, the command of one run, how its output is read, and the log line.
+KINDS = {
+    "vision": dict(models=VISION, export=export_vision, half=lambda name: "f16",
+                   cases=lambda root, name: [os.path.join(root, name)],
+                   command=lambda npusim, cs, t, dt: [npusim, "run", cs[0], "--target", t, "--dtype", dt] + ([] if t == "reference" else ["--time", "5"]),
+                   parse=parse_vision,
+                   summary=lambda r: f"rel_l2 {r.get('rel_l2')} top5 same set {r.get('top5_same_set')} median {r.get('median_ms')} ms"),
+    "llm": dict(models=LLM, export=export_llm, half=lambda name: LLM[name][2],
+                cases=lambda root, name: [os.path.join(root, name + "_prefill"), os.path.join(root, name + "_decode")],
+                command=lambda npusim, cs, t, dt: [npusim, "generate", cs[0], cs[1], "--check", "--target", t, "--dtype", dt],
+                parse=parse_llm,
+                summary=lambda r: f"tokens {r.get('tokens_matched')}/{r.get('tokens')} min cos {r.get('min_cos')}"),
+}
 
 
 # ---------------------------------------------------------------- main
@@ -261,74 +277,38 @@ def main():
     except Exception as e:  # recorded, and the families that need it fail with the reason
         results["versions"] = {"torch": torch.__version__, "import_error": str(e)}
 
-    for name in VISION:
-        if not want("vision", name) or over_budget():
-            continue
-        rec = results["vision"].setdefault(name, {})
-        if name in redo:
-            rec.clear()
-        if "exported" not in rec:
-            t0 = time.time()
-            rec.update(export_vision(mf, a.cases, name, dev, log))
-            rec["export_s"] = round(time.time() - t0, 1)
-            save()
-        if not rec["exported"]:
-            continue
-        case = os.path.join(a.cases, name)
-        if "explain" not in rec:
-            rec["explain"] = explain(a.npusim, case, a.timeout)
-        runs = rec.setdefault("runs", {})
-        for t in targets:
-            for dt in ("f32", "f16"):
-                key = f"{t}/{dt}"
-                if key in runs or over_budget():
-                    continue
-                cmd = [a.npusim, "run", case, "--target", t, "--dtype", dt]
-                if t != "reference":
-                    cmd += ["--time", "5"]
-                code, out, secs = run(cmd, a.timeout)
-                r = parse_vision(out)
-                r["exit"], r["wall_s"] = code, round(secs, 1)
-                if code != 0:
-                    r["error"] = first_error_line(out)
-                runs[key] = r
-                log(f"{name:22s} {key:14s} exit {code} {'PASS' if r.get('pass') else 'FAIL'} rel_l2 {r.get('rel_l2')} "
-                    f"top5 same set {r.get('top5_same_set')} median {r.get('median_ms')} ms {r.get('error', '')}")
+    for kind, k in KINDS.items():
+        for name in k["models"]:
+            if not want(kind, name) or over_budget():
+                continue
+            rec = results[kind].setdefault(name, {})
+            if name in redo:
+                rec.clear()
+            if "exported" not in rec:
+                t0 = time.time()
+                rec.update(k["export"](mf, a.cases, name, dev))
+                rec["export_s"] = round(time.time() - t0, 1)
                 save()
-
-    for name in LLM:
-        if not want("llm", name) or over_budget():
-            continue
-        rec = results["llm"].setdefault(name, {})
-        if name in redo:
-            rec.clear()
-        if "exported" not in rec:
-            t0 = time.time()
-            rec.update(export_llm(mf, a.cases, name, dev, log))
-            rec["export_s"] = round(time.time() - t0, 1)
-            save()
-        if not rec["exported"]:
-            log(f"{name}: not exported: {rec['error']}")
-            continue
-        pre, dec = os.path.join(a.cases, name + "_prefill"), os.path.join(a.cases, name + "_decode")
-        if "explain" not in rec:
-            rec["explain"] = explain(a.npusim, pre, a.timeout)
-        runs = rec.setdefault("runs", {})
-        half = LLM[name][2]
-        for t in targets:
-            for dt in ("f32", half):
-                key = f"{t}/{dt}"
-                if key in runs or over_budget():
-                    continue
-                code, out, secs = run([a.npusim, "generate", pre, dec, "--check", "--target", t, "--dtype", dt], a.timeout)
-                r = parse_llm(out)
-                r["exit"], r["wall_s"] = code, round(secs, 1)
-                if code != 0:
-                    r["error"] = first_error_line(out)
-                runs[key] = r
-                log(f"{name:22s} {key:14s} exit {code} {'PASS' if r.get('pass') else 'FAIL'} tokens {r.get('tokens_matched')}/{r.get('tokens')} "
-                    f"min cos {r.get('min_cos')} {r.get('error', '')}")
-                save()
+            if not rec["exported"]:
+                log(f"{name}: not exported: {rec['error']}")
+                continue
+            cases = k["cases"](a.cases, name)
+            if "explain" not in rec:
+                rec["explain"] = explain(a.npusim, cases[0], a.timeout)
+            runs = rec.setdefault("runs", {})
+            for t in targets:
+                for dt in ("f32", k["half"](name)):
+                    key = f"{t}/{dt}"
+                    if key in runs or over_budget():
+                        continue
+                    code, out, secs = run(k["command"](a.npusim, cases, t, dt), a.timeout)
+                    r = k["parse"](out)
+                    r["exit"], r["wall_s"] = code, round(secs, 1)
+                    if code != 0:
+                        r["error"] = first_error_line(out)
+                    runs[key] = r
+                    log(f"{name:22s} {key:14s} exit {code} {'PASS' if r.get('pass') else 'FAIL'} {k['summary'](r)} {r.get('error', '')}")
+                    save()
 
     results["wall_s_last_call"] = round(time.time() - t_start, 1)
     save()
