@@ -18,7 +18,7 @@ struct UnaryOp {
   template <class A>
   static Specs infer(const A&, InSpecs in) {
     expect_arity(in, 1, 1, Derived::id);
-    if (!Derived::integer_ok) expect_floating(in[0], std::string(Derived::id) + " input");
+    if (!Derived::integer_ok) expect_floating(in[0], Derived::id, "input");
     return {in[0]};
   }
 };

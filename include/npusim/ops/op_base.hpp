@@ -91,11 +91,22 @@ inline void expect_rank(const TensorSpec& t, std::size_t lo, std::size_t hi, std
                  .found = to_string(t.shape)});
 }
 
-inline void expect_floating(const TensorSpec& t, std::string_view what) {
-  if (!is_floating(t.dtype))
-    throw Error(ErrorCode::dtype, std::string(what) + " must be a floating-point tensor",
-                {.expected = "float32/float16/bfloat16", .found = std::string(dtype_name(t.dtype))});
+namespace detail {
+// Out of line and cold: inlined with a constant op name, GCC 13 reports a false -Warray-bounds in
+// std::string's concatenation (the op policies pass their id).
+[[noreturn, gnu::noinline, gnu::cold]] inline void throw_not_floating(DType found, std::string_view op, std::string_view role) {
+  std::string what(op);
+  if (!role.empty()) what.append(" ").append(role);
+  what.append(" must be a floating-point tensor");
+  throw Error(ErrorCode::dtype, std::move(what), {.expected = "float32/float16/bfloat16", .found = std::string(dtype_name(found))});
 }
+}  // namespace detail
+
+// `op` and `role` ("input", "output") name the tensor in the message.
+inline void expect_floating(const TensorSpec& t, std::string_view op, std::string_view role) {
+  if (!is_floating(t.dtype)) detail::throw_not_floating(t.dtype, op, role);
+}
+inline void expect_floating(const TensorSpec& t, std::string_view what) { expect_floating(t, what, {}); }
 
 // PyTorch's result_type for two tensors: category (bool < int < float) first; in a category a
 // dimensioned tensor wins over a 0-d one; otherwise the wider type (f16 with bf16 gives f32).

@@ -98,7 +98,7 @@ struct SoftmaxLike {
     expect_arity(in, 1, 1, Derived::id);
     normalize_dim(a.dim, static_cast<std::int64_t>(in[0].shape.size()));
     DType dt = a.dtype.value_or(a.half_to_float ? DType::f32 : in[0].dtype);
-    expect_floating({in[0].shape, dt}, std::string(Derived::id) + " output");
+    expect_floating({in[0].shape, dt}, Derived::id, "output");
     return {{in[0].shape, dt}};
   }
 };

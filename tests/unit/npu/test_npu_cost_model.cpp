@@ -15,10 +15,13 @@ using namespace npusim;
 
 namespace {
 
-const program::CompiledProgram& compiled(const std::string& model) {
-  static std::map<std::string, program::CompiledProgram> cache;
+// By value: GCC 13's -Wdangling-reference flags a reference returned from a call whose reference
+// parameter was bound to a temporary (compiled("resnet18")).
+const program::CompiledProgram& compiled(std::string_view model) {
+  static std::map<std::string, program::CompiledProgram, std::less<>> cache;
   auto it = cache.find(model);
-  if (it == cache.end()) it = cache.emplace(model, test::compile_reference(ir::read_ir_file(test::data("models/" + model + "/ir.json")))).first;
+  if (it == cache.end())
+    it = cache.emplace(std::string(model), test::compile_reference(ir::read_ir_file(test::data("models/" + std::string(model) + "/ir.json")))).first;
   return it->second;
 }
 
