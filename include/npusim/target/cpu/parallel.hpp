@@ -44,7 +44,7 @@ class ThreadPool {
   // started are stopped and joined, and a resource error says how many threads could be created:
   // an exception escaping with running workers would destroy the condition variable they wait on
   // (pthread_cond_destroy then blocks for ever) or a joinable std::thread (std::terminate).
-  explicit ThreadPool(int threads) : n_(std::max(1, threads)) {
+  explicit ThreadPool(int threads) : n_(std::clamp(threads, 1, static_cast<int>(width_mask))) {
     try {
       workers_.reserve(static_cast<std::size_t>(n_ - 1));
       for (int i = 1; i < n_; ++i) workers_.emplace_back([this, i] { loop(i); });
@@ -72,13 +72,8 @@ class ThreadPool {
     inside() = true;
     error_ = nullptr;
     job_ = &f;
-    active_ = n;
     pending_.store(n - 1, std::memory_order_relaxed);
-    {
-      std::lock_guard lock(m_);
-      gen_.fetch_add(1, std::memory_order_release);
-    }
-    cv_.notify_all();
+    publish(n);
     guarded(0);
     for (int spins = 0; pending_.load(std::memory_order_acquire) != 0; ++spins)
       if (spins > 2000) std::this_thread::yield();
@@ -96,13 +91,22 @@ class ThreadPool {
       if (!error_) error_ = std::current_exception();
     }
   }
-  void stop_workers() {
+  // A new region for threads [0, n): its generation and its width go out in one atomic word, so a
+  // worker decides from one load whether it takes part. (Read apart, a worker left out of one
+  // region could see the next region's width under the old generation and run the next job
+  // twice: pending_ then went negative, a hang, or reached zero early while a worker still ran
+  // the job, a use after free. Found on 16 cores; tests/unit/cpu/test_thread_pool.cpp.)
+  void publish(int n) {
     {
       std::lock_guard lock(m_);
-      stop_ = true;
-      gen_.fetch_add(1, std::memory_order_release);
+      const std::uint64_t gen = (word_.load(std::memory_order_relaxed) >> width_bits) + 1;
+      word_.store(gen << width_bits | static_cast<std::uint64_t>(n), std::memory_order_release);
     }
     cv_.notify_all();
+  }
+  void stop_workers() {
+    stop_.store(true, std::memory_order_relaxed);
+    publish(0);
     for (auto& w : workers_) w.join();
     workers_.clear();
   }
@@ -115,19 +119,20 @@ class ThreadPool {
     std::uint64_t seen = 0;
     for (;;) {
       // Spin a little (the next kernel usually follows within microseconds), then sleep.
-      std::uint64_t g = gen_.load(std::memory_order_acquire);
-      for (int spins = 0; g == seen && spins < 4000; ++spins) {
+      std::uint64_t w = word_.load(std::memory_order_acquire);
+      for (int spins = 0; w == seen && spins < 4000; ++spins) {
         NPUSIM_CPU_PAUSE();
-        g = gen_.load(std::memory_order_acquire);
+        w = word_.load(std::memory_order_acquire);
       }
-      if (g == seen) {
+      if (w == seen) {
         std::unique_lock lock(m_);
-        cv_.wait(lock, [&] { return gen_.load(std::memory_order_acquire) != seen; });
-        g = gen_.load(std::memory_order_acquire);
+        cv_.wait(lock, [&] { return word_.load(std::memory_order_acquire) != seen; });
+        w = word_.load(std::memory_order_acquire);
       }
-      seen = g;
-      if (stop_) return;
-      if (i < active_) {
+      seen = w;
+      if (stop_.load(std::memory_order_relaxed)) return;
+      // Taking part holds run() until this thread is done, so job_ stays this region's job.
+      if (static_cast<std::uint64_t>(i) < (w & width_mask)) {
         guarded(i);
         pending_.fetch_sub(1, std::memory_order_acq_rel);
       }
@@ -139,11 +144,12 @@ class ThreadPool {
   std::mutex m_, run_m_, error_m_;
   std::exception_ptr error_;
   std::condition_variable cv_;
-  std::atomic<std::uint64_t> gen_{0};
+  static constexpr int width_bits = 20;  // threads per region < 2^20; the rest counts generations
+  static constexpr std::uint64_t width_mask = (std::uint64_t{1} << width_bits) - 1;
+  std::atomic<std::uint64_t> word_{0};  // generation << width_bits | threads taking part
   std::atomic<int> pending_{0};
   const std::function<void(int)>* job_ = nullptr;
-  int active_ = 0;
-  bool stop_ = false;
+  std::atomic<bool> stop_{false};
 };
 
 inline int configured_threads() {
