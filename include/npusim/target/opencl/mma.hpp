@@ -4,10 +4,11 @@
 // which NVIDIA's compiler hands to ptxas. Before the first use a probe program is built (and
 // cached like every program) and run on a 16 x 16 x 16 product of small integers for both half
 // types and both B layouts; the path is taken only if every result is exact. Every other device
-// (PoCL, other vendors, older NVIDIA parts, a failed probe) keeps the FP32 kernels.
-// The tensor-core kernels are opt-in (NPUSIM_OPENCL_MMA=1) until they have been checked and timed
-// on a GPU (docs/opencl.md: their kernels are verified in emulation only so far); without the
-// variable a capable device says so in `npusim devices` and keeps the FP32 kernels.
+// (PoCL, other vendors, older NVIDIA parts, a probe that does not build or is inexact) keeps the
+// FP32 kernels; a probe that builds and then faults is an error (the driver is unusable after it).
+// The tensor-core kernels are opt-in (NPUSIM_OPENCL_MMA=1): they pass in emulation, but on the one
+// GPU they have met (an H100, 2026-11-26) the probe faulted (docs/opencl.md); without the variable
+// a capable device says so in `npusim devices` and keeps the FP32 kernels.
 // NPUSIM_OPENCL_MMA=0 turns the path off; NPUSIM_OPENCL_MMA=emulate runs the same kernels on any device with
 // ldmatrix and mma.sync emulated in portable OpenCL C by their documented fragment layouts (slow:
 // for testing the kernels' tiling, addressing and epilogue where there is no NVIDIA GPU, as CI
@@ -23,7 +24,17 @@
 
 namespace npusim::inline NPUSIM_ABI::ocl {
 
-// Runs the probe for one half type (code 1 f16, 2 bf16); an empty string when it is exact.
+namespace detail {
+// The probe built but failed when run: the kernel faulted. NVIDIA's driver then refuses every later
+// OpenCL call of the process (seen on an H100, driver 580.159.04: CL_OUT_OF_RESOURCES reading the
+// result, then clCreateContext failing with -9999), so there is nothing to fall back to.
+struct MmaProbeFault {
+  std::string what;
+};
+}  // namespace detail
+
+// Runs the probe for one half type (code 1 f16, 2 bf16); an empty string when it is exact. A build
+// failure throws Error; a failure once built throws detail::MmaProbeFault.
 inline std::string run_mma_probe(Device& dev, int type_code) {
   std::string src;
   src.append(cl_source::common).append("\n").append(cl_source::gemm);
@@ -38,19 +49,25 @@ inline std::string run_mma_probe(Device& dev, int type_code) {
   convert_elements(DType::f32, w.data(), dt, wh.data(), 256);
   for (int kk = 0; kk < 16; ++kk)
     for (int n = 0; n < 16; ++n) bh[static_cast<std::size_t>(kk * 16 + n)] = wh[static_cast<std::size_t>(n * 16 + kk)];  // B[k][n] = W[n][k]
-  Mem ab = dev.alloc(512, "the tensor-core probe"), wb = dev.alloc(512, "the tensor-core probe"), bb = dev.alloc(512, "the tensor-core probe"),
-      cb = dev.alloc(512 * sizeof(float), "the tensor-core probe");
-  dev.write(ab.get(), 0, 512, ah.data(), true);
-  dev.write(wb.get(), 0, 512, wh.data(), true);
-  dev.write(bb.get(), 0, 512, bh.data(), true);
   std::vector<float> c(512, std::nanf(""));
-  dev.write(cb.get(), 0, c.size() * sizeof(float), c.data(), true);
-  cl_mem args[] = {ab.get(), wb.get(), bb.get(), cb.get()};
-  for (cl_uint i = 0; i < 4; ++i) check(clSetKernelArg(k.get(), i, sizeof(cl_mem), &args[i]), "setting the tensor-core probe's arguments", dev.info().name);
-  const std::size_t g = 32;
-  check(clEnqueueNDRangeKernel(dev.queue(), k.get(), 1, nullptr, &g, &g, 0, nullptr, nullptr), "running the tensor-core probe", dev.info().name);
-  check(clEnqueueReadBuffer(dev.queue(), cb.get(), CL_TRUE, 0, c.size() * sizeof(float), c.data(), 0, nullptr, nullptr), "reading the tensor-core probe",
-        dev.info().name);
+  try {
+    Mem ab = dev.alloc(512, "the tensor-core probe"), wb = dev.alloc(512, "the tensor-core probe"), bb = dev.alloc(512, "the tensor-core probe"),
+        cb = dev.alloc(512 * sizeof(float), "the tensor-core probe");
+    dev.write(ab.get(), 0, 512, ah.data(), true);
+    dev.write(wb.get(), 0, 512, wh.data(), true);
+    dev.write(bb.get(), 0, 512, bh.data(), true);
+    dev.write(cb.get(), 0, c.size() * sizeof(float), c.data(), true);
+    cl_mem args[] = {ab.get(), wb.get(), bb.get(), cb.get()};
+    for (cl_uint i = 0; i < 4; ++i) check(clSetKernelArg(k.get(), i, sizeof(cl_mem), &args[i]), "setting the tensor-core probe's arguments", dev.info().name);
+    const std::size_t g = 32;
+    check(clEnqueueNDRangeKernel(dev.queue(), k.get(), 1, nullptr, &g, &g, 0, nullptr, nullptr), "running the tensor-core probe", dev.info().name);
+    check(clEnqueueReadBuffer(dev.queue(), cb.get(), CL_TRUE, 0, c.size() * sizeof(float), c.data(), 0, nullptr, nullptr), "reading the tensor-core probe",
+          dev.info().name);
+  } catch (const Error& e) {
+    std::string what = e.what();
+    if (auto nl = what.find('\n'); nl != std::string::npos) what.resize(nl);
+    throw detail::MmaProbeFault{std::move(what)};
+  }
   for (int way = 0; way < 2; ++way)
     for (int m = 0; m < 16; ++m)
       for (int n = 0; n < 16; ++n) {
@@ -101,6 +118,12 @@ inline const MmaSupport& mma_support(Device& dev) {
           s.why = "FP32 kernels (the tensor-core probe failed: " + bad + ")";
           return s;
         }
+    } catch (const detail::MmaProbeFault& f) {
+      throw Error(ErrorCode::runtime,
+                  "NPUSIM_OPENCL_MMA=1: the tensor-core probe built but faulted when run on " + i.name + " (" + f.what +
+                      "); after a kernel fault NVIDIA's driver refuses every later OpenCL call of this process, so there is nothing to fall back to. "
+                      "Run without NPUSIM_OPENCL_MMA=1 (the FP32 kernels; docs/opencl.md, \"Tensor cores\")",
+                  {.expected = "an exact 16 x 16 x 16 probe product", .found = "a device fault"});
     } catch (const Error& e) {
       std::string what = e.what();
       if (auto nl = what.find('\n'); nl != std::string::npos) what.resize(nl);
