@@ -4,7 +4,7 @@
 # tools/model_zoo/sweep.py for at most BUDGET seconds; cases and results stay in .cache/zoo (ignored,
 # kept while the machine is warm), so a second call goes on where the first stopped.
 # Here, once: ../shared/tools/device-prep.sh; cp ../shared/fixtures/make_fixtures.py .devdeps/;
-# the pytorch-ir package (module torch_ir, pure Python) unpacked under .devdeps/pytorch_ir/.
+# the pytorch-ir package (module torch_ir, pure Python) unpacked under .devdeps/pyir/.
 #   run: source .devdeps/device-env.sh && bash tools/model_zoo/device.sh [BUDGET] [ONLY]   carry: [".devdeps"]
 # Writes $OUT/zoo.json, $OUT/model-zoo.md (the table for docs/model-zoo.md) and $OUT/sweep.log.
 set -uo pipefail
@@ -13,7 +13,7 @@ OUT=${OUT:-/tmp/npusim-zoo}
 BUDGET=${1:-450}
 ONLY=${2:-}
 mkdir -p "$OUT" .cache/zoo
-for need in .devdeps/make_fixtures.py .devdeps/pytorch_ir/torch_ir/__init__.py; do
+for need in .devdeps/make_fixtures.py .devdeps/pyir/torch_ir/__init__.py; do
   [ -f "$need" ] || { echo "device.sh: $need is missing (see the comment at the top)" >&2; exit 2; }
 done
 export NPUSIM_OPENCL_DEVICE=${NPUSIM_OPENCL_DEVICE:-NVIDIA}
@@ -26,7 +26,7 @@ if [ ! -x build-zoo/npusim ]; then
 fi
 echo "build: $(( $(date +%s) - t0 )) s"
 left=$(( BUDGET - ($(date +%s) - t0) ))
-PYTHONPATH=.devdeps/pytorch_ir${PYTHONPATH:+:$PYTHONPATH} python3 tools/model_zoo/sweep.py --npusim build-zoo/npusim \
+PYTHONPATH=.devdeps/pyir${PYTHONPATH:+:$PYTHONPATH} python3 tools/model_zoo/sweep.py --npusim build-zoo/npusim \
   --make-fixtures .devdeps/make_fixtures.py --cases .cache/zoo --results .cache/zoo/results.json --md "$OUT/model-zoo.md" \
   --budget "$left" --timeout 120 ${ONLY:+--only "$ONLY"} 2>&1 | tee "$OUT/sweep.log"
 cp .cache/zoo/results.json "$OUT/zoo.json"
