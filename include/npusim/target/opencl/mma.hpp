@@ -6,9 +6,10 @@
 // types and both B layouts; the path is taken only if every result is exact. Every other device
 // (PoCL, other vendors, older NVIDIA parts, a probe that does not build or is inexact) keeps the
 // FP32 kernels; a probe that builds and then faults is an error (the driver is unusable after it).
-// The tensor-core kernels are opt-in (NPUSIM_OPENCL_MMA=1): they pass in emulation, but on the one
-// GPU they have met (an H100, 2026-11-26) the probe faulted (docs/opencl.md); without the variable
-// a capable device says so in `npusim devices` and keeps the FP32 kernels.
+// The tensor-core kernels are on by default where they have been validated on a GPU: compute
+// capability 9.x (an H100, 2026-11-26: probe exact, the matrix-kernel test, the 61 f16 op fixtures,
+// ResNet-18/50 top-5 and the Qwen2.5-1.5B check pass; docs/opencl.md). Other capable devices
+// (8.x) keep the FP32 kernels unless NPUSIM_OPENCL_MMA=1 and say so in `npusim devices`.
 // NPUSIM_OPENCL_MMA=0 turns the path off; NPUSIM_OPENCL_MMA=emulate runs the same kernels on any device with
 // ldmatrix and mma.sync emulated in portable OpenCL C by their documented fragment layouts (slow:
 // for testing the kernels' tiling, addressing and epilogue where there is no NVIDIA GPU, as CI
@@ -108,8 +109,9 @@ inline const MmaSupport& mma_support(Device& dev) {
       s.why = "FP32 kernels (compute capability " + cc + " < 8.0: no bf16 mma.sync)";
       return s;
     }
-    if (mode != "1") {
-      s.why = "FP32 kernels (tensor cores available, compute capability " + cc + "; opt in with NPUSIM_OPENCL_MMA=1: not yet validated on a GPU)";
+    if (mode.empty() && i.cc_major != 9) {
+      s.why = "FP32 kernels (tensor cores available, compute capability " + cc +
+              "; opt in with NPUSIM_OPENCL_MMA=1: validated on compute capability 9.x only)";
       return s;
     }
     try {
@@ -120,9 +122,9 @@ inline const MmaSupport& mma_support(Device& dev) {
         }
     } catch (const detail::MmaProbeFault& f) {
       throw Error(ErrorCode::runtime,
-                  "NPUSIM_OPENCL_MMA=1: the tensor-core probe built but faulted when run on " + i.name + " (" + f.what +
+                  "the tensor-core probe built but faulted when run on " + i.name + " (" + f.what +
                       "); after a kernel fault NVIDIA's driver refuses every later OpenCL call of this process, so there is nothing to fall back to. "
-                      "Run without NPUSIM_OPENCL_MMA=1 (the FP32 kernels; docs/opencl.md, \"Tensor cores\")",
+                      "Run with NPUSIM_OPENCL_MMA=0 (the FP32 kernels; docs/opencl.md, \"Tensor cores\")",
                   {.expected = "an exact 16 x 16 x 16 probe product", .found = "a device fault"});
     } catch (const Error& e) {
       std::string what = e.what();

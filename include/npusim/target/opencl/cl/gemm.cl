@@ -639,7 +639,10 @@ __kernel __attribute__((reqd_work_group_size(M_NT, 1, 1))) void gemm_mma(
 #ifndef MMA_EMU
 __kernel __attribute__((reqd_work_group_size(32, 1, 1))) void mma_probe(__global const ushort* a, __global const ushort* w,
                                                                         __global const ushort* bkn, __global float* c) {
-  __local ushort sa[16 * 24], sw[16 * 24], sb[16 * 24];
+  // 16-byte aligned: ldmatrix reads 16-byte rows, and a plain __local ushort array is only 2-byte
+  // aligned (on an H100 the unaligned probe faulted with CL_OUT_OF_RESOURCES; tools/device/mma_probe).
+  __local ushort sa[16 * 24] __attribute__((aligned(16))), sw[16 * 24] __attribute__((aligned(16))),
+      sb[16 * 24] __attribute__((aligned(16)));
   const int lane = get_local_id(0);
   for (int e = lane; e < 256; e += 32) sa[(e / 16) * 24 + e % 16] = a[e], sw[(e / 16) * 24 + e % 16] = w[e], sb[(e / 16) * 24 + e % 16] = bkn[e];
   barrier(CLK_LOCAL_MEM_FENCE);
