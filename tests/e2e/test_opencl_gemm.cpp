@@ -130,3 +130,25 @@ TEST(OpenCLGemm, MatrixKernelsMatchADoublePrecisionProduct) {
     EXPECT_LE(rel_l2_of(c), c.epilogue ? 8e-3 : 2e-5);
   }
 }
+
+// Which devices try the tensor cores, without a GPU: compute capability 9.x by default (validated on
+// an H100), 8.x only when opted in, never below 8.0 or off NVIDIA's platform; an unknown value of
+// NPUSIM_OPENCL_MMA is an error, not a silent default.
+TEST(OpenCLMmaGate, DefaultOnCapability9OptInOn8NeverElsewhere) {
+  using npusim::ocl::mma_gate;
+  EXPECT_TRUE(mma_gate("", "NVIDIA CUDA", 9, 0).probe);
+  EXPECT_TRUE(mma_gate("1", "NVIDIA CUDA", 9, 0).probe);
+  EXPECT_FALSE(mma_gate("0", "NVIDIA CUDA", 9, 0).probe);
+  const auto ampere = mma_gate("", "NVIDIA CUDA", 8, 6);
+  EXPECT_FALSE(ampere.probe);
+  EXPECT_FALSE(ampere.support.ok);
+  EXPECT_NE(ampere.support.why.find("NPUSIM_OPENCL_MMA=1"), std::string::npos) << ampere.support.why;
+  EXPECT_TRUE(mma_gate("1", "NVIDIA CUDA", 8, 6).probe);
+  EXPECT_FALSE(mma_gate("1", "NVIDIA CUDA", 7, 5).probe);
+  EXPECT_FALSE(mma_gate("", "Portable Computing Language", 9, 0).probe);
+  EXPECT_FALSE(mma_gate("1", "Portable Computing Language", 0, 0).probe);
+  const auto emu = mma_gate("emulate", "Portable Computing Language", 0, 0);
+  EXPECT_FALSE(emu.probe);
+  EXPECT_TRUE(emu.support.ok && emu.support.emulated);
+  EXPECT_THROW(mma_gate("yes", "NVIDIA CUDA", 9, 0), npusim::Error);
+}

@@ -18,6 +18,7 @@
 
 #include <cmath>
 #include <cstdlib>
+#include <string_view>
 
 #include "npusim/core/tensor.hpp"
 #include "npusim/target/opencl/device.hpp"
@@ -82,38 +83,54 @@ inline std::string run_mma_probe(Device& dev, int type_code) {
   return {};
 }
 
+// What NPUSIM_OPENCL_MMA (`mode`) and the device's platform and compute capability decide before
+// any probe: `probe` (tensor cores if the probe is exact), or `support` as it stands (FP32 kernels
+// or emulation, with the reason). An unknown mode throws.
+struct MmaGate {
+  bool probe = false;
+  MmaSupport support;
+};
+inline MmaGate mma_gate(std::string_view mode, std::string_view platform_name, int cc_major, int cc_minor) {
+  MmaGate g;
+  MmaSupport& s = g.support;
+  if (mode == "0") {
+    s.why = "FP32 kernels (NPUSIM_OPENCL_MMA=0)";
+    return g;
+  }
+  if (mode == "emulate") {
+    s.ok = s.emulated = true;
+    s.why = "emulated tensor-core kernels (NPUSIM_OPENCL_MMA=emulate: portable OpenCL C, slow; for testing)";
+    return g;
+  }
+  if (!mode.empty() && mode != "1")
+    throw Error(ErrorCode::unsupported, "NPUSIM_OPENCL_MMA takes 0, 1 or emulate", {.expected = "0, 1 or emulate", .found = std::string(mode)});
+  if (platform_name.find("NVIDIA") == std::string_view::npos || cc_major == 0) {
+    s.why = "FP32 kernels (tensor cores need an NVIDIA GPU through NVIDIA's OpenCL)";
+    return g;
+  }
+  const std::string cc = std::to_string(cc_major) + "." + std::to_string(cc_minor);
+  if (cc_major < 8) {
+    s.why = "FP32 kernels (compute capability " + cc + " < 8.0: no bf16 mma.sync)";
+    return g;
+  }
+  if (mode.empty() && cc_major != 9) {
+    s.why = "FP32 kernels (tensor cores available, compute capability " + cc +
+            "; opt in with NPUSIM_OPENCL_MMA=1: validated on compute capability 9.x only)";
+    return g;
+  }
+  g.probe = true;
+  return g;
+}
+
 // The decision for `dev`, made once.
 inline const MmaSupport& mma_support(Device& dev) {
   return dev.mma([](Device& d) {
     const DeviceInfo& i = d.info();
-    MmaSupport s;
     const char* env = std::getenv("NPUSIM_OPENCL_MMA");
-    const std::string_view mode = env ? env : "";
-    if (mode == "0") {
-      s.why = "FP32 kernels (NPUSIM_OPENCL_MMA=0)";
-      return s;
-    }
-    if (mode == "emulate") {
-      s.ok = s.emulated = true;
-      s.why = "emulated tensor-core kernels (NPUSIM_OPENCL_MMA=emulate: portable OpenCL C, slow; for testing)";
-      return s;
-    }
-    if (!mode.empty() && mode != "1")
-      throw Error(ErrorCode::unsupported, "NPUSIM_OPENCL_MMA takes 0, 1 or emulate", {.expected = "0, 1 or emulate", .found = std::string(mode)});
-    if (i.platform_name.find("NVIDIA") == std::string::npos || i.cc_major == 0) {
-      s.why = "FP32 kernels (tensor cores need an NVIDIA GPU through NVIDIA's OpenCL)";
-      return s;
-    }
+    MmaGate g = mma_gate(env ? env : "", i.platform_name, i.cc_major, i.cc_minor);
+    MmaSupport& s = g.support;
+    if (!g.probe) return s;
     const std::string cc = std::to_string(i.cc_major) + "." + std::to_string(i.cc_minor);
-    if (i.cc_major < 8) {
-      s.why = "FP32 kernels (compute capability " + cc + " < 8.0: no bf16 mma.sync)";
-      return s;
-    }
-    if (mode.empty() && i.cc_major != 9) {
-      s.why = "FP32 kernels (tensor cores available, compute capability " + cc +
-              "; opt in with NPUSIM_OPENCL_MMA=1: validated on compute capability 9.x only)";
-      return s;
-    }
     try {
       for (int t : {2, 1})
         if (std::string bad = run_mma_probe(d, t); !bad.empty()) {
