@@ -1,8 +1,9 @@
 // Element types: the runtime DType enum (what a tensor holds), the compile-time tags F32/F16/Bf16
-// (what a Pipeline computes in), and round-to-nearest-even conversions through Eigen's half types.
+// (what a Pipeline computes in), the 16-bit storage types half_t and bfloat16_t, and
+// round-to-nearest-even conversions between them and float. No third-party header: every npusim
+// header includes this one (Eigen's half types cost a TU about 0.5 s of parsing).
 #pragma once
 
-#include <Eigen/Core>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
@@ -115,18 +116,103 @@ inline DType parse_dtype_or_throw(std::string_view s, std::string_view where = {
 }
 
 // ---- scalar conversions (round to nearest even) -------------------------------------------------
-using half_t = Eigen::half;
-using bfloat16_t = Eigen::bfloat16;
-
-inline std::uint16_t f32_to_f16_bits(float x) { return Eigen::numext::bit_cast<std::uint16_t>(half_t(x)); }
-inline float f16_bits_to_f32(std::uint16_t b) { return static_cast<float>(Eigen::numext::bit_cast<half_t>(b)); }
-inline std::uint16_t f32_to_bf16_bits(float x) { return Eigen::numext::bit_cast<std::uint16_t>(bfloat16_t(x)); }
-inline float bf16_bits_to_f32(std::uint16_t b) {
-  std::uint32_t u = static_cast<std::uint32_t>(b) << 16;
+// The same results as Eigen's half and bfloat16 (tests/unit/core/test_dtype.cpp compares them):
+// F16C's conversion instructions where the build has them (Eigen uses them too), otherwise the
+// portable bit manipulation Eigen falls back to. NaNs stay NaNs (quiet).
+namespace detail {
+inline std::uint32_t float_bits(float f) {
+  std::uint32_t u;
+  std::memcpy(&u, &f, 4);
+  return u;
+}
+inline float bits_float(std::uint32_t u) {
   float f;
   std::memcpy(&f, &u, 4);
   return f;
 }
+#if defined(__F16C__) && (defined(__GNUC__) || defined(__clang__))
+#define NPUSIM_F16C_SCALAR 1
+// The compilers' own builtins for VCVTPS2PH / VCVTPH2PS, spelled without <immintrin.h>.
+typedef float npusim_v4sf __attribute__((__vector_size__(16)));
+typedef short npusim_v8hi __attribute__((__vector_size__(16)));
+#endif
+}  // namespace detail
+
+inline std::uint16_t f32_to_f16_bits(float x) {
+#ifdef NPUSIM_F16C_SCALAR
+  const detail::npusim_v8hi h = __builtin_ia32_vcvtps2ph(detail::npusim_v4sf{x, 0.0f, 0.0f, 0.0f}, 0);
+  return static_cast<std::uint16_t>(h[0]);
+#else
+  std::uint32_t u = detail::float_bits(x);
+  const std::uint32_t sign = u & 0x80000000u;
+  u ^= sign;
+  std::uint16_t o;
+  if (u >= 0x47800000u) {  // |x| >= 65536 (rounds to inf), inf or NaN
+    o = u > 0x7f800000u ? 0x7e00 : 0x7c00;
+  } else if (u < 0x38800000u) {  // the result is subnormal or zero: let the FPU round (RNE)
+    const float magic = detail::bits_float(0x3f000000u);  // 0.5: aligns the 10 mantissa bits at the bottom
+    o = static_cast<std::uint16_t>(detail::float_bits(detail::bits_float(u) + magic) - 0x3f000000u);
+  } else {
+    const std::uint32_t odd = (u >> 13) & 1u;
+    u += 0xc8000fffu + odd;  // rebias the exponent (15 - 127) and add the rounding bias
+    o = static_cast<std::uint16_t>(u >> 13);
+  }
+  return static_cast<std::uint16_t>(o | (sign >> 16));
+#endif
+}
+
+inline float f16_bits_to_f32(std::uint16_t b) {
+#ifdef NPUSIM_F16C_SCALAR
+  const detail::npusim_v4sf f = __builtin_ia32_vcvtph2ps(detail::npusim_v8hi{static_cast<short>(b), 0, 0, 0, 0, 0, 0, 0});
+  return f[0];
+#else
+  std::uint32_t o = static_cast<std::uint32_t>(b & 0x7fffu) << 13;  // exponent and mantissa
+  const std::uint32_t exp = o & 0x0f800000u;
+  o += 0x38000000u;  // rebias the exponent (127 - 15)
+  if (exp == 0x0f800000u) {
+    o += 0x38000000u;  // inf or NaN: all exponent bits set
+  } else if (exp == 0) {
+    o += 0x00800000u;  // zero or subnormal: renormalise through the FPU
+    o = detail::float_bits(detail::bits_float(o) - detail::bits_float(0x38800000u));
+  }
+  return detail::bits_float(o | (static_cast<std::uint32_t>(b & 0x8000u) << 16));
+#endif
+}
+
+inline std::uint16_t f32_to_bf16_bits(float x) {
+  const std::uint32_t u = detail::float_bits(x);
+  if ((u & 0x7fffffffu) > 0x7f800000u) return (u >> 31) ? 0xffc0 : 0x7fc0;  // NaN: quiet, whatever the payload
+  return static_cast<std::uint16_t>((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
+}
+inline float bf16_bits_to_f32(std::uint16_t b) { return detail::bits_float(static_cast<std::uint32_t>(b) << 16); }
+
+// 16-bit float storage: the bits, converted to and from float with the functions above. What
+// Tensor::data<half_t>() and data<bfloat16_t>() point at; no arithmetic of their own. Widening to
+// float is lossless, so it is implicit (as with Eigen's half types, which these replace).
+struct half_t {
+  std::uint16_t bits = 0;
+  half_t() = default;
+  explicit half_t(float f) : bits(f32_to_f16_bits(f)) {}
+  operator float() const { return f16_bits_to_f32(bits); }  // NOLINT(google-explicit-constructor): lossless
+  static half_t from_bits(std::uint16_t b) {
+    half_t h;
+    h.bits = b;
+    return h;
+  }
+};
+struct bfloat16_t {
+  std::uint16_t bits = 0;
+  bfloat16_t() = default;
+  explicit bfloat16_t(float f) : bits(f32_to_bf16_bits(f)) {}
+  operator float() const { return bf16_bits_to_f32(bits); }  // NOLINT(google-explicit-constructor): lossless
+  static bfloat16_t from_bits(std::uint16_t b) {
+    bfloat16_t h;
+    h.bits = b;
+    return h;
+  }
+};
+static_assert(sizeof(half_t) == 2 && sizeof(bfloat16_t) == 2);
+
 // Value of x after a round trip through the given storage type (identity for f32 and wider).
 inline float round_to(DType t, float x) {
   switch (t) {
