@@ -3,6 +3,7 @@
 // alone so a regression points at its stage.
 #include <benchmark/benchmark.h>
 
+#include "npusim/core/file.hpp"
 #include "npusim/ir/reader.hpp"
 #include "npusim/program/compiler.hpp"
 #include "npusim/program/npubin.hpp"

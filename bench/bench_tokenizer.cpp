@@ -10,7 +10,12 @@
 #include <fstream>
 #include <map>
 
+#include "npusim/core/file.hpp"
+#include "npusim/ir/json.hpp"
+#include "npusim/text/byte_level.hpp"
+#include "npusim/text/split_pattern.hpp"
 #include "npusim/text/tokenizer.hpp"
+#include "npusim/text/unicode.hpp"
 
 using namespace npusim;
 using namespace npusim::text;

@@ -11,6 +11,7 @@
 #include <cstdio>
 #include <cstring>
 #include <functional>
+#include <npusim/ir/json.hpp>  // meta.json
 #include <npusim/npusim.hpp>
 
 namespace {
@@ -134,7 +135,7 @@ int main(int argc, char** argv) try {
   const auto [rel_l2, cosine] = rel_l2_cosine(r.logits, want);
   std::printf("top-5 npusim:  %s\n", join(top5).c_str());
   std::printf("top-5 PyTorch: %s\n", join(top5_ref).c_str());
-  if (c.meta.is_object() && c.meta.contains("top5")) std::printf("top-5 meta.json: %s\n", join(c.meta["top5"].get<std::vector<std::int64_t>>()).c_str());
+  if (c.meta().is_object() && c.meta().contains("top5")) std::printf("top-5 meta.json: %s\n", join(c.meta()["top5"].get<std::vector<std::int64_t>>()).c_str());
   std::printf("logits rel_l2 %.3g, cosine %.7f\n", rel_l2, cosine);
 
   std::sort(r.run_ms.begin(), r.run_ms.end());

@@ -7,6 +7,14 @@
 #include <string>
 
 #include "npusim/cpu.hpp"
+#include "npusim/target/cpu/kernels/attention.hpp"
+#include "npusim/target/cpu/kernels/conv.hpp"
+#include "npusim/target/cpu/kernels/linalg.hpp"
+#include "npusim/target/cpu/kernels/misc.hpp"
+#include "npusim/target/cpu/kernels/movement.hpp"
+#include "npusim/target/cpu/kernels/nn.hpp"
+#include "npusim/target/cpu/kernels/pointwise.hpp"
+#include "npusim/target/cpu/layout.hpp"
 
 namespace npusim::test {
 

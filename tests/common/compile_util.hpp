@@ -2,6 +2,7 @@
 // with constant folding through the reference), run it, and compare with the unfused graph.
 #pragma once
 
+#include "npusim/ir/json.hpp"
 #include "npusim/program/compiler.hpp"
 #include "npusim/program/npubin.hpp"
 #include "npusim/harness/check.hpp"
@@ -40,7 +41,7 @@ inline std::vector<Tensor> any_inputs(const runtime::ModelDir& c) {
     others[t] = x;
   }
   std::int64_t tok = c.io->tensor("decode_tokens").data<std::int64_t>()[0];
-  const std::int64_t pos = c.meta.value("prefill_len", 1);
+  const std::int64_t pos = c.meta().value("prefill_len", 1);
   return llm::build_inputs(c.graph, r, std::span<const std::int64_t>(&tok, 1), pos, others);
 }
 

@@ -5,6 +5,8 @@
 #include "npusim/harness/llm_check.hpp"
 #include "npusim/runtime/generate.hpp"
 #include "npusim/cpu.hpp"
+#include "npusim/target/cpu/layout.hpp"
+#include "npusim/target/cpu/parallel.hpp"
 
 using namespace npusim;
 using npusim::test::data;

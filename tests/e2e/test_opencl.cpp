@@ -9,6 +9,8 @@
 #include "npusim/harness/llm_check.hpp"
 #include "npusim/runtime/generate.hpp"
 #include "npusim/opencl.hpp"
+#include "npusim/target/opencl/device.hpp"
+#include "npusim/target/opencl/mma.hpp"
 
 using namespace npusim;
 using npusim::test::data;

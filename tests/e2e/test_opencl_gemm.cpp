@@ -11,6 +11,8 @@
 #include <random>
 
 #include "../common/test_util.hpp"
+#include "npusim/target/opencl/kernels/linalg.hpp"
+#include "npusim/target/opencl/mma.hpp"
 #include "npusim/target/opencl/opencl_target.hpp"
 
 using namespace npusim;

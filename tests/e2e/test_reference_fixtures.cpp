@@ -1,6 +1,7 @@
 // Every PyTorch fixture through the reference target, at the tolerances.
 #include "../common/test_util.hpp"
 #include "npusim/harness/check.hpp"
+#include "npusim/ir/json.hpp"
 #include "npusim/harness/llm_check.hpp"
 #include "npusim/runtime/generate.hpp"
 #include "npusim/target/reference/interpreter.hpp"
@@ -74,7 +75,7 @@ TEST_P(VisionFixture, Top5IdenticalInOrderAndRelL2Within1e4) {
   EXPECT_LE(o.metrics.rel_l2, 1e-4);
   ASSERT_TRUE(o.classifier);
   EXPECT_EQ(o.top5, o.top5_ref);
-  std::vector<std::int64_t> meta_top5 = c.meta["top5"].get<std::vector<std::int64_t>>();
+  std::vector<std::int64_t> meta_top5 = c.meta()["top5"].get<std::vector<std::int64_t>>();
   EXPECT_EQ(o.top5, meta_top5);
   EXPECT_TRUE(r.pass);
 }

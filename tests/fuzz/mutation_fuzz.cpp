@@ -29,7 +29,10 @@
 #include <set>
 
 #include "fuzz_util.hpp"
+#include "npusim/ir/json.hpp"
 #include "npusim/program/compiler.hpp"
+#include "npusim/target/cpu/parallel.hpp"
+#include "npusim/program/impl/npubin_format.hpp"
 #include "npusim/program/npubin.hpp"
 #include "npusim/harness/check.hpp"
 #include "npusim/runtime/generate.hpp"

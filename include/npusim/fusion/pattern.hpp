@@ -12,11 +12,11 @@
 // the kernel's last member (the kernel runs there), which keeps the schedule a topological order.
 #pragma once
 
-#include <algorithm>
 #include <optional>
 
+#include "npusim/config.hpp"
 #include "npusim/fusion/kernel.hpp"
-#include "npusim/passes/graph_edit.hpp"
+#include "npusim/ops/registry.hpp"
 
 namespace npusim::inline NPUSIM_ABI::fusion {
 
@@ -30,8 +30,7 @@ struct Match {
 
 class GraphView {
  public:
-  explicit GraphView(const ir::Graph& g)
-      : g_(g), ops_(passes::op_indices(g)), uses_(passes::consumers(g)), outs_(passes::graph_output_mask(g)), taken_(g.nodes.size(), false) {}
+  explicit GraphView(const ir::Graph& g);
 
   const ir::Graph& graph() const { return g_; }
   const ir::Node& node(std::int32_t i) const { return g_.nodes[static_cast<std::size_t>(i)]; }
@@ -49,28 +48,15 @@ class GraphView {
   const std::vector<std::int32_t>& consumers(TensorId t) const { return uses_[static_cast<std::size_t>(t)]; }
   bool is_graph_output(TensorId t) const { return outs_[static_cast<std::size_t>(t)]; }
   // The one node reading `t` (and `t` is not a graph output), or -1.
-  std::int32_t only_consumer(TensorId t) const {
-    const auto& c = consumers(t);
-    return c.size() == 1 && !is_graph_output(t) ? c[0] : -1;
-  }
+  std::int32_t only_consumer(TensorId t) const;
   TensorId out(std::int32_t i, std::size_t k = 0) const { return node(i).outputs.at(k); }
   TensorId in(std::int32_t i, std::size_t k) const { return node(i).inputs.at(k); }
   bool taken(std::int32_t i) const { return taken_[static_cast<std::size_t>(i)]; }
-  void take(const std::vector<std::int32_t>& nodes) {
-    for (auto i : nodes) taken_[static_cast<std::size_t>(i)] = true;
-  }
+  void take(const std::vector<std::int32_t>& nodes);
   std::size_t size() const { return g_.nodes.size(); }
-  bool is_param(TensorId t) const {
-    auto k = g_.tensor(t).kind;
-    return k == ir::TensorKind::weight || k == ir::TensorKind::constant;
-  }
+  bool is_param(TensorId t) const;
   // A scalar `other` attribute on a one-input binary node, if present.
-  std::optional<double> scalar_other(std::int32_t i) const {
-    if (node(i).inputs.size() != 1) return std::nullopt;
-    const ir::AttrValue* v = node(i).attrs.find("other");
-    if (!v || !v->is_number()) return std::nullopt;
-    return v->as_double();
-  }
+  std::optional<double> scalar_other(std::int32_t i) const;
 
  private:
   const ir::Graph& g_;
@@ -80,38 +66,10 @@ class GraphView {
   std::vector<bool> taken_;
 };
 
-inline std::optional<Kernel> finalize(const GraphView& v, Match m, std::string_view kind) {
-  std::sort(m.nodes.begin(), m.nodes.end());
-  if (std::adjacent_find(m.nodes.begin(), m.nodes.end()) != m.nodes.end()) return std::nullopt;
-  for (auto n : m.nodes)
-    if (n < 0 || v.taken(n)) return std::nullopt;
-  const std::int32_t last = m.nodes.back();
-  auto member = [&](std::int32_t n) { return std::binary_search(m.nodes.begin(), m.nodes.end(), n); };
-  Kernel k;
-  k.kind = std::string(kind);
-  k.nodes = m.nodes;
-  k.params = std::move(m.params);
-  for (auto n : m.nodes) {
-    for (TensorId t : v.node(n).outputs) {
-      bool outside = v.is_graph_output(t);
-      for (auto c : v.consumers(t)) {
-        if (member(c)) continue;
-        if (c < last) return std::nullopt;  // someone outside needs it before the kernel runs
-        outside = true;
-      }
-      if (outside) k.outputs.push_back(t);
-    }
-  }
-  if (k.outputs.empty()) return std::nullopt;
-  // Inputs: the pattern's order; any further outside tensor a member reads is appended.
-  k.inputs = std::move(m.inputs);
-  for (auto n : m.nodes)
-    for (TensorId t : v.node(n).inputs) {
-      std::int32_t p = v.producer(t);
-      if (p >= 0 && member(p)) continue;
-      if (std::find(k.inputs.begin(), k.inputs.end(), t) == k.inputs.end()) k.inputs.push_back(t);
-    }
-  return k;
-}
+std::optional<Kernel> finalize(const GraphView& v, Match m, std::string_view kind);
 
 }  // namespace npusim::inline NPUSIM_ABI::fusion
+
+#ifndef NPUSIM_COMPILED_LIB
+#include "npusim/fusion/impl/pattern_inl.hpp"
+#endif

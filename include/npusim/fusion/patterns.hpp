@@ -4,81 +4,33 @@
 // for generated docs (npusim ops --markdown -> docs/operators.md).
 #pragma once
 
-#include <cmath>
-
+#include "npusim/config.hpp"
 #include "npusim/fusion/pattern.hpp"
 
 namespace npusim::inline NPUSIM_ABI::fusion {
 
 namespace detail {
 // Follows single-use producers backwards through `to.dtype` casts; returns the node index.
-inline std::int32_t skip_cast_back(const GraphView& v, TensorId t, std::vector<std::int32_t>& members) {
-  std::int32_t p = v.producer(t);
-  while (v.is<ops::ToDtype>(p) && v.only_consumer(v.out(p)) >= 0) {
-    members.push_back(p);
-    p = v.producer(v.in(p, 0));
-  }
-  return p;
-}
+std::int32_t skip_cast_back(const GraphView& v, TensorId t, std::vector<std::int32_t>& members);
 
 // K/V expanded for grouped-query attention: reshape(expand(unsqueeze(kv, 2))) from [B, Hkv, S, D]
 // to [B, Hkv*G, S, D]. Returns the source tensor and G, adding the three nodes to `members`.
-inline std::optional<std::pair<TensorId, std::int64_t>> gqa_source(const GraphView& v, TensorId t, std::vector<std::int32_t>& members) {
-  std::int32_t r = v.producer(t);
-  if (!(v.is<ops::Reshape>(r) || v.is<ops::View>(r)) || v.only_consumer(v.out(r)) < 0) return std::nullopt;
-  std::int32_t e = v.producer(v.in(r, 0));
-  if (!v.is<ops::Expand>(e) || v.only_consumer(v.out(e)) < 0) return std::nullopt;
-  std::int32_t u = v.producer(v.in(e, 0));
-  if (!v.is<ops::Unsqueeze>(u) || v.only_consumer(v.out(u)) < 0) return std::nullopt;
-  const Shape& src = v.tensor(v.in(u, 0)).shape;
-  const Shape& ex = v.tensor(v.out(e)).shape;
-  const Shape& out = v.tensor(v.out(r)).shape;
-  if (src.size() != 4 || ex.size() != 5 || out.size() != 4) return std::nullopt;
-  if (v.tensor(v.out(u)).shape != Shape{src[0], src[1], 1, src[2], src[3]}) return std::nullopt;
-  if (ex[0] != src[0] || ex[1] != src[1] || ex[3] != src[2] || ex[4] != src[3]) return std::nullopt;
-  if (out != Shape{src[0], src[1] * ex[2], src[2], src[3]}) return std::nullopt;
-  members.insert(members.end(), {u, e, r});
-  return std::make_pair(v.in(u, 0), ex[2]);
-}
+std::optional<std::pair<TensorId, std::int64_t>> gqa_source(const GraphView& v, TensorId t, std::vector<std::int32_t>& members);
 
 // transpose of the last two dims.
-inline bool is_last2_transpose(const GraphView& v, std::int32_t n) {
-  if (!v.is<ops::Transpose>(n)) return false;
-  auto a = v.attrs<ops::Transpose>(n);
-  auto r = static_cast<std::int64_t>(v.tensor(v.in(n, 0)).shape.size());
-  if (r < 2) return false;
-  auto d0 = normalize_dim(a.dim0, r), d1 = normalize_dim(a.dim1, r);
-  return std::min(d0, d1) == r - 2 && std::max(d0, d1) == r - 1;
-}
+bool is_last2_transpose(const GraphView& v, std::int32_t n);
 
-inline bool is_last_dim(const GraphView& v, std::int64_t dim, TensorId t) {
-  return normalize_dim(dim, static_cast<std::int64_t>(v.tensor(t).shape.size())) == static_cast<std::int64_t>(v.tensor(t).shape.size()) - 1;
-}
+bool is_last_dim(const GraphView& v, std::int64_t dim, TensorId t);
 // From conv2d node n: the single-use batch_norm and relu after it, if any, added to m.nodes with
 // the has_bn / has_relu params. Returns the last tensor of the chain.
-inline TensorId conv_bn_relu_chain(const GraphView& v, std::int32_t n, Match& m) {
-  m.nodes.push_back(n);
-  TensorId cur = v.out(n);
-  bool bn = false, relu = false;
-  if (std::int32_t c = v.only_consumer(cur); v.is<ops::BatchNorm>(c) && v.in(c, 0) == cur) m.nodes.push_back(c), cur = v.out(c), bn = true;
-  if (std::int32_t c = v.only_consumer(cur); v.is<ops::Relu>(c)) m.nodes.push_back(c), cur = v.out(c), relu = true;
-  m.params.set("has_bn", ir::AttrValue(bn));
-  m.params.set("has_relu", ir::AttrValue(relu));
-  return cur;
-}
+TensorId conv_bn_relu_chain(const GraphView& v, std::int32_t n, Match& m);
 }  // namespace detail
 
 // conv2d [-> batch_norm (not folded)] [-> relu]: one kernel with has_bn / has_relu.
 struct ConvBnRelu {
   static constexpr std::string_view name = "conv_bn_relu";
   static constexpr std::string_view summary = "conv2d [-> batch_norm (not folded)] [-> relu]";
-  static std::optional<Match> match(const GraphView& v, std::int32_t n) {
-    if (!v.is<ops::Conv2d>(n)) return std::nullopt;
-    Match m;
-    detail::conv_bn_relu_chain(v, n, m);
-    if (m.nodes.size() == 1) return std::nullopt;
-    return m;
-  }
+  static std::optional<Match> match(const GraphView& v, std::int32_t n);
 };
 
 // conv2d [-> batch_norm (not folded)] [-> relu] -> max_pool2d: the pool runs on the convolution's
@@ -87,14 +39,7 @@ struct ConvBnRelu {
 struct ConvMaxPool {
   static constexpr std::string_view name = "conv_max_pool";
   static constexpr std::string_view summary = "conv2d [-> batch_norm (not folded)] [-> relu] -> max_pool2d";
-  static std::optional<Match> match(const GraphView& v, std::int32_t n) {
-    if (!v.is<ops::Conv2d>(n)) return std::nullopt;
-    Match m;
-    const std::int32_t pool = v.only_consumer(detail::conv_bn_relu_chain(v, n, m));
-    if (!v.is<ops::MaxPool2d>(pool) || v.node(pool).outputs.size() != 1) return std::nullopt;
-    m.nodes.push_back(pool);
-    return m;
-  }
+  static std::optional<Match> match(const GraphView& v, std::int32_t n);
 };
 
 // conv2d -> add(., residual) [-> relu]: a residual connection, added in the convolution's
@@ -103,34 +48,14 @@ struct ConvMaxPool {
 struct ConvAddRelu {
   static constexpr std::string_view name = "conv_add_relu";
   static constexpr std::string_view summary = "conv2d -> add(., residual of the same shape) [-> relu]";
-  static std::optional<Match> match(const GraphView& v, std::int32_t n) {
-    if (!v.is<ops::Conv2d>(n)) return std::nullopt;
-    const TensorId y = v.out(n);
-    const std::int32_t a = v.only_consumer(y);
-    if (!v.is<ops::Add>(a) || v.node(a).inputs.size() != 2 || v.attrs<ops::Add>(a).alpha.value != 1.0) return std::nullopt;
-    const TensorId r = v.in(a, 0) == y ? v.in(a, 1) : v.in(a, 0);
-    if (r == y || v.tensor(r).shape != v.tensor(y).shape || v.tensor(r).dtype != v.tensor(y).dtype) return std::nullopt;
-    Match m;
-    m.nodes = {n, a};
-    m.inputs = v.node(n).inputs;
-    m.inputs.push_back(r);
-    bool relu = false;
-    if (std::int32_t c = v.only_consumer(v.out(a)); v.is<ops::Relu>(c)) m.nodes.push_back(c), relu = true;
-    m.params.set("has_relu", ir::AttrValue(relu));
-    return m;
-  }
+  static std::optional<Match> match(const GraphView& v, std::int32_t n);
 };
 
 // add(a, b) -> relu
 struct AddRelu {
   static constexpr std::string_view name = "add_relu";
   static constexpr std::string_view summary = "add(a, b) -> relu";
-  static std::optional<Match> match(const GraphView& v, std::int32_t n) {
-    if (!v.is<ops::Add>(n) || v.node(n).inputs.size() != 2 || v.attrs<ops::Add>(n).alpha.value != 1.0) return std::nullopt;
-    std::int32_t c = v.only_consumer(v.out(n));
-    if (!v.is<ops::Relu>(c)) return std::nullopt;
-    return Match{{n, c}, {v.in(n, 0), v.in(n, 1)}, {}};
-  }
+  static std::optional<Match> match(const GraphView& v, std::int32_t n);
 };
 
 // HF RMSNorm: [to f32] -> pow(2) -> mean(-1, keepdim) -> add(eps) -> rsqrt -> mul(x, .) [-> to] -> mul(weight, .)
@@ -138,89 +63,21 @@ struct AddRelu {
 struct RmsNorm {
   static constexpr std::string_view name = "rmsnorm";
   static constexpr std::string_view summary = "HF RMSNorm: [to f32] -> pow(2) -> mean(-1) -> add(eps) -> rsqrt -> mul(x, .) [-> to] [-> mul(weight, .)]";
-  static std::optional<Match> match(const GraphView& v, std::int32_t n) {
-    if (!v.is<ops::PowScalar>(n) || v.attrs<ops::PowScalar>(n).exponent.value != 2.0) return std::nullopt;
-    Match m;
-    const TensorId xf = v.in(n, 0);
-    m.nodes.push_back(n);
-    std::int32_t mean = v.only_consumer(v.out(n));
-    if (!v.is<ops::Mean>(mean)) return std::nullopt;
-    auto ma = v.attrs<ops::Mean>(mean);
-    if (!ma.dim || ma.dim->size() != 1 || !detail::is_last_dim(v, (*ma.dim)[0], v.out(n)) || !ma.keepdim) return std::nullopt;
-    std::int32_t add = v.only_consumer(v.out(mean));
-    auto eps = v.is<ops::Add>(add) ? v.scalar_other(add) : std::nullopt;
-    if (!eps) return std::nullopt;
-    std::int32_t rs = v.only_consumer(v.out(add));
-    if (!v.is<ops::Rsqrt>(rs)) return std::nullopt;
-    std::int32_t mul = v.only_consumer(v.out(rs));
-    if (!v.is<ops::Mul>(mul) || v.node(mul).inputs.size() != 2) return std::nullopt;
-    TensorId other = v.in(mul, 0) == v.out(rs) ? v.in(mul, 1) : v.in(mul, 0);
-    if (other != xf) return std::nullopt;
-    m.nodes.insert(m.nodes.end(), {mean, add, rs, mul});
-    // The float32 cast in front belongs to the kernel when nothing else reads its output.
-    TensorId x = xf;
-    std::int32_t cast = v.producer(xf);
-    if (v.is<ops::ToDtype>(cast) && v.consumers(xf).size() == 2 && !v.is_graph_output(xf)) {
-      m.nodes.push_back(cast);
-      x = v.in(cast, 0);
-    }
-    TensorId cur = v.out(mul);
-    if (std::int32_t c = v.only_consumer(cur); v.is<ops::ToDtype>(c)) m.nodes.push_back(c), cur = v.out(c);
-    bool has_w = false;
-    TensorId w = ir::no_tensor;
-    if (std::int32_t c = v.only_consumer(cur); v.is<ops::Mul>(c) && v.node(c).inputs.size() == 2) {
-      TensorId o = v.in(c, 0) == cur ? v.in(c, 1) : v.in(c, 0);
-      const Shape& ws = v.tensor(o).shape;
-      if (ws.size() == 1 && ws[0] == v.tensor(cur).shape.back()) m.nodes.push_back(c), has_w = true, w = o;
-    }
-    m.inputs = {x};
-    if (has_w) m.inputs.push_back(w);
-    m.params.set("eps", ir::AttrValue(*eps));
-    m.params.set("has_weight", ir::AttrValue(has_w));
-    return m;
-  }
+  static std::optional<Match> match(const GraphView& v, std::int32_t n);
 };
 
 // silu(a) * b
 struct SiluGate {
   static constexpr std::string_view name = "silu_gate";
   static constexpr std::string_view summary = "silu(a) * b (the SwiGLU gate)";
-  static std::optional<Match> match(const GraphView& v, std::int32_t n) {
-    if (!v.is<ops::Silu>(n)) return std::nullopt;
-    std::int32_t mul = v.only_consumer(v.out(n));
-    if (!v.is<ops::Mul>(mul) || v.node(mul).inputs.size() != 2) return std::nullopt;
-    TensorId b = v.in(mul, 0) == v.out(n) ? v.in(mul, 1) : v.in(mul, 0);
-    if (b == v.out(n) || v.tensor(b).shape != v.tensor(v.out(mul)).shape || v.tensor(v.in(n, 0)).shape != v.tensor(b).shape) return std::nullopt;
-    return Match{{n, mul}, {v.in(n, 0), b}, {}};
-  }
+  static std::optional<Match> match(const GraphView& v, std::int32_t n);
 };
 
 // [mul(x, scale)] -> add(., mask) -> softmax(-1) [-> to]: inputs (x, mask). Params scale.
 struct MaskedSoftmax {
   static constexpr std::string_view name = "masked_softmax";
   static constexpr std::string_view summary = "[mul(x, scale)] -> add(., mask) -> softmax(-1) [-> to]";
-  static std::optional<Match> match(const GraphView& v, std::int32_t n) {
-    if (!v.is<ops::Softmax>(n) || !detail::is_last_dim(v, v.attrs<ops::Softmax>(n).dim, v.in(n, 0))) return std::nullopt;
-    std::int32_t add = v.producer(v.in(n, 0));
-    if (!v.is<ops::Add>(add) || v.node(add).inputs.size() != 2 || v.only_consumer(v.out(add)) != n) return std::nullopt;
-    if (v.attrs<ops::Add>(add).alpha.value != 1.0) return std::nullopt;
-    Match m;
-    m.nodes = {add, n};
-    TensorId x = v.in(add, 0), mask = v.in(add, 1);
-    if (v.tensor(x).shape != v.tensor(v.out(add)).shape) std::swap(x, mask);
-    if (v.tensor(x).shape != v.tensor(v.out(add)).shape) return std::nullopt;
-    double scale = 1.0;
-    std::int32_t mul = v.producer(x);
-    if (v.is<ops::Mul>(mul) && v.scalar_other(mul) && v.only_consumer(v.out(mul)) == add) {
-      scale = *v.scalar_other(mul);
-      m.nodes.push_back(mul);
-      x = v.in(mul, 0);
-    }
-    if (std::int32_t c = v.only_consumer(v.out(n)); v.is<ops::ToDtype>(c)) m.nodes.push_back(c);
-    m.inputs = {x, mask};
-    m.params.set("scale", ir::AttrValue(scale));
-    return m;
-  }
+  static std::optional<Match> match(const GraphView& v, std::int32_t n);
 };
 
 // HF eager attention, GQA included: matmul(q, transpose(K')) [* scale] [+ mask] -> softmax
@@ -229,53 +86,7 @@ struct MaskedSoftmax {
 struct Attention {
   static constexpr std::string_view name = "attention";
   static constexpr std::string_view summary = "matmul(q, kT) [* scale] [+ mask] -> softmax [-> to] -> matmul(., v), GQA expansion of K/V absorbed";
-  static std::optional<Match> match(const GraphView& v, std::int32_t n) {
-    if (!v.is<ops::Softmax>(n) || !detail::is_last_dim(v, v.attrs<ops::Softmax>(n).dim, v.in(n, 0))) return std::nullopt;
-    Match m;
-    m.nodes.push_back(n);
-    TensorId s = v.in(n, 0);
-    std::optional<TensorId> mask;
-    double scale = 1.0;
-    std::int32_t p = v.producer(s);
-    if (v.is<ops::Add>(p) && v.node(p).inputs.size() == 2 && v.only_consumer(v.out(p)) == n) {
-      TensorId a = v.in(p, 0), b = v.in(p, 1);
-      if (v.tensor(a).shape != v.tensor(v.out(p)).shape) std::swap(a, b);
-      m.nodes.push_back(p), mask = b, s = a, p = v.producer(s);
-    }
-    if (v.is<ops::Mul>(p) && v.scalar_other(p) && v.only_consumer(v.out(p)) >= 0) {
-      scale = *v.scalar_other(p);
-      m.nodes.push_back(p), s = v.in(p, 0), p = v.producer(s);
-    }
-    if (!v.is<ops::Matmul>(p) || v.only_consumer(v.out(p)) < 0) return std::nullopt;
-    const std::int32_t mm1 = p;
-    m.nodes.push_back(mm1);
-    const TensorId q = v.in(mm1, 0);
-    std::int32_t t = v.producer(v.in(mm1, 1));
-    if (!detail::is_last2_transpose(v, t) || v.only_consumer(v.out(t)) != mm1) return std::nullopt;
-    m.nodes.push_back(t);
-    TensorId k = v.in(t, 0);
-    std::int64_t group = 1;
-    if (auto src = detail::gqa_source(v, k, m.nodes)) k = src->first, group = src->second;
-    // Forward: softmax [-> to] -> matmul(., V').
-    TensorId pr = v.out(n);
-    if (std::int32_t c = v.only_consumer(pr); v.is<ops::ToDtype>(c)) m.nodes.push_back(c), pr = v.out(c);
-    std::int32_t mm2 = v.only_consumer(pr);
-    if (!v.is<ops::Matmul>(mm2) || v.in(mm2, 0) != pr) return std::nullopt;
-    m.nodes.push_back(mm2);
-    TensorId val = v.in(mm2, 1);
-    std::int64_t vgroup = 1;
-    if (auto src = detail::gqa_source(v, val, m.nodes)) val = src->first, vgroup = src->second;
-    if (vgroup != group) return std::nullopt;
-    const Shape &qs = v.tensor(q).shape, &ks = v.tensor(k).shape, &vs = v.tensor(val).shape;
-    if (qs.size() != 4 || ks.size() != 4 || vs.size() != 4 || ks[1] * group != qs[1] || vs[1] != ks[1] || ks[2] != vs[2] || ks[3] != qs[3])
-      return std::nullopt;
-    m.inputs = {q, k, val};
-    if (mask) m.inputs.push_back(*mask);
-    m.params.set("scale", ir::AttrValue(scale));
-    m.params.set("group", ir::AttrValue(group));
-    m.params.set("has_mask", ir::AttrValue(mask.has_value()));
-    return m;
-  }
+  static std::optional<Match> match(const GraphView& v, std::int32_t n);
 };
 
 // matmul(a, K') where K' = [transpose of] a GQA expansion of K: the grouped matmul reads K once
@@ -283,76 +94,21 @@ struct Attention {
 struct GqaMatmul {
   static constexpr std::string_view name = "gqa_matmul";
   static constexpr std::string_view summary = "matmul(a, K') where K' is [a transpose of] a GQA expansion of K: K read once per KV head";
-  static std::optional<Match> match(const GraphView& v, std::int32_t n) {
-    if (!v.is<ops::Matmul>(n)) return std::nullopt;
-    Match m;
-    m.nodes = {n};
-    TensorId b = v.in(n, 1);
-    bool trans = false;
-    if (std::int32_t t = v.producer(b); detail::is_last2_transpose(v, t) && v.only_consumer(v.out(t)) == n) {
-      m.nodes.push_back(t), b = v.in(t, 0), trans = true;
-    }
-    auto src = detail::gqa_source(v, b, m.nodes);
-    if (!src || v.tensor(v.in(n, 0)).shape.size() != 4) return std::nullopt;
-    m.inputs = {v.in(n, 0), src->first};
-    m.params.set("group", ir::AttrValue(src->second));
-    m.params.set("trans_b", ir::AttrValue(trans));
-    return m;
-  }
+  static std::optional<Match> match(const GraphView& v, std::int32_t n);
 };
 
 // matmul(a, transpose(b, -2, -1)) reads b directly (transpose folding). Inputs (a, b).
 struct MatmulTransB {
   static constexpr std::string_view name = "matmul_transb";
   static constexpr std::string_view summary = "matmul(a, transpose(b, -2, -1)) reading b directly (transpose folding)";
-  static std::optional<Match> match(const GraphView& v, std::int32_t n) {
-    if (!v.is<ops::Matmul>(n)) return std::nullopt;
-    std::int32_t t = v.producer(v.in(n, 1));
-    if (!detail::is_last2_transpose(v, t) || v.only_consumer(v.out(t)) != n) return std::nullopt;
-    if (v.tensor(v.in(n, 0)).shape.size() < 2) return std::nullopt;
-    return Match{{n, t}, {v.in(n, 0), v.in(t, 0)}, {}};
-  }
+  static std::optional<Match> match(const GraphView& v, std::int32_t n);
 };
 
 // x * cos + cat(-x[..., D/2:], x[..., :D/2]) * sin  (HF rotate_half RoPE). Inputs (x, cos, sin).
 struct Rotary {
   static constexpr std::string_view name = "rotary";
   static constexpr std::string_view summary = "x * cos + cat(-x[..., D/2:], x[..., :D/2]) * sin (HF rotate_half RoPE)";
-  static std::optional<Match> match(const GraphView& v, std::int32_t n) {
-    if (!v.is<ops::Add>(n) || v.node(n).inputs.size() != 2) return std::nullopt;
-    for (int order = 0; order < 2; ++order) {
-      std::int32_t m1 = v.producer(v.in(n, static_cast<std::size_t>(order))), m2 = v.producer(v.in(n, static_cast<std::size_t>(1 - order)));
-      if (!v.is<ops::Mul>(m1) || !v.is<ops::Mul>(m2) || v.node(m1).inputs.size() != 2 || v.node(m2).inputs.size() != 2) continue;
-      if (v.only_consumer(v.out(m1)) != n || v.only_consumer(v.out(m2)) != n) continue;
-      for (int k = 0; k < 2; ++k) {
-        std::int32_t cat = v.producer(v.in(m2, static_cast<std::size_t>(k)));
-        TensorId sin = v.in(m2, static_cast<std::size_t>(1 - k));
-        if (!v.is<ops::Cat>(cat) || v.node(cat).inputs.size() != 2 || v.only_consumer(v.out(cat)) != m2) continue;
-        std::int32_t neg = v.producer(v.in(cat, 0)), s1 = v.producer(v.in(cat, 1));
-        if (!v.is<ops::Neg>(neg) || v.only_consumer(v.out(neg)) != cat || !v.is<ops::Slice>(s1) || v.only_consumer(v.out(s1)) != cat) continue;
-        std::int32_t s2 = v.producer(v.in(neg, 0));
-        if (!v.is<ops::Slice>(s2) || v.only_consumer(v.out(s2)) != neg) continue;
-        const TensorId x = v.in(s1, 0);
-        if (v.in(s2, 0) != x) continue;
-        const Shape& xs = v.tensor(x).shape;
-        if (xs.empty() || xs.back() % 2) continue;
-        const std::int64_t half = xs.back() / 2;
-        auto a1 = v.attrs<ops::Slice>(s1), a2 = v.attrs<ops::Slice>(s2);
-        auto r1 = ops::clamp_slice(xs.back(), a1.start, a1.end, a1.step), r2 = ops::clamp_slice(xs.back(), a2.start, a2.end, a2.step);
-        if (!detail::is_last_dim(v, a1.dim, x) || !detail::is_last_dim(v, a2.dim, x) || r1.start != 0 || r1.length != half || r1.step != 1 ||
-            r2.start != half || r2.length != half || r2.step != 1 || !detail::is_last_dim(v, v.attrs<ops::Cat>(cat).dim, v.out(cat)))
-          continue;
-        // x * cos
-        TensorId cos;
-        if (v.in(m1, 0) == x) cos = v.in(m1, 1);
-        else if (v.in(m1, 1) == x) cos = v.in(m1, 0);
-        else continue;
-        if (v.tensor(v.out(n)).shape != xs) continue;
-        return Match{{n, m1, m2, cat, neg, s1, s2}, {x, cos, sin}, {}};
-      }
-    }
-    return std::nullopt;
-  }
+  static std::optional<Match> match(const GraphView& v, std::int32_t n);
 };
 
 // Greedy chains of pointwise ops with one output shape: internal values never leave registers;
@@ -360,30 +116,12 @@ struct Rotary {
 struct EltwiseChain {
   static constexpr std::string_view name = "eltwise_chain";
   static constexpr std::string_view summary = "a chain of pointwise ops with one output shape (values stay in registers)";
-  static bool pointwise(const GraphView& v, std::int32_t n) {
-    return n >= 0 && ops::op_info(v.op(n)).op_class == ops::OpClass::elementwise && v.node(n).outputs.size() == 1;
-  }
-  static std::optional<Match> match(const GraphView& v, std::int32_t n) {
-    if (v.taken(n) || !pointwise(v, n)) return std::nullopt;
-    // Start only at a chain head: not fed by an untaken pointwise node of the same shape that
-    // could have started the chain instead.
-    const Shape& shape = v.tensor(v.out(n)).shape;
-    for (TensorId t : v.node(n).inputs) {
-      std::int32_t p = v.producer(t);
-      if (pointwise(v, p) && !v.taken(p) && v.only_consumer(t) == n && v.tensor(t).shape == shape) return std::nullopt;
-    }
-    Match m;
-    m.nodes = {n};
-    TensorId cur = v.out(n);
-    for (;;) {
-      std::int32_t c = v.only_consumer(cur);
-      if (!pointwise(v, c) || v.taken(c) || v.tensor(v.out(c)).shape != shape) break;
-      m.nodes.push_back(c);
-      cur = v.out(c);
-    }
-    if (m.nodes.size() < 2) return std::nullopt;
-    return m;
-  }
+  static bool pointwise(const GraphView& v, std::int32_t n);
+  static std::optional<Match> match(const GraphView& v, std::int32_t n);
 };
 
 }  // namespace npusim::inline NPUSIM_ABI::fusion
+
+#ifndef NPUSIM_COMPILED_LIB
+#include "npusim/fusion/impl/patterns_inl.hpp"
+#endif

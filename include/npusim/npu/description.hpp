@@ -64,28 +64,17 @@ struct Description {
   std::vector<std::string> assumptions;
   friend bool operator==(const Description&, const Description&) = default;
 
-  const MacArray* mac_array(DType d) const {
-    for (const auto& [t, a] : mac_arrays)
-      if (t == d) return &a;
-    return nullptr;
-  }
+  const MacArray* mac_array(DType d) const;
   bool supports(DType d) const { return std::find(dtypes.begin(), dtypes.end(), d) != dtypes.end(); }
-  bool supports(ops::OpClass c) const {
-    return c == ops::OpClass::view || c == ops::OpClass::noop || std::find(op_classes.begin(), op_classes.end(), c) != op_classes.end();
-  }
+  bool supports(ops::OpClass c) const;
   double clock_hz() const { return clock_mhz * 1e6; }
   std::int64_t bank_bytes() const { return sram_banks > 0 ? sram_bytes / sram_banks : sram_bytes; }
   // What kernels may use for tiles: the SRAM less the weight cache and the activation region.
   std::int64_t working_bytes() const { return sram_bytes - weight_cache_bytes - activation_bytes; }
   // Peak multiply-accumulates per second in `d` (0 when the MAC array does not compute in it).
-  double peak_macs_per_s(DType d) const {
-    const MacArray* a = mac_array(d);
-    return a ? static_cast<double>(a->macs_per_cycle()) * clock_hz() : 0.0;
-  }
+  double peak_macs_per_s(DType d) const;
   // Vector elements per cycle for elements of `bytes` bytes (at least one).
-  double vector_elements_per_cycle(std::int64_t bytes) const {
-    return std::max(1.0, static_cast<double>(vector_width_bytes) / static_cast<double>(std::max<std::int64_t>(bytes, 1)));
-  }
+  double vector_elements_per_cycle(std::int64_t bytes) const;
 };
 
 // The dtypes a description may name: the float types npusim computes in and the integer types
@@ -108,3 +97,7 @@ static_assert(std::size(all_op_classes) == static_cast<std::size_t>(ops::OpClass
               "NPUSIM: npu::all_op_classes must list every ops::OpClass (noop is the last)");
 
 }  // namespace npusim::inline NPUSIM_ABI::npu
+
+#ifndef NPUSIM_COMPILED_LIB
+#include "npusim/npu/impl/description_inl.hpp"
+#endif

@@ -13,28 +13,12 @@ namespace npusim::inline NPUSIM_ABI::npu {
 enum class Placement : std::uint8_t { npu, host, free };  // free: a zero-copy view
 enum class Bound : std::uint8_t { compute, dma, sram, host, none };
 
-inline const char* placement_name(Placement p) {
-  switch (p) {
-    case Placement::npu: return "npu";
-    case Placement::host: return "host";
-    case Placement::free: return "free";
-  }
-  return "?";
-}
+const char* placement_name(Placement p);
 
 // compute: the MAC array or vector unit is the longer stage; dma: moving the operands once
 // already takes longer than computing; sram: DMA-bound only because the SRAM forces operands to
 // be re-read (with every operand read once it would be compute-bound); host: runs on the host.
-inline const char* bound_name(Bound b) {
-  switch (b) {
-    case Bound::compute: return "compute";
-    case Bound::dma: return "dma";
-    case Bound::sram: return "sram";
-    case Bound::host: return "host";
-    case Bound::none: return "-";
-  }
-  return "?";
-}
+const char* bound_name(Bound b);
 
 struct KernelEstimate {
   std::int32_t partition = 0, kernel = 0;
@@ -83,3 +67,7 @@ struct Estimate {
 };
 
 }  // namespace npusim::inline NPUSIM_ABI::npu
+
+#ifndef NPUSIM_COMPILED_LIB
+#include "npusim/npu/impl/estimate_inl.hpp"
+#endif

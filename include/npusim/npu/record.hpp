@@ -8,10 +8,7 @@
 
 namespace npusim::inline NPUSIM_ABI::npu {
 
-inline void attach(program::CompiledProgram& p, const Description& d, DType dt) {
-  if (!is_npu_dtype(dt)) throw Error(ErrorCode::dtype, "an NPU estimate computes in f32, f16, bf16, i16 or i8", {.found = std::string(dtype_short_name(dt))});
-  p.npu = program::NpuRecord{to_json(d), dt};
-}
+void attach(program::CompiledProgram& p, const Description& d, DType dt);
 
 struct StoredNpu {
   Description description;
@@ -19,9 +16,10 @@ struct StoredNpu {
 };
 
 // `file` names the program in errors.
-inline std::optional<StoredNpu> stored(const program::CompiledProgram& p, const std::string& file = "<program>") {
-  if (!p.npu) return std::nullopt;
-  return StoredNpu{parse_description(p.npu->description, file + " (stored NPU description)"), p.npu->dtype};
-}
+std::optional<StoredNpu> stored(const program::CompiledProgram& p, const std::string& file = "<program>");
 
 }  // namespace npusim::inline NPUSIM_ABI::npu
+
+#ifndef NPUSIM_COMPILED_LIB
+#include "npusim/npu/impl/record_inl.hpp"
+#endif

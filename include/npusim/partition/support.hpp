@@ -5,8 +5,8 @@
 
 #include <functional>
 #include <set>
-#include <sstream>
 
+#include "npusim/config.hpp"
 #include "npusim/fusion/fuse.hpp"
 #include "npusim/partition/boundary.hpp"
 
@@ -26,23 +26,9 @@ struct TargetInfo {
 // Forced fallbacks: "aten.max_pool2d.default", an op id ("max_pool2d") or "node:NAME", comma-separated.
 struct ForceFallback {
   std::set<std::string, std::less<>> ops, nodes;
-  static ForceFallback parse(std::string_view spec) {
-    ForceFallback f;
-    std::string item;
-    std::stringstream ss{std::string(spec)};
-    while (std::getline(ss, item, ',')) {
-      while (!item.empty() && item.front() == ' ') item.erase(item.begin());
-      while (!item.empty() && item.back() == ' ') item.pop_back();
-      if (item.empty()) continue;
-      if (item.starts_with("node:")) f.nodes.insert(item.substr(5));
-      else f.ops.insert(item);
-    }
-    return f;
-  }
+  static ForceFallback parse(std::string_view spec);
   bool empty() const { return ops.empty() && nodes.empty(); }
-  bool forces(const ir::Node& n, std::string_view op_id) const {
-    return nodes.count(n.name) || ops.count(n.op_type) || ops.count(op_id);
-  }
+  bool forces(const ir::Node& n, std::string_view op_id) const;
 };
 
 struct NodeSupport {
@@ -50,21 +36,10 @@ struct NodeSupport {
   std::string reason;  // why not, when not
 };
 
-inline std::vector<NodeSupport> node_support(const ir::Graph& g, const TargetInfo& t, const ForceFallback& force = {}) {
-  std::vector<NodeSupport> r(g.nodes.size());
-  for (std::size_t i = 0; i < g.nodes.size(); ++i) {
-    const ir::Node& n = g.nodes[i];
-    std::size_t idx = ops::require_op(n);
-    std::string_view id = ops::op_info(idx).id;
-    if (force.forces(n, id)) {
-      r[i] = {false, "forced to the fallback (debug switch)"};
-    } else if (idx >= t.ops.size() || !t.ops[idx]) {
-      r[i] = {false, "target '" + t.name + "' has no kernel for " + std::string(id) + " (" + n.op_type + ")"};
-    } else if (t.refuse) {
-      if (auto why = t.refuse(g, n)) r[i] = {false, *why};
-    }
-  }
-  return r;
-}
+std::vector<NodeSupport> node_support(const ir::Graph& g, const TargetInfo& t, const ForceFallback& force = {});
 
 }  // namespace npusim::inline NPUSIM_ABI::partition
+
+#ifndef NPUSIM_COMPILED_LIB
+#include "npusim/partition/impl/support_inl.hpp"
+#endif

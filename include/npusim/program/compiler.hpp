@@ -6,16 +6,12 @@
 // constant folding evaluates through a callback.
 #pragma once
 
-#include <chrono>
-
-#include "npusim/partition/partitioner.hpp"
-#include "npusim/program/program.hpp"
-#include "npusim/passes/basic.hpp"
-#include "npusim/passes/broadcast_fold.hpp"
-#include "npusim/passes/pad_channels.hpp"
-#include "npusim/passes/bn_fold.hpp"
+#include "npusim/config.hpp"
+#include "npusim/fusion/fuse.hpp"
+#include "npusim/partition/support.hpp"
 #include "npusim/passes/const_fold.hpp"
-#include "npusim/version.hpp"
+#include "npusim/passes/dtype_policy.hpp"
+#include "npusim/program/program.hpp"
 
 namespace npusim::inline NPUSIM_ABI::program {
 
@@ -31,73 +27,12 @@ struct CompileOptions {
 // The graph passes, in order, on a checked graph: what compile() runs before partitioning (and
 // what `npusim explain` runs to show the graph the partitioner saw). Weight recipes and pass
 // counts go to p; returns the dtype policy the later stages use.
-inline passes::DTypePolicy run_passes(ir::Graph& g, const partition::TargetInfo& target, const CompileOptions& opt, CompiledProgram& p) {
-  auto count = [&](const char* pass, std::int64_t n) {
-    p.stats.pass_counts.set(pass, ir::AttrValue(n));
-    if (opt.verify) passes::verify(g, pass);
-  };
-  count("normalize_inplace", passes::normalize_inplace(g));
-  count("remove_noops", passes::remove_noops(g));
-  if (opt.fold_batch_norm) {
-    auto r = passes::fold_batch_norms(g, p.recipes);
-    count("fold_batch_norm", r.folded);
-    p.stats.pass_counts.set("batch_norm_kept", ir::AttrValue(static_cast<std::int64_t>(r.kept)));
-  }
-  count("fold_constants", passes::fold_constants(g, opt.evaluator));
-  count("fold_broadcasts", passes::fold_broadcasts(g));
-  passes::DTypePolicy pol = passes::make_dtype_policy(g, opt.compute);
-  if (target.limits.channel_alignment_bytes > 0) {
-    const auto elems = target.limits.channel_alignment_bytes / static_cast<std::int64_t>(dtype_size(opt.compute));
-    count("pad_channels", passes::pad_channels(g, elems, p.recipes));
-  }
-  count("eliminate_dead_code", passes::eliminate_dead_code(g));
-  return pol;
-}
+passes::DTypePolicy run_passes(ir::Graph& g, const partition::TargetInfo& target, const CompileOptions& opt, CompiledProgram& p);
 
-inline CompiledProgram compile(ir::Graph g, const partition::TargetInfo& target, const CompileOptions& opt = {}) {
-  CompiledProgram p;
-  p.model_name = g.model_name;
-  p.source = g.source;
-  p.npusim_version = version_string;
-  p.target = target.name;
-  p.compute = opt.compute;
-  p.limits = target.limits;
-  if (!target.dtypes.empty() && std::find(target.dtypes.begin(), target.dtypes.end(), opt.compute) == target.dtypes.end())
-    throw Error(ErrorCode::unsupported, "target '" + target.name + "' does not compute in " + std::string(dtype_name(opt.compute)));
-  for (auto t : g.inputs) p.inputs.push_back({g.tensor(t).name, g.tensor(t).shape, g.tensor(t).dtype});
-  for (auto t : g.outputs) p.outputs.push_back({g.tensor(t).name, g.tensor(t).shape, g.tensor(t).dtype});
-  p.stats.nodes_in = static_cast<std::int64_t>(g.nodes.size());
-
-  ops::check_graph(g);
-  const passes::DTypePolicy pol = run_passes(g, target, opt, p);
-  p.stats.nodes_after_passes = static_cast<std::int64_t>(g.nodes.size());
-
-  auto sup = partition::node_support(g, target, opt.force);
-  bool need_fallback = std::any_of(sup.begin(), sup.end(), [](const auto& s) { return !s.on_target; });
-  if (need_fallback && target.fallback.empty()) {
-    for (std::size_t i = 0; i < sup.size(); ++i)
-      if (!sup[i].on_target)
-        throw Error(ErrorCode::unsupported, sup[i].reason + ", and the target has no fallback", {.file = g.source, .node = g.nodes[i].name});
-  }
-  partition::Plan plan = partition::make_plan(g, sup, pol);
-  p.transfers = plan.transfers;
-  static const std::vector<fusion::PatternInfo> no_patterns;
-  for (std::size_t k = 0; k < plan.parts.size(); ++k) {
-    Partition part;
-    part.fallback = plan.parts[k].fallback;
-    part.target = part.fallback ? target.fallback : target.name;
-    part.graph = std::move(plan.graphs[k]);
-    part.kernels = fusion::fuse(part.graph, part.fallback ? no_patterns : target.patterns, pol, opt.fuse);
-    for (const Kernel& kr : fusion::fuse(part.graph, no_patterns, pol)) p.stats.kernels_unfused += kr.kind != "view";
-    part.plan = plan::plan_buffers(part.graph, part.kernels, pol);
-    for (const Kernel& kr : part.kernels) {
-      ++p.stats.kernels;
-      p.stats.view_kernels += kr.kind == "view";
-      p.stats.fused_kernels += kr.fused();
-    }
-    p.partitions.push_back(std::move(part));
-  }
-  return p;
-}
+CompiledProgram compile(ir::Graph g, const partition::TargetInfo& target, const CompileOptions& opt = {});
 
 }  // namespace npusim::inline NPUSIM_ABI::program
+
+#ifndef NPUSIM_COMPILED_LIB
+#include "npusim/program/impl/compiler_inl.hpp"
+#endif

@@ -11,7 +11,11 @@
 
 #include <chrono>
 #include <functional>
+#include <map>
+#include <set>
+#include <span>
 
+#include "npusim/config.hpp"
 #include "npusim/runtime/llm.hpp"
 #include "npusim/runtime/sampling.hpp"
 #include "npusim/target/runner.hpp"
@@ -26,82 +30,30 @@ struct LlmPrograms {
   KvMapping map;
   Roles prefill_roles, decode_roles;
 
-  LlmPrograms(Runner& p, Runner& d, KvMapping m, const ir::Graph& prefill_ir, const ir::Graph& decode_ir)
-      : prefill(p), decode(d), map(std::move(m)) {
-    map.complete(prefill_ir);
-    check_kv_mapping(map, prefill_ir, decode_ir);
-    prefill_roles = detect_roles(prefill_ir);
-    std::set<ir::TensorId> kv;
-    for (const auto& l : map.layers) kv.insert(input_id(decode_ir, l.decode_key_input)), kv.insert(input_id(decode_ir, l.decode_value_input));
-    decode_roles = detect_roles(decode_ir, kv);
-  }
+  LlmPrograms(Runner& p, Runner& d, KvMapping m, const ir::Graph& prefill_ir, const ir::Graph& decode_ir);
 };
 
 // The decode program's KV inputs for each layer, from the prefill outputs, then from each step.
 class KvState {
  public:
-  KvState(const ir::Graph& prefill, const ir::Graph& decode, const KvMapping& map) : map_(map) {
-    for (const KvLayer& l : map.layers) {
-      pk_.push_back(output_index(prefill, l.prefill_key_output));
-      pv_.push_back(output_index(prefill, l.prefill_value_output));
-      dk_in_.push_back(input_id(decode, l.decode_key_input));
-      dv_in_.push_back(input_id(decode, l.decode_value_input));
-      dk_out_.push_back(output_index(decode, l.decode_key_output));
-      dv_out_.push_back(output_index(decode, l.decode_value_output));
-    }
-    for (auto t : dk_in_) ids_.insert(t);
-    for (auto t : dv_in_) ids_.insert(t);
-  }
-  void from_prefill(const ir::Graph& decode, const std::vector<Tensor>& outs) {
-    cache_.clear();
-    for (std::size_t l = 0; l < pk_.size(); ++l) {
-      cache_[dk_in_[l]] = place_in_cache(outs.at(pk_[l]), decode.tensor(dk_in_[l]).shape);
-      cache_[dv_in_[l]] = place_in_cache(outs.at(pv_[l]), decode.tensor(dv_in_[l]).shape);
-    }
-  }
+  KvState(const ir::Graph& prefill, const ir::Graph& decode, const KvMapping& map);
+  void from_prefill(const ir::Graph& decode, const std::vector<Tensor>& outs);
   // Asks the decode runner to keep the cache where it is (device memory) between steps: the first
   // step passes the cache built from the prefill, later steps pass nothing for it (an empty
   // tensor), and a defined tensor (set()) replaces what the runner carries.
-  void carry_on(Runner& decode) {
-    std::vector<std::pair<std::string, std::string>> pairs;
-    for (const KvLayer& l : map_.layers) pairs.push_back({l.decode_key_output, l.decode_key_input}), pairs.push_back({l.decode_value_output, l.decode_value_input});
-    carried_ = decode.carry(pairs);
-  }
-  void from_decode(const std::vector<Tensor>& outs) {
-    if (carried_) {
-      for (auto& [_, t] : cache_) t = Tensor();
-      return;
-    }
-    for (std::size_t l = 0; l < dk_in_.size(); ++l) {
-      cache_[dk_in_[l]] = outs.at(dk_out_[l]);
-      cache_[dv_in_[l]] = outs.at(dv_out_[l]);
-    }
-  }
+  void carry_on(Runner& decode);
+  void from_decode(const std::vector<Tensor>& outs);
   // Sets every cache to `fill(layer, is_value, shape)` (benchmarks, tests).
-  void set(const ir::Graph& decode, const std::function<Tensor(std::size_t, bool, const Shape&)>& fill) {
-    for (std::size_t l = 0; l < dk_in_.size(); ++l) {
-      cache_[dk_in_[l]] = fill(l, false, decode.tensor(dk_in_[l]).shape);
-      cache_[dv_in_[l]] = fill(l, true, decode.tensor(dv_in_[l]).shape);
-    }
-  }
+  void set(const ir::Graph& decode, const std::function<Tensor(std::size_t, bool, const Shape&)>& fill);
   const std::map<ir::TensorId, Tensor>& inputs() const { return cache_; }
   const std::set<ir::TensorId>& input_ids() const { return ids_; }
 
   // Positions the decode program can hold: the KV inputs' sequence length (the mapping's
   // max_cache_len when it maps no layer).
-  std::int64_t capacity(const ir::Graph& decode) const {
-    std::int64_t c = map_.max_cache_len;
-    for (auto t : dk_in_) c = std::min(c, decode.tensor(t).shape.size() == 4 ? decode.tensor(t).shape[2] : 0);
-    return c;
-  }
+  std::int64_t capacity(const ir::Graph& decode) const;
   // Refuses, before anything runs, a decode step at a position the cache does not have: the
   // index_copy that writes the new K/V row would otherwise be the first to notice, mid-run.
-  void check_position(const ir::Graph& decode, std::int64_t last_position) const {
-    const std::int64_t c = capacity(decode);
-    if (last_position >= c)
-      throw Error(ErrorCode::resource, "decode position beyond the KV cache", {.file = decode.source,
-                  .expected = "position < " + std::to_string(c) + " (the cache length)", .found = std::to_string(last_position)});
-  }
+  void check_position(const ir::Graph& decode, std::int64_t last_position) const;
 
  private:
   std::vector<std::size_t> pk_, pv_, dk_out_, dv_out_;
@@ -116,11 +68,7 @@ class Session {
  public:
   using clock = std::chrono::steady_clock;
 
-  explicit Session(LlmPrograms& m) : m_(m), kv_(m.prefill.graph(), m.decode.graph(), m.map) {
-    kv_.carry_on(m.decode);
-    max_len_ = kv_.capacity(m.decode.graph());
-    prefill_len_ = m.map.prefill_seq_len;
-  }
+  explicit Session(LlmPrograms& m);
 
   std::int64_t position() const { return pos_; }       // next position to fill
   std::int64_t max_positions() const { return max_len_; }
@@ -129,59 +77,21 @@ class Session {
   double last_step_ms() const { return step_ms_; }
 
   // Runs the prompt; returns the logits at its last token.
-  std::vector<float> prefill(std::span<const std::int64_t> prompt) {
-    if (prompt.empty()) throw Error(ErrorCode::attr, "empty prompt");
-    const std::int64_t n = static_cast<std::int64_t>(prompt.size());
-    if (n > max_len_)
-      throw Error(ErrorCode::resource, "prompt longer than the KV cache", {.expected = "<= " + std::to_string(max_len_) + " tokens",
-                                                                           .found = std::to_string(n)});
-    const std::int64_t first = std::min(n, prefill_len_);
-    std::vector<std::int64_t> padded(prompt.begin(), prompt.begin() + first);
-    padded.resize(static_cast<std::size_t>(prefill_len_), 0);  // right padding: never attended to
-    const ir::Graph& pg = m_.prefill.graph();
-    auto t0 = clock::now();
-    std::vector<Tensor> out = m_.prefill.run(build_inputs(pg, m_.prefill_roles, padded, 0, {}));
-    std::vector<float> logits = row(out.at(0), first - 1);
-    kv_.from_prefill(m_.decode.graph(), out);
-    out.clear();
-    pos_ = first;
-    for (std::int64_t i = first; i < n; ++i) logits = step(prompt[static_cast<std::size_t>(i)]);  // the rest, one token at a time
-    prefill_ms_ = std::chrono::duration<double, std::milli>(clock::now() - t0).count();
-    return logits;
-  }
+  std::vector<float> prefill(std::span<const std::int64_t> prompt);
 
   // Feeds `token` at the next position; returns its logits.
-  std::vector<float> step(std::int64_t token) {
-    check_position(pos_);
-    const ir::Graph& dg = m_.decode.graph();
-    auto t0 = clock::now();
-    std::vector<Tensor> out = m_.decode.run(build_inputs(dg, m_.decode_roles, std::span<const std::int64_t>(&token, 1), pos_, kv_.inputs()));
-    step_ms_ = std::chrono::duration<double, std::milli>(clock::now() - t0).count();
-    kv_.from_decode(out);
-    ++pos_;
-    return row(out.at(0), -1);
-  }
+  std::vector<float> step(std::int64_t token);
 
   // For benchmarks: jump to `position` with caches from `fill` (e.g. random K/V), or only move
   // the position (keeping the caches) when `fill` is empty.
-  void seek(std::int64_t position, const std::function<Tensor(std::size_t, bool, const Shape&)>& fill = {}) {
-    if (position < 0 || position >= max_len_)
-      throw Error(ErrorCode::resource, "position outside the KV cache", {.expected = "[0, " + std::to_string(max_len_) + ")", .found = std::to_string(position)});
-    if (fill) kv_.set(m_.decode.graph(), fill);
-    pos_ = position;
-  }
+  void seek(std::int64_t position, const std::function<Tensor(std::size_t, bool, const Shape&)>& fill = {});
   const KvState& kv() const { return kv_; }
   // Refuses a decode step at `last_position` or beyond before anything runs.
   void check_position(std::int64_t last_position) const { kv_.check_position(m_.decode.graph(), last_position); }
 
  private:
   // Logits row `r` of [.., S, V] (r < 0: the last row), as floats.
-  static std::vector<float> row(const Tensor& logits, std::int64_t r) {
-    Tensor f = logits.to(DType::f32);
-    const std::int64_t V = f.shape().back(), rows = f.numel() / V;
-    if (r < 0) r = rows - 1;
-    return std::vector<float>(f.data<float>() + r * V, f.data<float>() + (r + 1) * V);
-  }
+  static std::vector<float> row(const Tensor& logits, std::int64_t r);
 
   LlmPrograms& m_;
   KvState kv_;
@@ -202,43 +112,15 @@ struct Generation {
   std::string stop;                  // "eos", "max_new_tokens" or "cache_full" (the KV cache's last position was used)
 };
 
-inline Generation generate(LlmPrograms& m, std::span<const std::int64_t> prompt, const GenerateOptions& o,
-                           const std::function<void(std::int64_t token, std::size_t index)>& on_token = {}) {
-  Session s(m);
-  Sampler sampler(o.sampling);
-  Generation g;
-  std::vector<float> logits = s.prefill(prompt);
-  g.prefill_ms = s.last_prefill_ms();
-  for (;;) {
-    const std::int64_t t = sampler.pick(logits);
-    g.tokens.push_back(t);
-    if (on_token) on_token(t, g.tokens.size() - 1);
-    if (std::find(o.eos.begin(), o.eos.end(), t) != o.eos.end()) {
-      g.stop = "eos";
-      break;
-    }
-    if (g.tokens.size() >= o.max_new_tokens) {
-      g.stop = "max_new_tokens";
-      break;
-    }
-    // The token just picked would go to a position the KV cache does not have: stop there, and
-    // say so (stop reason "cache_full"; the caller reports it).
-    if (s.position() >= s.max_positions()) {
-      g.stop = "cache_full";
-      break;
-    }
-    logits = s.step(t);
-    g.step_ms.push_back(s.last_step_ms());
-  }
-  return g;
-}
+Generation generate(LlmPrograms& m, std::span<const std::int64_t> prompt, const GenerateOptions& o,
+                    const std::function<void(std::int64_t token, std::size_t index)>& on_token = {});
 
 // Greedy generation (the fixtures' rule): kept for callers that want just that.
-inline Generation generate_greedy(LlmPrograms& m, std::span<const std::int64_t> prompt, std::size_t new_tokens,
-                                  const std::function<void(std::int64_t, std::size_t)>& on_token = {}) {
-  GenerateOptions o;
-  o.max_new_tokens = new_tokens;
-  return generate(m, prompt, o, on_token);
-}
+Generation generate_greedy(LlmPrograms& m, std::span<const std::int64_t> prompt, std::size_t new_tokens,
+                           const std::function<void(std::int64_t, std::size_t)>& on_token = {});
 
 }  // namespace npusim::inline NPUSIM_ABI::llm
+
+#ifndef NPUSIM_COMPILED_LIB
+#include "npusim/runtime/impl/generate_inl.hpp"
+#endif

@@ -11,6 +11,7 @@
 #include <string_view>
 #include <vector>
 
+#include "npusim/config.hpp"
 #include "npusim/runtime/generate.hpp"
 #include "npusim/text/chat.hpp"
 #include "npusim/text/tokenizer.hpp"
@@ -24,34 +25,20 @@ struct TextGeneration {
 };
 
 // From prompt ids.
-inline TextGeneration generate_text(LlmPrograms& m, const text::Tokenizer& tok, std::span<const std::int64_t> prompt, const GenerateOptions& o,
-                                    const std::function<void(std::string_view piece)>& on_text = {}) {
-  TextGeneration r;
-  r.prompt.assign(prompt.begin(), prompt.end());
-  text::Decoder decoder(tok, /*skip_special=*/true);
-  auto emit = [&](const std::string& piece) {
-    if (piece.empty()) return;
-    r.text += piece;
-    if (on_text) on_text(piece);
-  };
-  r.generation = generate(m, prompt, o, [&](std::int64_t id, std::size_t) { emit(decoder.push(id)); });
-  emit(decoder.flush());
-  return r;
-}
+TextGeneration generate_text(LlmPrograms& m, const text::Tokenizer& tok, std::span<const std::int64_t> prompt, const GenerateOptions& o,
+                             const std::function<void(std::string_view piece)>& on_text = {});
 
 // From text: encoded as tokenizer(text) (add_special_tokens=True).
-inline TextGeneration generate_text(LlmPrograms& m, const text::Tokenizer& tok, std::string_view prompt, const GenerateOptions& o,
-                                    const std::function<void(std::string_view piece)>& on_text = {}) {
-  const std::vector<std::int64_t> ids = tok.encode(prompt, /*add_special=*/true);
-  return generate_text(m, tok, std::span<const std::int64_t>(ids), o, on_text);
-}
+TextGeneration generate_text(LlmPrograms& m, const text::Tokenizer& tok, std::string_view prompt, const GenerateOptions& o,
+                             const std::function<void(std::string_view piece)>& on_text = {});
 
 // From a conversation: rendered by the chat template, which opens the assistant's turn.
-inline TextGeneration generate_chat(LlmPrograms& m, const text::Tokenizer& tok, const text::ChatTemplate& chat,
-                                    std::span<const text::ChatMessage> messages, const GenerateOptions& o,
-                                    const std::function<void(std::string_view piece)>& on_text = {}) {
-  const std::vector<std::int64_t> ids = chat.encode(tok, messages, /*add_generation_prompt=*/true);
-  return generate_text(m, tok, std::span<const std::int64_t>(ids), o, on_text);
-}
+TextGeneration generate_chat(LlmPrograms& m, const text::Tokenizer& tok, const text::ChatTemplate& chat,
+                             std::span<const text::ChatMessage> messages, const GenerateOptions& o,
+                             const std::function<void(std::string_view piece)>& on_text = {});
 
 }  // namespace npusim::inline NPUSIM_ABI::llm
+
+#ifndef NPUSIM_COMPILED_LIB
+#include "npusim/runtime/impl/text_generate_inl.hpp"
+#endif

@@ -4,15 +4,13 @@
 // microseconds).
 #pragma once
 
-#include <algorithm>
 #include <chrono>
 #include <cstdio>
-#include <map>
 #include <string>
 #include <vector>
 
+#include "npusim/config.hpp"
 #include "npusim/core/file.hpp"
-#include "npusim/ir/json.hpp"
 
 namespace npusim::inline NPUSIM_ABI {
 
@@ -34,10 +32,7 @@ class Profiler {
 
   double now_us() const { return std::chrono::duration<double, std::micro>(clock::now() - origin_).count(); }
   void add(ProfileEvent e) { events_.push_back(std::move(e)); }
-  void clear() {
-    events_.clear();
-    origin_ = clock::now();
-  }
+  void clear();
   const std::vector<ProfileEvent>& events() const { return events_; }
 
   struct KindTotal {
@@ -45,58 +40,12 @@ class Profiler {
     std::int64_t count = 0;
     double host_us = 0, device_us = 0;
   };
-  std::vector<KindTotal> by_kind() const {
-    std::map<std::string, KindTotal> m;
-    for (const auto& e : events_) {
-      auto& k = m[e.kind];
-      k.kind = e.kind;
-      ++k.count;
-      k.host_us += e.dur_us;
-      if (e.device_us >= 0) k.device_us += e.device_us;
-    }
-    std::vector<KindTotal> v;
-    for (auto& [_, k] : m) v.push_back(k);
-    std::sort(v.begin(), v.end(), [](const KindTotal& a, const KindTotal& b) { return a.host_us + a.device_us > b.host_us + b.device_us; });
-    return v;
-  }
+  std::vector<KindTotal> by_kind() const;
 
   // Table by kernel kind; `wall_us` is the run's measured wall time (the share column uses it).
-  void print_summary(std::FILE* out, double wall_us, int runs = 1) const {
-    if (runs < 1) throw Error(ErrorCode::attr, "profile summary: the number of runs must be at least 1", {.expected = ">= 1", .found = std::to_string(runs)});
-    double total = 0;
-    bool device = false;
-    for (const auto& e : events_) total += e.dur_us, device = device || e.device_us >= 0;
-    std::fprintf(out, "%-22s %8s %12s %8s%s\n", "kernel kind", "count", "host ms/run", "share", device ? "  device ms/run" : "");
-    for (const auto& k : by_kind()) {
-      std::fprintf(out, "%-22s %8lld %12.3f %7.1f%%", k.kind.c_str(), static_cast<long long>(k.count / runs), k.host_us / 1000.0 / runs,
-                   wall_us > 0 ? 100.0 * k.host_us / wall_us : 0.0);
-      if (device) std::fprintf(out, "  %14.3f", k.device_us / 1000.0 / runs);
-      std::fprintf(out, "\n");
-    }
-    std::fprintf(out, "%-22s %8zu %12.3f %7.1f%%  (wall %.3f ms/run)\n", "total kernels", events_.size() / static_cast<std::size_t>(runs),
-                 total / 1000.0 / runs, wall_us > 0 ? 100.0 * total / wall_us : 0.0, wall_us / 1000.0 / runs);
-  }
+  void print_summary(std::FILE* out, double wall_us, int runs = 1) const;
 
-  std::string trace_json() const {
-    ir::json j;
-    j["displayTimeUnit"] = "ms";
-    j["traceEvents"] = ir::json::array();
-    std::map<int, std::string> tracks;
-    for (const auto& e : events_) {
-      tracks[e.track] = e.target;
-      // Where the target measured device time, the event spans the device execution (its start is
-      // on the profiler's clock) and the host time spent issuing it goes to args.
-      ir::json ev = {{"name", e.name}, {"cat", e.kind}, {"ph", "X"}, {"ts", e.start_us}, {"dur", e.device_us >= 0 ? e.device_us : e.dur_us},
-                     {"pid", 1}, {"tid", e.track}};
-      if (e.device_us >= 0) ev["args"] = {{"device_us", e.device_us}, {"host_us", e.dur_us}, {"target", e.target}};
-      else ev["args"] = {{"target", e.target}};
-      j["traceEvents"].push_back(std::move(ev));
-    }
-    j["traceEvents"].push_back({{"name", "process_name"}, {"ph", "M"}, {"pid", 1}, {"args", {{"name", "npusim"}}}});
-    for (const auto& [t, name] : tracks)
-      j["traceEvents"].push_back({{"name", "thread_name"}, {"ph", "M"}, {"pid", 1}, {"tid", t}, {"args", {{"name", "partition " + std::to_string(t) + " (" + name + ")"}}}});
-    return j.dump(1);
-  }
+  std::string trace_json() const;
   void write_trace(const std::string& path) const { write_file_atomic(path, trace_json()); }
 
  private:
@@ -126,3 +75,7 @@ class ProfileScope {
 };
 
 }  // namespace npusim::inline NPUSIM_ABI
+
+#ifndef NPUSIM_COMPILED_LIB
+#include "npusim/target/impl/profiler_inl.hpp"
+#endif

@@ -16,15 +16,10 @@
 
 #include "npusim/core/error.hpp"
 #include "npusim/ir/json.hpp"
+#include "npusim/text/token.hpp"
 #include "npusim/text/unicode.hpp"
 
 namespace npusim::inline NPUSIM_ABI::text {
-
-struct AddedToken {
-  std::int64_t id = 0;
-  std::string content;
-  bool special = false, lstrip = false, rstrip = false, normalized = false, single_word = false;
-};
 
 struct TextPiece {
   std::string text;

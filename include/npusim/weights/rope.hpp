@@ -5,12 +5,11 @@
 // than the buffer (sequence-dependent frequencies, an attention factor) and are refused by name.
 #pragma once
 
-#include <cmath>
-#include <numbers>
 #include <string>
 
+#include "npusim/config.hpp"
 #include "npusim/core/tensor.hpp"
-#include "npusim/ir/json.hpp"
+#include "npusim/ir/json_fwd.hpp"
 
 namespace npusim::inline NPUSIM_ABI::weights {
 
@@ -22,81 +21,13 @@ struct RopeParams {
   double low_freq_factor = 1.0, high_freq_factor = 4.0, original_max_position_embeddings = 8192.0;  // llama3
 
   std::int64_t count() const { return (dim + 1) / 2; }  // inv_freq length: arange(0, dim, 2)
-  std::string describe() const {
-    std::string s = "rope_theta " + std::to_string(theta) + ", " + type + ", rotary dim " + std::to_string(dim);
-    if (type != "default") s += ", factor " + std::to_string(factor);
-    return s;
-  }
+  std::string describe() const;
 };
 
 // Reads rope_theta and the scaling from transformers' two layouts: `rope_theta` + `rope_scaling`
 // (v4; the scaling's type under "rope_type" or the older "type") or one `rope_parameters` object
 // (v5). head_dim is config.head_dim, else hidden_size // num_attention_heads.
-inline RopeParams rope_params(const ir::json& config, const std::string& file) {
-  auto field = [&](const ir::json& obj, const char* k) -> const ir::json* {
-    auto it = obj.find(k);
-    return it == obj.end() || it->is_null() ? nullptr : &*it;
-  };
-  auto number = [&](const ir::json& obj, const char* k, const std::string& where) {
-    const ir::json* v = field(obj, k);
-    if (!v) throw Error(ErrorCode::parse, where + " has no \"" + k + "\" (needed to compute the rotary inv_freq)", {.file = file});
-    return ir::get_number(*v, where + "." + k, file);
-  };
-  if (!config.is_object()) throw Error(ErrorCode::parse, "config.json must be a JSON object", {.file = file});
-  RopeParams p;
-  const ir::json* scaling = nullptr;
-  std::string where = "config.json";
-  if (const ir::json* rp = field(config, "rope_parameters")) {
-    if (!rp->is_object() || !field(*rp, "rope_theta"))
-      throw Error(ErrorCode::unsupported, "rope_parameters without one rope_theta (per-layer-type rope parameters) are not supported",
-                  {.file = file, .expected = "{\"rope_theta\": ..., \"rope_type\": ...}"});
-    scaling = rp, where = "config.json rope_parameters";
-    p.theta = number(*rp, "rope_theta", where);
-  } else {
-    if (field(config, "rope_theta")) p.theta = number(config, "rope_theta", where);
-    scaling = field(config, "rope_scaling");
-    if (scaling && !scaling->is_object()) throw Error(ErrorCode::parse, "rope_scaling must be an object or null", {.file = file});
-    where = "config.json rope_scaling";
-  }
-  if (scaling) {
-    const ir::json* t = field(*scaling, "rope_type");
-    if (!t) t = field(*scaling, "type");
-    if (t) p.type = ir::get_string(*t, where + ".rope_type", file);
-  }
-  if (p.type == "linear" || p.type == "llama3") p.factor = number(*scaling, "factor", where);
-  if (p.type == "llama3") {
-    p.low_freq_factor = number(*scaling, "low_freq_factor", where);
-    p.high_freq_factor = number(*scaling, "high_freq_factor", where);
-    p.original_max_position_embeddings = number(*scaling, "original_max_position_embeddings", where);
-    if (!(p.high_freq_factor > p.low_freq_factor))
-      throw Error(ErrorCode::parse, "llama3 rope scaling needs high_freq_factor > low_freq_factor", {.file = file,
-                  .expected = "> " + std::to_string(p.low_freq_factor), .found = std::to_string(p.high_freq_factor)});
-  } else if (p.type != "default" && p.type != "linear") {
-    throw Error(ErrorCode::unsupported, "rope type '" + p.type + "' is not supported (npusim computes default, linear and llama3)",
-                {.file = file, .expected = "default, linear or llama3", .found = p.type});
-  }
-  if (!(p.theta > 0) || !(p.factor > 0))
-    throw Error(ErrorCode::parse, "rope_theta and the scaling factor must be positive", {.file = file,
-                .found = "rope_theta " + std::to_string(p.theta) + ", factor " + std::to_string(p.factor)});
-
-  double head_dim = 0;
-  if (field(config, "head_dim")) {
-    head_dim = number(config, "head_dim", "config.json");
-  } else {
-    const double hidden = number(config, "hidden_size", "config.json"), heads = number(config, "num_attention_heads", "config.json");
-    if (!(heads > 0)) throw Error(ErrorCode::parse, "num_attention_heads must be positive", {.file = file});
-    head_dim = std::floor(hidden / heads);
-  }
-  double partial = 1.0;
-  if (field(config, "partial_rotary_factor")) partial = number(config, "partial_rotary_factor", "config.json");
-  else if (scaling && field(*scaling, "partial_rotary_factor")) partial = number(*scaling, "partial_rotary_factor", where);
-  const double dim = std::trunc(head_dim * partial);
-  if (!(dim >= 1 && dim <= 1 << 20))
-    throw Error(ErrorCode::parse, "rotary dimension from head_dim x partial_rotary_factor is implausible", {.file = file,
-                .expected = "1 .. 2^20", .found = std::to_string(head_dim) + " x " + std::to_string(partial)});
-  p.dim = static_cast<std::int64_t>(dim);
-  return p;
-}
+RopeParams rope_params(const ir::json& config, const std::string& file);
 
 namespace detail {
 // One float32 operation: the double result of two floats (exact for *, correctly rounded for /,
@@ -107,32 +38,10 @@ inline float f32(double x) { return static_cast<float>(x); }
 // inv_freq as float32 [count()], by transformers' _compute_default_rope_parameters,
 // _compute_linear_scaling_rope_parameters and _compute_llama3_parameters. PyTorch evaluates
 // `scalar / tensor` as reciprocal(tensor) * scalar, and that is what is written here.
-inline Tensor rope_inv_freq(const RopeParams& p) {
-  using detail::f32;
-  const std::int64_t n = p.count();
-  Tensor t = Tensor::empty(DType::f32, {n});
-  float* out = t.data<float>();
-  const float theta = static_cast<float>(p.theta), dim = static_cast<float>(p.dim), factor = static_cast<float>(p.factor);
-  const float low_wavelen = f32(p.original_max_position_embeddings / p.low_freq_factor);
-  const float high_wavelen = f32(p.original_max_position_embeddings / p.high_freq_factor);
-  const float two_pi = f32(2 * std::numbers::pi), old_len = f32(p.original_max_position_embeddings);
-  const float low = f32(p.low_freq_factor), span = f32(p.high_freq_factor - p.low_freq_factor);
-  for (std::int64_t i = 0; i < n; ++i) {
-    const float e = f32(double(static_cast<float>(2 * i)) / dim);
-    float inv = f32(1.0 / double(std::pow(theta, e)));
-    if (p.type == "linear") {
-      inv = f32(double(inv) / factor);
-    } else if (p.type == "llama3") {
-      const float wavelen = f32(double(f32(1.0 / inv)) * two_pi);
-      const float scaled = wavelen > low_wavelen ? f32(double(inv) / factor) : inv;
-      const float smooth = f32(double(f32(double(f32(double(f32(1.0 / wavelen)) * old_len)) - low)) / span);
-      const float smoothed = f32(double(f32(double(f32(double(f32(1.0 - smooth)) * scaled)) / factor)) + double(f32(double(smooth) * scaled)));
-      const bool medium = !(wavelen < high_wavelen) && !(wavelen > low_wavelen);
-      inv = medium ? smoothed : scaled;
-    }
-    out[i] = inv;
-  }
-  return t;
-}
+Tensor rope_inv_freq(const RopeParams& p);
 
 }  // namespace npusim::inline NPUSIM_ABI::weights
+
+#ifndef NPUSIM_COMPILED_LIB
+#include "npusim/weights/impl/rope_inl.hpp"
+#endif

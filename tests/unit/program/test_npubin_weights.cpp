@@ -7,6 +7,7 @@
 
 #include "../../common/compile_util.hpp"
 #include "../../common/test_util.hpp"
+#include "npusim/core/hash.hpp"
 #include "npusim/pipeline.hpp"
 #include "npusim/program/inspect.hpp"
 

@@ -6,7 +6,11 @@
 
 #include "../../common/compile_util.hpp"
 #include "../../common/test_util.hpp"
+#include "npusim/passes/basic.hpp"
+#include "npusim/passes/graph_edit.hpp"
+#include "npusim/passes/bn_fold.hpp"
 #include "npusim/passes/broadcast_fold.hpp"
+#include "npusim/passes/const_fold.hpp"
 #include "npusim/passes/pad_channels.hpp"
 
 using namespace npusim;

@@ -5,6 +5,7 @@
 #include "../../common/compile_util.hpp"
 #include "../../common/test_util.hpp"
 #include "npusim/harness/llm_check.hpp"
+#include "npusim/program/impl/npubin_format.hpp"
 #include "npusim/runtime/generate.hpp"
 
 using namespace npusim;

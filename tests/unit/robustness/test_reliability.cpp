@@ -14,6 +14,7 @@
 #include "npusim/target/profiler.hpp"
 #include "npusim/runtime/tensor_files.hpp"
 #include "npusim/cpu.hpp"
+#include "npusim/target/cpu/parallel.hpp"
 #include "npusim/target/reference/interpreter.hpp"
 
 using namespace npusim;

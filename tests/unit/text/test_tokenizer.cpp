@@ -8,7 +8,13 @@
 #include <fstream>
 #include <set>
 
+#include "npusim/ir/json.hpp"
+#include "npusim/text/bpe.hpp"
+#include "npusim/text/byte_level.hpp"
+#include "npusim/text/pipeline.hpp"
+#include "npusim/text/split_pattern.hpp"
 #include "npusim/text/tokenizer.hpp"
+#include "npusim/text/unicode.hpp"
 
 using namespace npusim;
 using namespace npusim::text;

@@ -21,13 +21,8 @@
 #include <utility>
 #include <vector>
 
-#include <Eigen/Core>
-
+#include "npusim/config.hpp"
 #include "npusim/core/error.hpp"
-
-#ifdef _OPENMP
-#include <omp.h>
-#endif
 
 #if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>
@@ -185,17 +180,7 @@ inline int max_threads() {
 // use OpenMP) the same count, so n is every thread the CPU target computes on. Fewer threads is
 // always safe; more than kernels were already bound for is refused, since their per-thread scratch
 // would be too small. The pool comes first: it says so cleanly when the system refuses threads.
-inline void set_threads(int n) {
-  n = std::max(1, n);
-  if (const int promised = detail::promised_threads().load(); promised > 0 && n > promised)
-    throw Error(ErrorCode::resource, "cpu::set_threads: programs were already bound for fewer threads; set the thread count before creating runners",
-                {.expected = "<= " + std::to_string(promised) + " threads", .found = std::to_string(n)});
-  detail::pool_slot() = std::make_unique<ThreadPool>(n);
-#ifdef _OPENMP
-  omp_set_num_threads(n);
-#endif
-  Eigen::setNbThreads(n);
-}
+void set_threads(int n);
 
 // Calls f(thread, begin, end) over [0, n) in about-equal contiguous chunks, one per thread, when
 // there are at least `min_chunk` items per thread; otherwise on the calling thread only.
@@ -312,3 +297,7 @@ void parallel_for(std::int64_t n, std::int64_t min_chunk, F&& f) {
 }
 
 }  // namespace npusim::inline NPUSIM_ABI::cpu
+
+#ifndef NPUSIM_COMPILED_LIB
+#include "npusim/target/cpu/impl/parallel_inl.hpp"
+#endif

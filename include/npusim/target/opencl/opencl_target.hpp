@@ -10,14 +10,15 @@
 //   npusim/opencl.hpp   the entry header: Pipeline<npusim::OpenCLTarget, npusim::Bf16>
 #pragma once
 
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "npusim/config.hpp"
+#include "npusim/fusion/fuse.hpp"
+#include "npusim/ir/graph.hpp"
 #include "npusim/npusim_fwd.hpp"
-#include "npusim/target/opencl/kernels/attention.hpp"
-#include "npusim/target/opencl/kernels/conv.hpp"
-#include "npusim/target/opencl/kernels/index.hpp"
-#include "npusim/target/opencl/kernels/linalg.hpp"
-#include "npusim/target/opencl/kernels/movement.hpp"
-#include "npusim/target/opencl/kernels/nn.hpp"
-#include "npusim/target/opencl/kernels/pointwise.hpp"
+#include "npusim/ops/registry.hpp"
 
 namespace npusim::inline NPUSIM_ABI {
 
@@ -38,37 +39,11 @@ struct OpenCLTarget {
   static constexpr std::string_view fallback_name = "reference";
 
   // Below the op level: the kernels compute in float32 and store f32/f16/bf16, integers and bool.
-  static std::optional<std::string> refuse(const ir::Graph& g, const ir::Node& n) {
-    const auto op = ops::require_op(n);
-    const auto& info = ops::op_info(op);
-    auto any = [&](auto pred) {
-      for (auto t : n.inputs)
-        if (pred(g.tensor(t).dtype)) return true;
-      for (auto t : n.outputs)
-        if (pred(g.tensor(t).dtype)) return true;
-      return false;
-    };
-    if (any([](DType t) { return t == DType::f64; })) return "the OpenCL target does not compute in float64";
-    const bool int_in = std::any_of(n.inputs.begin(), n.inputs.end(), [&](auto t) { return is_integral(g.tensor(t).dtype); });
-    if (info.op_class == ops::OpClass::elementwise && info.id != "to_dtype" && any([](DType t) { return is_integral(t); }))
-      return "the OpenCL target runs pointwise ops in float32 only (integer arithmetic falls back)";
-    if ((info.op_class == ops::OpClass::reduction || info.op_class == ops::OpClass::matmul || info.op_class == ops::OpClass::conv ||
-         info.op_class == ops::OpClass::pool || info.op_class == ops::OpClass::normalization) &&
-        int_in)
-      return "the OpenCL target reduces and multiplies floats only";
-    if (op == ops::op_index_v<ops::Addmm>) {
-      auto a = ops::read_attrs<ops::Addmm::Attrs>(n.attrs, n.op_type);
-      if (a.alpha.value != 1 || a.beta.value != 1 || g.tensor(n.inputs[0]).shape.size() != 1)
-        return "the OpenCL target runs addmm as x @ W + bias with alpha = beta = 1 and a 1-D bias";
-    }
-    if (op == ops::op_index_v<ops::ScaledDotProductAttention>) {
-      const Shape& q = g.tensor(n.inputs[0]).shape;
-      if (q.size() < 3 || q.size() > 4 || q.back() > 256) return "the OpenCL attention kernel takes rank 3-4 inputs with head dim <= 256";
-    }
-    return std::nullopt;
-  }
+  static std::optional<std::string> refuse(const ir::Graph& g, const ir::Node& n);
 };
-static_assert(check_target<OpenCLTarget>(OpenCLTarget::op_list{}));
-static_assert(check_target<OpenCLTarget>(OpenCLTarget::pattern_list{}));
 
 }  // namespace npusim::inline NPUSIM_ABI
+
+#ifndef NPUSIM_COMPILED_LIB
+#include "npusim/target/opencl/impl/opencl_target_inl.hpp"
+#endif

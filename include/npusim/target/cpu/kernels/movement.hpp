@@ -61,91 +61,9 @@ inline void run_copy(const CopyPlan& p) {
 }
 
 // A copy of `in` read through (shape, strides, offset) into the contiguous output `out`.
-inline Fn bind_copy(Ctx& c, ir::TensorId in, ir::TensorId out, const Shape& shape, const Strides& src_st, std::int64_t src_off) {
-  if (c.storage(in) != c.storage(out)) c.unsupported("copy between different storage types");
-  CopyPlan p{c.ptr(in), c.ptr(out), shape, src_st, contiguous_strides(shape), src_off, 0, dtype_size(c.storage(in))};
-  simplify(p);
-  return [p] { run_copy(p); };
-}
+Fn bind_copy(Ctx& c, ir::TensorId in, ir::TensorId out, const Shape& shape, const Strides& src_st, std::int64_t src_off);
 
-inline std::vector<Fn> bind_movement(Ctx& c) {
-  const ir::Node& n = c.node();
-  const auto op = ops::require_op(n);
-  const ir::TensorId x = n.inputs.at(0);
-  const Shape& xs = c.shape(x);
-  const Strides cs = contiguous_strides(xs);
-  auto dim_of = [&](std::int64_t d) { return static_cast<std::size_t>(normalize_dim(d, static_cast<std::int64_t>(xs.size()))); };
-  std::vector<Fn> fns;
-  auto permuted = [&](const ops::Ints& perm) {
-    Strides st(perm.size());
-    Shape s(perm.size());
-    for (std::size_t i = 0; i < perm.size(); ++i) st[i] = cs[static_cast<std::size_t>(perm[i])], s[i] = xs[static_cast<std::size_t>(perm[i])];
-    fns.push_back(bind_copy(c, x, n.outputs[0], s, st, 0));
-  };
-  auto slice_out = [&](ir::TensorId out, std::size_t d, std::int64_t start, std::int64_t step) {
-    Strides st = cs;
-    st[d] *= step;
-    fns.push_back(bind_copy(c, x, out, c.shape(out).size() == xs.size() ? c.shape(out) : [&] {
-      Shape s = xs;
-      s[d] = 1;
-      return s;
-    }(), st, start * cs[d]));
-  };
-  if (op == ops::op_index_v<ops::Transpose>) permuted(ops::Transpose::perm(c.attrs<ops::Transpose>(), xs.size()));
-  else if (op == ops::op_index_v<ops::TransposeT>) permuted(ops::TransposeT::perm({}, xs.size()));
-  else if (op == ops::op_index_v<ops::Permute>) permuted(ops::Permute::perm(c.attrs<ops::Permute>(), xs.size()));
-  else if (op == ops::op_index_v<ops::Expand>) fns.push_back(bind_copy(c, x, n.outputs[0], c.shape(n.outputs[0]), broadcast_strides(xs, c.shape(n.outputs[0])), 0));
-  else if (op == ops::op_index_v<ops::Slice>) {
-    auto a = c.attrs<ops::Slice>();
-    auto d = dim_of(a.dim);
-    auto r = ops::clamp_slice(xs[d], a.start, a.end, a.step);
-    slice_out(n.outputs[0], d, r.start, r.step);
-  } else if (op == ops::op_index_v<ops::Select>) {
-    auto a = c.attrs<ops::Select>();
-    auto d = dim_of(a.dim);
-    slice_out(n.outputs[0], d, ops::Select::resolved_index(a, xs[d]), 1);
-  } else if (op == ops::op_index_v<ops::Chunk> || op == ops::op_index_v<ops::Split>) {
-    std::size_t d;
-    ops::Ints sizes;
-    if (op == ops::op_index_v<ops::Chunk>) {
-      auto a = c.attrs<ops::Chunk>();
-      d = dim_of(a.dim), sizes = ops::Chunk::sizes(a, xs[d]);
-    } else {
-      auto a = c.attrs<ops::Split>();
-      d = dim_of(a.dim), sizes = ops::Split::sizes(a, xs[d]);
-    }
-    std::int64_t at = 0;
-    for (std::size_t k = 0; k < n.outputs.size(); ++k) {
-      if (c.addr(n.outputs[k])) slice_out(n.outputs[k], d, at, 1);
-      at += sizes[k];
-    }
-  } else if (op == ops::op_index_v<ops::Unbind>) {
-    auto d = dim_of(c.attrs<ops::Unbind>().dim);
-    for (std::size_t k = 0; k < n.outputs.size(); ++k)
-      if (c.addr(n.outputs[k])) slice_out(n.outputs[k], d, static_cast<std::int64_t>(k), 1);
-  } else if (op == ops::op_index_v<ops::Cat>) {
-    auto a = c.attrs<ops::Cat>();
-    const ir::TensorId out = n.outputs[0];
-    const Shape& os = c.shape(out);
-    if (numel(os) > 0) {
-      const std::size_t d = static_cast<std::size_t>(normalize_dim(a.dim, static_cast<std::int64_t>(os.size())));
-      const Strides ost = contiguous_strides(os);
-      std::int64_t at = 0;
-      for (ir::TensorId t : n.inputs) {
-        if (ops::Cat::skipped({c.shape(t), c.g.tensor(t).dtype})) continue;
-        if (c.storage(t) != c.storage(out)) c.unsupported("cat of different storage types");
-        CopyPlan p{c.ptr(t), c.ptr(out), c.shape(t), contiguous_strides(c.shape(t)), ost, 0, at * ost[d], dtype_size(c.storage(out))};
-        simplify(p);
-        fns.push_back([p] { run_copy(p); });
-        at += c.shape(t)[d];
-      }
-    }
-  } else {
-    // A view op not planned as zero-copy (its input or output lives elsewhere): a plain copy.
-    fns.push_back(bind_copy(c, x, n.outputs[0], c.shape(n.outputs[0]), contiguous_strides(c.shape(n.outputs[0])), 0));
-  }
-  return fns;
-}
+std::vector<Fn> bind_movement(Ctx& c);
 
 }  // namespace npusim::inline NPUSIM_ABI::cpu
 
@@ -166,3 +84,7 @@ struct kernel<ops::AssertMetadata, CpuTarget> {
 };
 
 }  // namespace npusim::inline NPUSIM_ABI
+
+#ifndef NPUSIM_COMPILED_LIB
+#include "npusim/target/cpu/kernels/impl/movement_inl.hpp"
+#endif

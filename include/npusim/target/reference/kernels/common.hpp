@@ -3,6 +3,7 @@
 #pragma once
 
 #include <array>
+#include <functional>
 #include <span>
 #include <vector>
 
@@ -40,6 +41,9 @@ struct Args {
   }
   const Tensor& x(std::size_t i = 0) const { return in[i]; }
 };
+
+// A node's kernel call, its attributes parsed (reference_target.hpp declares it too).
+using NodeFn = std::function<void(Args&)>;
 
 // Calls f(offsets) for every element of `shape` in row-major order, where offsets[k] is the
 // element offset of that index under strides st[k].

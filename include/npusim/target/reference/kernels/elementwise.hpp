@@ -104,3 +104,13 @@ struct kernel<ops::ToDtype, ReferenceTarget> {
 };
 
 }  // namespace npusim::inline NPUSIM_ABI
+
+namespace npusim::inline NPUSIM_ABI::ref {
+// The kernel calls of the pointwise ops (ops::unary_ops then ops::binary_ops; `i` indexes that
+// list, the first ops of ops::all_ops): make_node_fn's first half, compiled in a file of its own.
+NodeFn make_pointwise_node_fn(std::size_t i, const ir::Node& n);
+}  // namespace npusim::inline NPUSIM_ABI::ref
+
+#ifndef NPUSIM_COMPILED_LIB
+#include "npusim/target/reference/kernels/impl/elementwise_inl.hpp"
+#endif

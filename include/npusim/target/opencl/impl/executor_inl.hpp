@@ -1,0 +1,463 @@
+// Definitions for npusim/target/opencl/executor.hpp (NPUSIM_FUNC: npusim/config.hpp): ocl::Executor
+// over every kernel of the target, and the proof that every op and pattern the target lists has one.
+#pragma once
+
+#include <chrono>
+
+#include "npusim/config.hpp"
+#include "npusim/target/opencl/executor.hpp"
+#include "npusim/target/opencl/kernels/attention.hpp"
+#include "npusim/target/opencl/kernels/conv.hpp"
+#include "npusim/target/opencl/kernels/index.hpp"
+#include "npusim/target/opencl/kernels/linalg.hpp"
+#include "npusim/target/opencl/kernels/movement.hpp"
+#include "npusim/target/opencl/kernels/nn.hpp"
+#include "npusim/target/opencl/kernels/pointwise.hpp"
+
+namespace npusim::inline NPUSIM_ABI {
+static_assert(check_target<OpenCLTarget>(OpenCLTarget::op_list{}));
+static_assert(check_target<OpenCLTarget>(OpenCLTarget::pattern_list{}));
+}  // namespace npusim::inline NPUSIM_ABI
+
+namespace npusim::inline NPUSIM_ABI::ocl {
+
+class Executor final : public PartitionExecutor {
+ public:
+  Executor(const PartitionContext& ctx, std::shared_ptr<Device> dev) : part_(ctx.partition), dev_(std::move(dev)) {
+    const ir::Graph& g = part_.graph;
+    const plan::BufferPlan& plan = part_.plan;
+    const std::size_t T = g.tensors.size();
+    weights::BindOptions bo = ctx.bind;
+    bo.load_as.reset();
+    bo.storage = [&plan](ir::TensorId t) { return plan.tensors.at(static_cast<std::size_t>(t)).storage; };
+    auto bound = weights::bind_weights(g, ctx.weights, bo);
+    dummy_ = dev_->alloc(64, "a placeholder argument");
+    errors_ = dev_->alloc(sizeof err_host_, "the index-check error word");
+    err_host_ = {};
+    dev_->write(errors_.get(), 0, sizeof err_host_, err_host_.data(), true);
+    arena_ = dev_->alloc(static_cast<std::size_t>(plan.arena_bytes), "the arena of partition " + std::to_string(ctx.index));
+    refs_.assign(T, TensorRef{});
+    for (std::size_t i = 0; i < g.inputs.size(); ++i) {
+      const ir::TensorId t = g.inputs[i];
+      const auto& tp = plan.tensors[static_cast<std::size_t>(t)];
+      inputs_.push_back({t, dev_->alloc(static_cast<std::size_t>(tp.bytes), "input " + g.tensor(t).name), tp.storage, {}, false, false});
+      refs_[static_cast<std::size_t>(t)] = {inputs_.back().buf.get(), 0, tp.storage};
+    }
+    for (const auto& [id, host] : bound.tensors) {
+      const DType st = plan.tensors[static_cast<std::size_t>(id)].storage;
+      Tensor h = host.dtype() == st ? host : host.to(st);
+      auto m = dev_->weight_buffer(h.raw(), h.nbytes(), h.owner(), "weight " + g.tensor(id).name);
+      refs_[static_cast<std::size_t>(id)] = {m->get(), 0, st};
+      weights_.push_back(std::move(m));
+    }
+    for (std::size_t t = 0; t < T; ++t)
+      if (plan.tensors[t].place == plan::Place::arena) refs_[t] = {arena_.get(), static_cast<cl_ulong>(plan.tensors[t].offset), plan.tensors[t].storage};
+    for (std::size_t t = 0; t < T; ++t)
+      if (plan.tensors[t].place == plan::Place::view) {
+        TensorRef r = refs_[static_cast<std::size_t>(plan.tensors[t].root)];
+        refs_[t] = {r.mem, r.off, plan.tensors[t].storage};
+      }
+    Binder b(*dev_, g, plan, [this](ir::TensorId t) { return refs_.at(static_cast<std::size_t>(t)); }, dummy_.get(), launches_, keep_, checks_,
+             errors_.get());
+    for (std::size_t k = 0; k < part_.kernels.size(); ++k) labels_.push_back("k" + std::to_string(k) + " " + part_.kernels[k].kind);
+    for (std::size_t k = 0; k < part_.kernels.size();) {
+      const Kernel& kr = part_.kernels[k];
+      b.begin(kr, k);
+      try {
+        std::size_t n = merge_launches(b, k);
+        if (n == 0) bind_kernel(b, kr), n = 1;
+        for (std::size_t j = 1; j < n; ++j)
+          if (part_.kernels[k + j].kind != "view") labels_[k] += "+" + part_.kernels[k + j].kind;
+        k += n;
+      } catch (Error& e) {
+        throw e.with_node(g.nodes.at(static_cast<std::size_t>(kr.nodes.back())).name).with_file(g.source);
+      }
+    }
+    for (auto t : g.outputs) {
+      const auto& tp = plan.tensors[static_cast<std::size_t>(t)];
+      outputs_.push_back({t, tp.storage, false, -1});
+      if (!refs_[static_cast<std::size_t>(t)].mem)
+        throw Error(ErrorCode::runtime, "graph output has no device storage (npusim bug)", {.file = g.source, .tensor = g.tensor(t).name});
+    }
+  }
+
+  std::vector<Tensor> run(std::span<const Tensor> inputs) override {
+    const ir::Graph& g = part_.graph;
+    if (inputs.size() != inputs_.size())
+      throw Error(ErrorCode::graph, "wrong number of partition inputs", {.file = g.source, .expected = std::to_string(inputs_.size()),
+                                                                         .found = std::to_string(inputs.size())});
+    cl_command_queue q = prof_ ? dev_->profiling_queue() : dev_->queue();
+    const double h0 = prof_ ? prof_->now_us() : 0;
+    for (std::size_t i = 0; i < inputs.size(); ++i) upload(q, inputs_[i], inputs[i]);
+    const std::size_t nl = launches_.size();
+    if (prof_) events_.assign(nl, nullptr), enqueue_us_.assign(nl, 0);
+    const auto e0 = std::chrono::steady_clock::now();
+    for (std::size_t i = 0; i < nl; ++i) {
+      const Launch& l = launches_[i];
+      const double t0 = prof_ ? prof_->now_us() : 0;
+      cl_int e = clEnqueueNDRangeKernel(q, l.kernel.get(), l.dims, nullptr, l.global.data(), l.has_local ? l.local.data() : nullptr, 0, nullptr,
+                                        prof_ ? &events_[i] : nullptr);
+      if (e != CL_SUCCESS)
+        throw Error(ErrorCode::runtime, std::string("OpenCL: enqueueing kernel ") + l.name + " failed: " + cl_error_name(e) + " on " + dev_->info().name,
+                    {.file = g.source, .node = labels_.at(l.owner)});
+      if (prof_) enqueue_us_[i] = prof_->now_us() - t0;
+    }
+    stats_.enqueue_us += std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - e0).count();
+    std::vector<Tensor> out(outputs_.size());
+    for (std::size_t i = 0; i < outputs_.size(); ++i) {
+      Output& o = outputs_[i];
+      const TensorRef r = refs_[static_cast<std::size_t>(o.id)];
+      if (o.carried) {
+        In& dst = inputs_[static_cast<std::size_t>(o.carry_to)];
+        if (!(r == TensorRef{dst.buf.get(), 0, dst.storage}))
+          check(clEnqueueCopyBuffer(q, r.mem, dst.buf.get(), r.off, 0, part_.plan.tensors[static_cast<std::size_t>(o.id)].bytes, 0, nullptr, nullptr),
+                "carrying " + g.tensor(o.id).name, dev_->info().name);
+        continue;
+      }
+      out[i] = Tensor::empty(o.storage, g.tensor(o.id).shape);
+      if (out[i].nbytes())
+        check(clEnqueueReadBuffer(q, r.mem, CL_FALSE, r.off, out[i].nbytes(), out[i].raw(), 0, nullptr, nullptr), "reading output " + g.tensor(o.id).name,
+              dev_->info().name);
+    }
+    // The index checks' error word is read behind the last launch, in the same wait.
+    if (!checks_.empty())
+      check(clEnqueueReadBuffer(q, errors_.get(), CL_FALSE, 0, sizeof err_host_, err_host_.data(), 0, nullptr, nullptr), "reading the index checks",
+            dev_->info().name);
+    check(clFinish(q), "running partition (clFinish)", dev_->info().name);
+    if (!checks_.empty() && err_host_[0] != 0) report_index_error();
+    stats_.total_us += std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - e0).count(), ++stats_.runs;
+    if (prof_) record_profile(h0);
+    return out;
+  }
+
+  void set_profiler(Profiler* p, int track) override { prof_ = p, track_ = track; }
+
+  ~Executor() override {
+    // NPUSIM_OPENCL_STATS=1: where a run's host time goes (enqueueing vs waiting for the device).
+    if (const char* e = std::getenv("NPUSIM_OPENCL_STATS"); e && *e == '1' && stats_.runs)
+      std::fprintf(stderr, "opencl partition (%zu launches): %lld runs, enqueue %.1f us/run, enqueue+wait %.1f us/run\n", launches_.size(),
+                   static_cast<long long>(stats_.runs), stats_.enqueue_us / static_cast<double>(stats_.runs),
+                   stats_.total_us / static_cast<double>(stats_.runs));
+  }
+
+  // The output stays on the device and becomes the named input of the next run.
+  bool carry(const std::string& output, const std::string& input) override {
+    const ir::Graph& g = part_.graph;
+    auto in = std::find_if(inputs_.begin(), inputs_.end(), [&](const In& i) { return g.tensor(i.id).name == input; });
+    auto out = std::find_if(outputs_.begin(), outputs_.end(), [&](const Output& o) { return g.tensor(o.id).name == output; });
+    if (in == inputs_.end() || out == outputs_.end() || in->storage != out->storage ||
+        part_.plan.tensors[static_cast<std::size_t>(in->id)].bytes != part_.plan.tensors[static_cast<std::size_t>(out->id)].bytes)
+      return false;
+    out->carried = true, out->carry_to = in - inputs_.begin();
+    in->carried = true;
+    return true;
+  }
+
+  const std::vector<Launch>& launches() const { return launches_; }
+  const Device& device() const { return *dev_; }
+
+ private:
+  struct In {
+    ir::TensorId id;
+    Mem buf;
+    DType storage;
+    std::vector<std::byte> staging;
+    bool carried = false, has_value = false;
+  };
+  struct Output {
+    ir::TensorId id;
+    DType storage;
+    bool carried = false;
+    std::ptrdiff_t carry_to = -1;
+  };
+
+  // A kernel met an index out of range: the error the reference gives (the node, its index tensor,
+  // the range), once the error word is cleared for the next run. The run's outputs are discarded.
+  [[noreturn]] void report_index_error() {
+    const std::size_t code = static_cast<std::size_t>(err_host_[0]);
+    const std::int64_t found = static_cast<std::int64_t>((static_cast<std::uint64_t>(static_cast<std::uint32_t>(err_host_[3])) << 32) |
+                                                         static_cast<std::uint32_t>(err_host_[2]));
+    err_host_ = {};
+    dev_->write(errors_.get(), 0, sizeof err_host_, err_host_.data(), true);
+    if (code < 1 || code > checks_.size())
+      throw Error(ErrorCode::runtime, "OpenCL index check reported an unknown check (npusim bug)", {.file = part_.graph.source, .found = std::to_string(code)});
+    const IndexCheck& c = checks_[code - 1];
+    throw ops::index_out_of_range(c.what, found, c.size, c.negatives).with_node(c.node).with_tensor(c.tensor).with_file(part_.graph.source);
+  }
+
+  void upload(cl_command_queue q, In& in, const Tensor& t) {
+    const ir::TensorInfo& info = part_.graph.tensor(in.id);
+    if (!t.defined()) {
+      if (in.carried && in.has_value) return;  // the device holds the carried value
+      throw Error(ErrorCode::runtime, "no value for this input (nothing carried yet)", {.file = part_.graph.source, .tensor = info.name});
+    }
+    if (t.shape() != info.shape)
+      throw Error(ErrorCode::shape, "input has the wrong shape", {.file = part_.graph.source, .tensor = info.name, .expected = to_string(info.shape),
+                                                                  .found = to_string(t.shape())});
+    const void* src = t.raw();
+    const std::size_t bytes = static_cast<std::size_t>(t.numel()) * dtype_size(in.storage);
+    if (t.dtype() != in.storage) {
+      in.staging.resize(bytes);
+      convert_elements(t.dtype(), t.raw(), in.storage, in.staging.data(), t.numel());
+      src = in.staging.data();
+    }
+    // Non-blocking: the host bytes stay valid until the clFinish at the end of run().
+    if (bytes) check(clEnqueueWriteBuffer(q, in.buf.get(), CL_FALSE, 0, bytes, src, 0, nullptr, nullptr), "writing input " + info.name, dev_->info().name);
+    in.has_value = true;
+  }
+
+  // Launch merging over the schedule, where an intermediate is read by nothing but the merged kernels:
+  //   conv2d -> add_relu (residual)                   one convolution with a residual + ReLU epilogue
+  //   linear -> add (residual)                        one GEMV/GEMM with a residual epilogue
+  //   linear(x, Wg), linear(x, Wu) -> silu_gate       one gated GEMV reading both weights
+  //   up to three linears of one x (q/k/v)            one GEMV with three output segments
+  //   rmsnorm -> any of the GEMV groups above         the GEMV normalises its input itself
+  //   rotary(q), rotary(k), index_copy(K), index_copy(V)   one launch (merge_rope_kv)
+  // Returns how many kernels it bound (0: none merged).
+  std::size_t merge_launches(Binder& b, std::size_t k) {
+    const auto& ks = part_.kernels;
+    const ir::Graph& g = part_.graph;
+    if (single(k, "conv2d") && k + 1 < ks.size() && ks[k + 1].kind == "add_relu" && ks[k + 1].inputs.size() == 2) {
+      const ir::Node& conv = node(k);
+      const ir::TensorId c = conv.outputs[0], y = ks[k + 1].outputs.at(0);
+      const ir::TensorId r = ks[k + 1].inputs[0] == c ? ks[k + 1].inputs[1] : ks[k + 1].inputs[0];
+      if (r != c && only_readers(c, k + 1, k + 1) && g.tensor(r).shape == g.tensor(y).shape && g.tensor(c).shape == g.tensor(y).shape &&
+          disjoint(y, conv.inputs[0]) && (disjoint(y, r) || ref(y) == ref(r))) {
+        bind_conv(b, conv, y, true, true, r);
+        return 2;
+      }
+    }
+    if (auto n = merge_rope_kv(b, k)) return n;
+    if (ks[k].kind == "rmsnorm" && ks[k].inputs.size() == 2) {
+      std::size_t j = k + 1;
+      while (j < ks.size() && ks[j].kind == "view") ++j;
+      const ir::TensorId x = ks[k].inputs[0], h = ks[k].outputs.at(0);
+      auto grp = linear_group(b, j, h);
+      // Each work-group reduces its rows again: worth a launch only while the groups are few.
+      std::int64_t rows = grp ? grp->gemm.N : 0;
+      if (grp)
+        for (const auto& sg : grp->gemm.more) rows += sg.N;
+      if (!grp || rows > 32768 || b.storage(h) != b.storage(x) || !only_readers(h, j, grp->end - 1)) return 0;
+      for (auto o : grp->outs)
+        if (!early_write_ok(o, k)) return 0;
+      Gemm& gm = grp->gemm;
+      gm.a = ref(x);
+      gm.norm = Gemm::Norm{ref(ks[k].inputs[1]), static_cast<float>(ks[k].param("eps", 1e-6)), rmsnorm_mid(b, ks[k])};
+      if (!gemv_fits(gm)) return 0;
+      bind_gemm(b, gm);
+      return grp->end - k;
+    }
+    if (!single(k, "linear")) return 0;
+    auto grp = linear_group(b, k, node(k).inputs[0]);
+    if (!grp || grp->end == k + 1) return 0;
+    bind_gemm(b, grp->gemm);
+    return grp->end - k;
+  }
+
+  struct Group {
+    Gemm gemm;
+    std::size_t end;                  // one past the last kernel it covers
+    std::vector<ir::TensorId> outs;   // what it writes
+  };
+
+  // The GEMV group starting at linear kernel k reading x: the Gemm and the end of the kernels it
+  // covers. Groups: linear -> add; linear, linear -> silu_gate; up to three linears of x; one linear.
+  std::optional<Group> linear_group(Binder& b, std::size_t k, ir::TensorId x) {
+    const auto& ks = part_.kernels;
+    const ir::Graph& g = part_.graph;
+    if (!single(k, "linear") || node(k).inputs[0] != x) return std::nullopt;
+    const ir::Node& lin = node(k);
+    const ir::TensorId y1 = lin.outputs[0];
+    auto bias = lin.inputs.size() > 2 ? std::optional(lin.inputs[2]) : std::nullopt;
+    if (single(k + 1, "add") && node(k + 1).inputs.size() == 2 && only_readers(y1, k + 1, k + 1) &&
+        ops::read_attrs<ops::Add::Attrs>(node(k + 1).attrs, node(k + 1).op_type).alpha.value == 1.0) {
+      const ir::Node& add = node(k + 1);
+      const ir::TensorId r = add.inputs[0] == y1 ? add.inputs[1] : add.inputs[0], y = add.outputs[0];
+      if (r != y1 && g.tensor(r).shape == g.tensor(y).shape && g.tensor(y1).shape == g.tensor(y).shape && disjoint(y, x) &&
+          (disjoint(y, r) || ref(y) == ref(r))) {
+        Gemm gm = linear_gemm(b, x, lin.inputs[1], bias, y);
+        gm.residual = ref(r);
+        return Group{gm, k + 2, {y}};
+      }
+    }
+    if (!bias && single(k + 1, "linear") && k + 2 < ks.size() && ks[k + 2].kind == "silu_gate") {
+      const ir::Node& lin2 = node(k + 1);
+      const ir::TensorId y2 = lin2.outputs[0], y = ks[k + 2].outputs.at(0);
+      if (lin2.inputs.size() == 2 && lin2.inputs[0] == x && ks[k + 2].inputs.size() == 2 && ks[k + 2].inputs[0] == y1 && ks[k + 2].inputs[1] == y2 &&
+          only_readers(y1, k + 2, k + 2) && only_readers(y2, k + 2, k + 2) && g.tensor(lin2.inputs[1]).shape == g.tensor(lin.inputs[1]).shape &&
+          b.storage(lin2.inputs[1]) == b.storage(lin.inputs[1]) && disjoint(y, x)) {
+        Gemm gm = linear_gemm(b, x, lin.inputs[1], std::nullopt, y);
+        gm.up = ref(lin2.inputs[1]);
+        if (gemv_fits(gm)) return Group{gm, k + 3, {y}};
+      }
+    }
+    // Up to three linears of the same x (q/k/v; the views between them move no bytes).
+    std::vector<std::size_t> group{k};
+    for (std::size_t j = k + 1; j < ks.size() && group.size() < 3; ++j) {
+      if (ks[j].kind == "view") continue;
+      if (!single(j, "linear") || node(j).inputs[0] != x || g.tensor(node(j).inputs[1]).shape.at(1) != g.tensor(lin.inputs[1]).shape.at(1) ||
+          b.storage(node(j).inputs[1]) != b.storage(lin.inputs[1]) || b.storage(node(j).outputs[0]) != b.storage(y1) ||
+          !early_write_ok(node(j).outputs[0], k))
+        break;
+      group.push_back(j);
+    }
+    Gemm gm = linear_gemm(b, x, lin.inputs[1], bias, y1);
+    std::vector<ir::TensorId> outs{y1};
+    for (std::size_t i = 1; i < group.size(); ++i) {
+      const ir::Node& l = node(group[i]);
+      outs.push_back(l.outputs[0]);
+      gm.more.push_back({ref(l.inputs[1]), l.inputs.size() > 2 ? std::optional(ref(l.inputs[2])) : std::nullopt, ref(l.outputs[0]),
+                         g.tensor(l.inputs[1]).shape.at(0)});
+    }
+    if (group.size() > 1 && !gemv_fits(gm)) return std::nullopt;
+    return Group{gm, group.back() + 1, outs};
+  }
+
+  bool single(std::size_t i, std::string_view kind) const {
+    return i < part_.kernels.size() && part_.kernels[i].kind == kind && part_.kernels[i].nodes.size() == 1;
+  }
+  const ir::Node& node(std::size_t i) const { return part_.graph.nodes[static_cast<std::size_t>(part_.kernels[i].nodes[0])]; }
+  TensorRef ref(ir::TensorId t) const { return refs_[static_cast<std::size_t>(t)]; }
+  // Is t a graph output, or read by a kernel outside [lo, hi]?
+  bool only_readers(ir::TensorId t, std::size_t lo, std::size_t hi) const {
+    const auto& ks = part_.kernels;
+    if (std::count(part_.graph.outputs.begin(), part_.graph.outputs.end(), t)) return false;
+    for (std::size_t j = 0; j < ks.size(); ++j)
+      if ((j < lo || j > hi) && std::count(ks[j].inputs.begin(), ks[j].inputs.end(), t)) return false;
+    return true;
+  }
+  bool disjoint(ir::TensorId a, ir::TensorId c) const {
+    const TensorRef ra = ref(a), rc = ref(c);
+    const auto ba = static_cast<cl_ulong>(part_.plan.tensors[static_cast<std::size_t>(a)].bytes),
+               bc = static_cast<cl_ulong>(part_.plan.tensors[static_cast<std::size_t>(c)].bytes);
+    return ra.mem != rc.mem || ra.off + ba <= rc.off || rc.off + bc <= ra.off;
+  }
+
+  // rotary(q), rotary(k) -> index_copy(k_cache, k), index_copy(v_cache, v) with both caches written
+  // in place: one launch that rotates q and writes the new K/V rows.
+  std::size_t merge_rope_kv(Binder& b, std::size_t k) {
+    const auto& ks = part_.kernels;
+    const ir::Graph& g = part_.graph;
+    if (k + 3 >= ks.size() || ks[k].kind != "rotary" || ks[k + 1].kind != "rotary" || ks[k + 2].kind != "index_copy" || ks[k + 3].kind != "index_copy")
+      return 0;
+    const Kernel &rq = ks[k], &rk = ks[k + 1];
+    const ir::Node& ck = g.nodes[static_cast<std::size_t>(ks[k + 2].nodes[0])];
+    const ir::Node& cv = g.nodes[static_cast<std::size_t>(ks[k + 3].nodes[0])];
+    const ir::TensorId kr = rk.outputs[0];
+    auto dim = [&](const ir::Node& n) {
+      return normalize_dim(ops::read_attrs<ops::IndexCopy::Attrs>(n.attrs, n.op_type).dim, static_cast<std::int64_t>(g.tensor(n.inputs[0]).shape.size()));
+    };
+    const Shape &kshape = g.tensor(rk.inputs[0]).shape, &cache = g.tensor(ck.inputs[0]).shape;
+    if (rq.inputs[1] != rk.inputs[1] || rq.inputs[2] != rk.inputs[2] || ck.inputs[2] != kr || ck.inputs[1] != cv.inputs[1] || kshape.size() != 4 ||
+        cache.size() != 4 || g.tensor(cv.inputs[2]).shape != kshape || g.tensor(cv.inputs[0]).shape != cache || dim(ck) != 2 || dim(cv) != 2 ||
+        kshape[3] != cache[3] || kshape[0] * kshape[1] != cache[0] * cache[1] || !(ref(ck.outputs[0]) == ref(ck.inputs[0])) ||
+        !(ref(cv.outputs[0]) == ref(cv.inputs[0])))
+      return 0;
+    for (std::size_t j = 0; j < ks.size(); ++j)
+      if (j != k + 2 && std::count(ks[j].inputs.begin(), ks[j].inputs.end(), kr)) return 0;
+    if (std::count(g.outputs.begin(), g.outputs.end(), kr)) return 0;
+    auto rotary_desc = [&](ir::TensorId x) {
+      const Shape& xs = g.tensor(x).shape;
+      Strides cs = broadcast_strides(g.tensor(rq.inputs[1]).shape, xs), ss = broadcast_strides(g.tensor(rq.inputs[2]).shape, xs);
+      I64 d{static_cast<std::int64_t>(xs.size())};
+      d.insert(d.end(), xs.begin(), xs.end());
+      d.insert(d.end(), cs.begin(), cs.end());
+      d.insert(d.end(), ss.begin(), ss.end());
+      return b.desc(d);
+    };
+    const std::int64_t nq = g.tensor(rq.inputs[0]).shape.empty() ? 0 : numel(g.tensor(rq.inputs[0]).shape), nk = numel(kshape);
+    b.launch1d(b.program("generic", cl_source::generic), "rope_kv", nq + 2 * nk, 256, b.typed(rq.inputs[0]), b.typed(rq.outputs[0]),
+               b.typed(rk.inputs[0]), b.typed(cv.inputs[2]), b.typed(rq.inputs[1]), b.typed(rq.inputs[2]), b.typed(ck.outputs[0]),
+               b.typed(cv.outputs[0]), b.typed(ck.inputs[1]), rotary_desc(rq.inputs[0]), rotary_desc(rk.inputs[0]), static_cast<cl_long>(nq),
+               static_cast<cl_long>(nk), static_cast<cl_long>(nk), static_cast<cl_long>(cache[2]), static_cast<cl_long>(kshape[2]),
+               static_cast<cl_long>(kshape[3]), b.errors(), b.index_check(ck, ck.inputs[1], "index_copy", cache[2], true));
+    return 4;
+  }
+
+  // May tensor o (written at its kernel) be written at kernel `from` instead? Only if no tensor
+  // alive in between shares its arena bytes.
+  bool early_write_ok(ir::TensorId o, std::size_t from) const {
+    const auto& tp = part_.plan.tensors;
+    const auto& po = tp[static_cast<std::size_t>(o)];
+    if (po.place != plan::Place::arena) return false;
+    for (std::size_t t = 0; t < tp.size(); ++t) {
+      const auto& pt = tp[t];
+      if (t == static_cast<std::size_t>(o) || pt.place != plan::Place::arena) continue;
+      const bool overlap = pt.offset < po.offset + po.bytes && po.offset < pt.offset + pt.bytes;
+      if (overlap && pt.last >= static_cast<std::int32_t>(from) && pt.first < po.first) return false;
+    }
+    return true;
+  }
+
+  static void bind_kernel(Binder& b, const Kernel& k) {
+    if (k.kind == "view") return;
+    bool done = false;
+    meta::for_each(OpenCLTarget::pattern_list{}, [&]<class P>() {
+      if (!done && k.kind == P::name) kernel<P, OpenCLTarget>::bind(b), done = true;
+    });
+    if (done) return;
+    if (k.nodes.size() != 1) b.unsupported("no OpenCL kernel for fused kind '" + k.kind + "'");
+    ops::dispatch_op<void>(ops::require_op(b.node()), [&]<class Op>() {
+      if constexpr (has_kernel_v<Op, OpenCLTarget>) kernel<Op, OpenCLTarget>::bind(b);
+      else b.unsupported("no OpenCL kernel for " + std::string(Op::id));
+    });
+  }
+
+  void record_profile(double h0) {
+    // Device timestamps (ns) mapped onto the profiler's clock: the first launch was queued at h0.
+    cl_ulong q0 = 0;
+    if (!events_.empty() && events_[0]) clGetEventProfilingInfo(events_[0], CL_PROFILING_COMMAND_QUEUED, sizeof q0, &q0, nullptr);
+    std::size_t i = 0;
+    while (i < launches_.size()) {
+      const std::size_t owner = launches_[i].owner;
+      cl_ulong s = 0, e = 0, s1 = 0, e1 = 0;
+      double host = 0;
+      std::size_t j = i;
+      for (; j < launches_.size() && launches_[j].owner == owner; ++j) {
+        clGetEventProfilingInfo(events_[j], CL_PROFILING_COMMAND_START, sizeof s1, &s1, nullptr);
+        clGetEventProfilingInfo(events_[j], CL_PROFILING_COMMAND_END, sizeof e1, &e1, nullptr);
+        if (j == i) s = s1;
+        e = std::max(e, e1);
+        host += enqueue_us_[j];
+      }
+      const Kernel& k = part_.kernels[owner];
+      const double dev_us = static_cast<double>(e - s) / 1000.0;
+      prof_->add({labels_[owner], k.kind, part_.target, h0 + static_cast<double>(s - q0) / 1000.0, host, dev_us, track_});
+      i = j;
+    }
+    for (cl_event& ev : events_)
+      if (ev) clReleaseEvent(ev), ev = nullptr;
+  }
+
+  const program::Partition& part_;
+  std::shared_ptr<Device> dev_;
+  Mem dummy_, arena_;
+  std::vector<In> inputs_;
+  std::vector<Output> outputs_;
+  std::vector<std::shared_ptr<Mem>> weights_;
+  std::vector<TensorRef> refs_;
+  std::vector<Launch> launches_;
+  std::vector<Mem> keep_;
+  std::vector<IndexCheck> checks_;  // device-side index checks, code = position + 1
+  Mem errors_;
+  std::array<cl_int, 4> err_host_{};
+  std::vector<std::string> labels_;
+  Profiler* prof_ = nullptr;
+  int track_ = 0;
+  std::vector<cl_event> events_;
+  std::vector<double> enqueue_us_;
+  struct {
+    std::int64_t runs = 0;
+    double enqueue_us = 0, total_us = 0;
+  } stats_;
+};
+
+}  // namespace npusim::inline NPUSIM_ABI::ocl
+
+namespace npusim::inline NPUSIM_ABI {
+NPUSIM_FUNC ExecutorFactory executor_for<OpenCLTarget>::factory(const ExecutorOptions& o) {
+  return [device = o.device](const PartitionContext& ctx) -> std::unique_ptr<PartitionExecutor> {
+    return std::make_unique<ocl::Executor>(ctx, ocl::open_device(device));
+  };
+}
+}  // namespace npusim::inline NPUSIM_ABI

@@ -1,0 +1,41 @@
+// Definitions for npusim/target/opencl/opencl_target.hpp (NPUSIM_FUNC: npusim/config.hpp).
+#pragma once
+
+#include <algorithm>
+
+#include "npusim/config.hpp"
+#include "npusim/target/opencl/opencl_target.hpp"
+
+namespace npusim::inline NPUSIM_ABI {
+
+NPUSIM_FUNC std::optional<std::string> OpenCLTarget::refuse(const ir::Graph& g, const ir::Node& n) {
+  const auto op = ops::require_op(n);
+  const auto& info = ops::op_info(op);
+  auto any = [&](auto pred) {
+    for (auto t : n.inputs)
+      if (pred(g.tensor(t).dtype)) return true;
+    for (auto t : n.outputs)
+      if (pred(g.tensor(t).dtype)) return true;
+    return false;
+  };
+  if (any([](DType t) { return t == DType::f64; })) return "the OpenCL target does not compute in float64";
+  const bool int_in = std::any_of(n.inputs.begin(), n.inputs.end(), [&](auto t) { return is_integral(g.tensor(t).dtype); });
+  if (info.op_class == ops::OpClass::elementwise && info.id != "to_dtype" && any([](DType t) { return is_integral(t); }))
+    return "the OpenCL target runs pointwise ops in float32 only (integer arithmetic falls back)";
+  if ((info.op_class == ops::OpClass::reduction || info.op_class == ops::OpClass::matmul || info.op_class == ops::OpClass::conv ||
+       info.op_class == ops::OpClass::pool || info.op_class == ops::OpClass::normalization) &&
+      int_in)
+    return "the OpenCL target reduces and multiplies floats only";
+  if (op == ops::op_index_v<ops::Addmm>) {
+    auto a = ops::read_attrs<ops::Addmm::Attrs>(n.attrs, n.op_type);
+    if (a.alpha.value != 1 || a.beta.value != 1 || g.tensor(n.inputs[0]).shape.size() != 1)
+      return "the OpenCL target runs addmm as x @ W + bias with alpha = beta = 1 and a 1-D bias";
+  }
+  if (op == ops::op_index_v<ops::ScaledDotProductAttention>) {
+    const Shape& q = g.tensor(n.inputs[0]).shape;
+    if (q.size() < 3 || q.size() > 4 || q.back() > 256) return "the OpenCL attention kernel takes rank 3-4 inputs with head dim <= 256";
+  }
+  return std::nullopt;
+}
+
+}  // namespace npusim::inline NPUSIM_ABI

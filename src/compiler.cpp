@@ -1,0 +1,17 @@
+// npusim::compiled: The compiler: op registry, passes, fusion, partitioning, buffer planning, compile().
+// Every impl/*_inl.hpp is compiled in exactly one of src/*.cpp (ctest layers.compiled_units).
+#include "npusim/ops/impl/registry_inl.hpp"
+#include "npusim/passes/impl/graph_edit_inl.hpp"
+#include "npusim/passes/impl/basic_inl.hpp"
+#include "npusim/passes/impl/bn_fold_inl.hpp"
+#include "npusim/passes/impl/broadcast_fold_inl.hpp"
+#include "npusim/passes/impl/const_fold_inl.hpp"
+#include "npusim/passes/impl/dtype_policy_inl.hpp"
+#include "npusim/passes/impl/pad_channels_inl.hpp"
+#include "npusim/fusion/impl/pattern_inl.hpp"
+#include "npusim/fusion/impl/patterns_inl.hpp"
+#include "npusim/fusion/impl/fuse_inl.hpp"
+#include "npusim/partition/impl/support_inl.hpp"
+#include "npusim/partition/impl/partitioner_inl.hpp"
+#include "npusim/plan/impl/buffer_plan_inl.hpp"
+#include "npusim/program/impl/compiler_inl.hpp"

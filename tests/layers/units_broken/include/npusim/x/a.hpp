@@ -1,0 +1,3 @@
+// Fixture of layers.detects_broken_units: a header that forgets its definitions.
+#pragma once
+void a();

@@ -1,0 +1,3 @@
+// Fixture of layers.detects_broken_units.
+#pragma once
+void a() {}

@@ -1,0 +1,1 @@
+#include "npusim/x/impl/a_inl.hpp"

@@ -1,0 +1,57 @@
+// Helpers every subcommand uses (cli.hpp).
+#include <unistd.h>
+
+#include "cli.hpp"
+#include "npusim/program/inspect.hpp"
+
+namespace npusim::cli {
+
+double seconds_since(clock_type::time_point t) { return std::chrono::duration<double>(clock_type::now() - t).count(); }
+
+std::string fmt_num(double v) {
+  char b[32];
+  std::snprintf(b, sizeof b, "%g", v);
+  return b;
+}
+
+Progress console_progress() {
+  auto p = std::make_shared<ConsoleProgress>(stderr);
+  p->tty_ = ::isatty(2);
+  return [p](std::string_view s, std::uint64_t d, std::uint64_t t) { (*p)(s, d, t); };
+}
+
+void print_compile_summary(const program::CompiledProgram& p, double secs, FILE* out) {
+  std::int64_t arena = 0;
+  for (const auto& part : p.partitions) arena += part.plan.arena_bytes;
+  std::fprintf(out, "compiled for %s (%s) in %.0f ms: %lld nodes -> %lld kernels (%lld fused, %lld zero-copy), %zu partition(s), arena %s\n",
+              p.target.c_str(), std::string(dtype_short_name(p.compute)).c_str(), secs * 1000, static_cast<long long>(p.stats.nodes_in),
+              static_cast<long long>(p.stats.kernels - p.stats.view_kernels), static_cast<long long>(p.stats.fused_kernels),
+              static_cast<long long>(p.stats.view_kernels), p.partitions.size(), program::human_bytes(arena).c_str());
+}
+
+void print_device(const TargetChoice& tc, FILE* out) {
+  if (tc.target == "opencl") std::fprintf(out, "device: %s\n", opencl_device_description().c_str());
+}
+
+Prepared prepare(const TargetChoice& tc, const ir::Graph& g, const weights::WeightSource* src, std::unordered_map<std::string, Tensor>* cache,
+                 FILE* info) {
+  Prepared r;
+  weights::BindOptions bo;
+  bo.progress = console_progress();
+  bo.cache = cache;
+  if (tc.interpret) {
+    auto io = interpreter_bind_options();
+    io.progress = bo.progress, io.cache = cache;
+    r.runner = make_interpreter(tc, g, weights::bind_weights(g, src, io));
+    return r;
+  }
+  auto t0 = clock_type::now();
+  program::CompiledProgram p = compile(tc, g);
+  print_compile_summary(p, seconds_since(t0), info);
+  auto plan = make_runner(p, src, bo);
+  r.plan = plan.get();
+  r.runner = std::move(plan);
+  return r;
+}
+
+}  // namespace npusim::cli

@@ -1,0 +1,233 @@
+// `npusim generate`: prefill + decode of an LLM, from token ids or text; --check against the fixtures.
+#include <algorithm>
+#include <cerrno>
+#include <cctype>
+#include <filesystem>
+
+#include "cli.hpp"
+#include "npusim/core/file.hpp"
+#include "npusim/harness/llm_check.hpp"
+#include "npusim/runtime/generate.hpp"
+#include "npusim/runtime/model_dir.hpp"
+#include "npusim/runtime/text_generate.hpp"
+#include "npusim/target/profiler.hpp"
+
+namespace npusim::cli {
+
+namespace fs = std::filesystem;
+
+// "1, 2 3\n4" -> {1, 2, 3, 4}
+std::vector<std::int64_t> parse_ids(const std::string& text, const std::string& what) {
+  std::vector<std::int64_t> ids;
+  std::string tok;
+  auto flush = [&] {
+    if (tok.empty()) return;
+    char* end = nullptr;
+    errno = 0;
+    long long v = std::strtoll(tok.c_str(), &end, 10);
+    if (*end || errno || v < 0)
+      throw Error(ErrorCode::parse, what + ": token ids must be non-negative integers", {.expected = "ids such as 1,2,3", .found = tok});
+    ids.push_back(v);
+    tok.clear();
+  };
+  for (char ch : text) {
+    if (ch == ',' || std::isspace(static_cast<unsigned char>(ch))) flush();
+    else tok.push_back(ch);
+  }
+  flush();
+  if (ids.empty()) throw Error(ErrorCode::parse, what + ": no token ids", {.expected = "ids such as 1,2,3"});
+  return ids;
+}
+
+// Token ids must index the embedding table.
+void check_ids_in_vocab(const std::vector<std::int64_t>& ids, const ir::Graph& g, const std::string& what) {
+  for (const ir::Node& n : g.nodes)
+    if (n.op_type == "aten.embedding.default" && !n.inputs.empty() && !g.tensor(n.inputs[0]).shape.empty()) {
+      const std::int64_t vocab = g.tensor(n.inputs[0]).shape[0];
+      for (auto id : ids)
+        if (id >= vocab)
+          throw Error(ErrorCode::attr, what + ": token id outside the vocabulary", {.file = g.source, .expected = "< " + std::to_string(vocab),
+                      .found = std::to_string(id)});
+      return;
+    }
+}
+
+void print_decode_profile(Profiler& prof, const std::vector<double>& step_ms, const std::string& trace, FILE* out = stdout) {
+  double decode_us = 0;
+  for (double ms : step_ms) decode_us += ms * 1000.0;
+  std::fprintf(out, "\ndecode profile (%zu steps):\n", step_ms.size());
+  if (step_ms.empty()) return;
+  prof.print_summary(out, decode_us, static_cast<int>(step_ms.size()));
+  if (!trace.empty()) prof.write_trace(trace), std::fprintf(out, "trace: %s\n", trace.c_str());
+}
+
+int cmd_generate(const GenerateArgs& a, const TargetChoice& tc) {
+  validate(tc);
+  // Text mode (a text prompt or a tokenizer): the generated text streams to stdout, everything
+  // else (what was loaded, timings) goes to stderr, so the text can be piped.
+  const bool text_mode = a.text.text_mode();
+  FILE* info = text_mode ? stderr : stdout;
+  // Everything given on the command line is checked before anything is compiled or loaded.
+  std::vector<std::int64_t> user_prompt, eos;
+  std::string prompt_source = "--prompt-ids";
+  if (!a.prompt_ids.empty()) user_prompt = parse_ids(a.prompt_ids, "--prompt-ids");
+  if (!a.prompt_ids_file.empty()) user_prompt = parse_ids(read_file(a.prompt_ids_file), a.prompt_ids_file), prompt_source = a.prompt_ids_file;
+  if (!a.eos.empty()) eos = parse_ids(a.eos, "--eos");
+  std::optional<text::ModelText> mt;
+  std::optional<TextPrompt> tp;
+  std::string eos_source = eos.empty() ? "" : "--eos";
+  if (text_mode) {
+    mt = open_model_text(a.text, tokenizer_search_dirs({a.weights == "auto" || a.weights == "safetensors" || a.weights == "synth" ? "" : a.weights,
+                                                                  a.prefill_dir, a.decode_dir}));
+    std::fprintf(info, "tokenizer: %s (vocabulary %zu, %zu added tokens)\n", mt->tokenizer_path().c_str(), mt->tokenizer().vocab_size(),
+                 mt->tokenizer().added_tokens().size());
+    if (a.text.prompt || !a.text.prompt_file.empty()) {
+      tp = encode_prompt(*mt, a.text);
+      user_prompt = tp->ids;
+      prompt_source = a.text.prompt ? "--prompt (as tokenized)" : a.text.prompt_file + " (as tokenized)";
+    }
+    // --eos when given, else the model's stop ids (docs/tokenizer.md).
+    text::EosIds s = eos.empty() ? mt->stop_ids(tp && tp->chat ? &*tp->chat : nullptr) : text::EosIds{eos, "--eos"};
+    eos = s.ids, eos_source = s.source;
+    if (eos.empty()) std::fprintf(info, "stop ids: none (no eos_token_id in generation_config.json or config.json beside the tokenizer; give --eos)\n");
+    else std::fprintf(info, "stop ids: %s (from %s)\n", describe_ids(mt->tokenizer(), eos).c_str(), s.source.c_str());
+  }
+  using runtime::ModelDir;
+  ModelDir pc = ModelDir::open(a.prefill_dir, a.weights);
+  ModelDir dc = ModelDir::open(a.decode_dir, "none");
+  llm::KvMapping map = llm::KvMapping::read((fs::path(a.decode_dir) / "kv_mapping.json").string());
+  map.complete(pc.graph);
+  if (!pc.weights) throw Error(ErrorCode::weights, "prefill case has no weights (weights.safetensors or synth.json; or give --weights)", {.file = a.prefill_dir});
+  for (const auto& n : pc.weights->notes()) std::fprintf(info, "weights: %s\n", n.c_str());
+  if (!user_prompt.empty()) {
+    check_ids_in_vocab(user_prompt, pc.graph, prompt_source);
+    if (static_cast<std::int64_t>(user_prompt.size()) > map.max_cache_len)
+      throw Error(ErrorCode::resource, "prompt longer than the KV cache", {.file = a.decode_dir + "/kv_mapping.json",
+                  .expected = "<= " + std::to_string(map.max_cache_len) + " tokens", .found = std::to_string(user_prompt.size())});
+  }
+  check_ids_in_vocab(eos, pc.graph, eos_source.empty() ? "--eos" : eos_source);
+  if (!a.check && user_prompt.empty() && !pc.io)
+    throw Error(ErrorCode::io, "no prompt: give --prompt, --prompt-ids or --prompt-ids-file (the prefill case has no io.safetensors)", {.file = a.prefill_dir});
+  std::fprintf(info, "prefill %s: %zu nodes; decode %s: %zu nodes; %zu layers, prefill %lld tokens, cache %lld\n", pc.name.c_str(),
+               pc.graph.nodes.size(), dc.name.c_str(), dc.graph.nodes.size(), map.layers.size(), static_cast<long long>(map.prefill_seq_len),
+               static_cast<long long>(map.max_cache_len));
+  // One set of weights for both programs: loaded once, shared.
+  std::unordered_map<std::string, Tensor> cache;
+  auto t0 = clock_type::now();
+  Prepared prefill = prepare(tc, pc.graph, pc.weights.get(), &cache, info);
+  Prepared decode = prepare(tc, dc.graph, pc.weights.get(), &cache, info);
+  std::fprintf(info, "weights from %s ready in %.1f s\n", pc.weights->path().c_str(), seconds_since(t0));
+  cache.clear();
+  std::fprintf(info, "target: %s\n", prefill.runner->describe().c_str());
+  print_device(tc, info);
+
+  llm::LlmPrograms model(*prefill.runner, *decode.runner, map, pc.graph, dc.graph);
+  Profiler prof;
+  if (a.profile) {
+    if (!decode.plan) throw Error(ErrorCode::unsupported, "--profile needs compiled programs (not --interpret)");
+    decode.plan->set_profiler(&prof);
+  }
+
+  if (!a.check) {
+    std::vector<std::int64_t> prompt = user_prompt;
+    if (prompt.empty()) {
+      Tensor ids = pc.io->tensor(model.prefill_roles.input_ids);
+      prompt.assign(ids.span<std::int64_t>().begin(), ids.span<std::int64_t>().end());
+    }
+    llm::GenerateOptions go;
+    go.max_new_tokens = a.max_new_tokens;
+    go.sampling = a.sampling;
+    go.eos = eos;
+    std::fprintf(info, "prompt: %zu tokens%s; generating up to %zu tokens (%s)\n", prompt.size(), tp ? (" from " + tp->what).c_str() : "",
+                 go.max_new_tokens,
+                 go.sampling.greedy() ? "greedy" : ("temperature " + fmt_num(go.sampling.temperature) + ", top-k " + std::to_string(go.sampling.top_k) +
+                                                    ", top-p " + fmt_num(go.sampling.top_p) + ", seed " + std::to_string(go.sampling.seed)).c_str());
+    llm::Generation g;
+    if (text_mode) {
+      std::fflush(info);
+      llm::TextGeneration tg = llm::generate_text(model, mt->tokenizer(), prompt, go, [](std::string_view piece) {
+        std::fwrite(piece.data(), 1, piece.size(), stdout);
+        std::fflush(stdout);
+      });
+      std::fputc('\n', stdout);
+      std::fflush(stdout);
+      g = std::move(tg.generation);
+      std::fprintf(info, "tokens: %zu generated\n", g.tokens.size());
+    } else {
+      std::printf("tokens:");
+      std::fflush(stdout);
+      g = llm::generate(model, prompt, go, [](std::int64_t t, std::size_t) {
+        std::printf(" %lld", static_cast<long long>(t));
+        std::fflush(stdout);
+      });
+      std::printf("\n");
+    }
+    std::vector<double> st = g.step_ms;
+    std::sort(st.begin(), st.end());
+    double total = 0;
+    for (double x : st) total += x;
+    std::fprintf(info, "stopped: %s", g.stop.c_str());
+    if (g.stop == "eos" && !g.tokens.empty())
+      std::fprintf(info, " (id %lld)", static_cast<long long>(g.tokens.back()));
+    if (g.stop == "cache_full")
+      std::fprintf(info, " (the KV cache holds %lld positions, all used: %zu prompt + %zu generated tokens)", static_cast<long long>(map.max_cache_len),
+                   prompt.size(), g.tokens.size());
+    std::fprintf(info, "\ntime to first token %.1f ms", g.prefill_ms);
+    if (!st.empty())
+      std::fprintf(info, "; decode %.1f ms/token median (p10 %.1f, p90 %.1f), %.2f tok/s", st[st.size() / 2], st[st.size() / 10], st[st.size() * 9 / 10],
+                   1000.0 * static_cast<double>(st.size()) / total);
+    std::fprintf(info, "\n");
+    if (a.profile) {
+      decode.plan->set_profiler(nullptr);
+      print_decode_profile(prof, g.step_ms, a.trace, info);
+    }
+    return 0;
+  }
+
+  if (!pc.io) throw Error(ErrorCode::io, "--check needs the prefill case's io.safetensors (prompt ids and expected logits)", {.file = a.prefill_dir});
+  if (!dc.io || !dc.io->find("decode_tokens") || !dc.io->find("decode_logits"))
+    throw Error(ErrorCode::io, "decode case has no decode_tokens/decode_logits to check against", {.file = a.decode_dir + "/io.safetensors"});
+  Tensor ids = pc.io->tensor(model.prefill_roles.input_ids);
+  std::vector<std::int64_t> prompt(ids.span<std::int64_t>().begin(), ids.span<std::int64_t>().end());
+  Tensor tokens = dc.io->tensor("decode_tokens");
+  Tensor dlogits = dc.io->tensor("decode_logits");
+  Tensor plogits = pc.io->tensor(pc.graph.tensor(pc.graph.outputs.at(0)).name);
+  const bool half = half_dtype(tc.dtype);
+  const double ptol = a.tol.value_or(half ? 0.035 : 1e-3), stol = a.tol.value_or(half ? 0.04 : 1e-3), min_cos = half ? 0.9995 : 0.99999;
+  bool ok = true;
+  harness::GenerateCallbacks cb;
+  cb.on_prefill = [&](const harness::GenerateCheck& r) {
+    bool pass = r.prefill.rel_l2 <= ptol && r.prefill.cosine >= min_cos && r.prefill_top1 == r.prefill_top1_ref;
+    ok = ok && pass;
+    std::printf("prefill  %5.0f ms  logits rel_l2 %.3g  cos %.7f  top1 %lld (ref %lld)  %s\n", r.prefill_ms, r.prefill.rel_l2, r.prefill.cosine,
+                static_cast<long long>(r.prefill_top1), static_cast<long long>(r.prefill_top1_ref), pass ? "OK" : "FAIL");
+    std::fflush(stdout);
+  };
+  cb.on_step = [&](const harness::StepCheck& s, std::size_t i, std::size_t) {
+    bool pass = s.metrics.rel_l2 <= stol && s.metrics.cosine >= min_cos;
+    ok = ok && pass;
+    std::printf("step %zu pos %-5lld %5.0f ms  logits rel_l2 %.3g  cos %.7f  token %lld (ref %lld) %s%s\n", i,
+                static_cast<long long>(s.position), s.ms, s.metrics.rel_l2, s.metrics.cosine, static_cast<long long>(s.token),
+                static_cast<long long>(s.token_ref), s.token == s.token_ref ? "same" : "DIFFERENT", pass ? "" : "  FAIL");
+    std::fflush(stdout);
+  };
+  std::vector<std::int64_t> tok(tokens.span<std::int64_t>().begin(), tokens.span<std::int64_t>().end());
+  harness::GenerateCheck r = harness::check_generation(model, prompt, plogits, tok, dlogits, cb);  // checks the references' sizes
+  if (a.profile) {
+    decode.plan->set_profiler(nullptr);
+    std::vector<double> step_ms;
+    for (const auto& s : r.steps) step_ms.push_back(s.ms);
+    print_decode_profile(prof, step_ms, a.trace);
+  }
+  const auto steps = static_cast<int>(r.steps.size());
+  const int need = a.min_matches >= 0 ? a.min_matches : (half ? steps - 1 : steps);
+  ok = ok && r.token_matches >= need;
+  double step_total = 0;
+  for (const auto& s : r.steps) step_total += s.ms;
+  std::printf("greedy tokens: %d/%d match the reference (need %d)\n", r.token_matches, steps, need);
+  std::printf("time to first token %.1f ms; decode %.1f ms/token (%.2f tok/s)\n", r.prefill_ms, step_total / steps, 1000.0 * steps / step_total);
+  std::printf("%s\n", ok ? "PASS" : "FAIL");
+  return ok ? 0 : 1;
+}
+
+}  // namespace npusim::cli

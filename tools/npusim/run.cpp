@@ -1,0 +1,109 @@
+// `npusim run`: a model on a target, checked against expected outputs when there are some; --time, --profile.
+#include <algorithm>
+#include <filesystem>
+
+#include "cli.hpp"
+#include "npusim/harness/check.hpp"
+#include "npusim/target/profiler.hpp"
+
+namespace npusim::cli {
+
+namespace fs = std::filesystem;
+
+// Median and minimum wall time of `runs` runs (inputs prepared once, outside the timing).
+void time_runs(Runner& r, std::span<const Tensor> inputs, int runs) {
+  std::vector<double> ms;
+  for (int i = 0; i < runs; ++i) {
+    auto t0 = clock_type::now();
+    r.run(inputs);
+    ms.push_back(seconds_since(t0) * 1000.0);
+  }
+  std::sort(ms.begin(), ms.end());
+  std::printf("latency: median %.3f ms, min %.3f ms, max %.3f ms over %d runs\n", ms[ms.size() / 2], ms.front(), ms.back(), runs);
+}
+
+// Runs `runs` more times with per-kernel profiling; prints the table by kernel kind, writes a trace.
+void profile_runs(Prepared& p, std::span<const Tensor> inputs, const ProfileArgs& a) {
+  if (!p.plan) throw Error(ErrorCode::unsupported, "--profile needs a compiled program (not --interpret)");
+  Profiler prof;
+  p.runner->run(inputs);  // warm-up
+  p.plan->set_profiler(&prof);
+  prof.clear();
+  auto t0 = clock_type::now();
+  for (int i = 0; i < a.runs; ++i) p.runner->run(inputs);
+  const double wall = seconds_since(t0) * 1e6;
+  p.plan->set_profiler(nullptr);
+  std::printf("\nprofile: %d runs, %.3f ms per run\n", a.runs, wall / 1000.0 / a.runs);
+  prof.print_summary(stdout, wall, a.runs);
+  if (!a.trace.empty()) {
+    prof.write_trace(a.trace);
+    std::printf("trace: %s (open in https://ui.perfetto.dev)\n", a.trace.c_str());
+  }
+  const program::CompiledProgram& prog = p.plan->program();
+  if (auto c = npu_choice(a.npu, prog, prog.source)) print_npu_vs_measured(*c, estimate_for(*c, prog), prof, a.runs, prog.target);
+}
+
+int cmd_run(const RunArgs& a, TargetChoice tc, ProfileArgs prof) {
+  load_npu(prof.npu);
+  Model m = open_model(a.model, a.weights);
+  check_npu_dtype_alone(prof.npu, m.compiled() && m.program->npu, a.model);
+  adopt_program_target(tc, m);
+  validate(tc);
+  // Inputs and expected values before compiling: bad ones are refused before any work.
+  GatheredInputs in = gather_inputs(m, a.inputs);
+  Expected expected = expected_outputs(m, a.expected, in.from_case);
+  if (a.tol && !expected)
+    throw Error(ErrorCode::attr, "--tol applies when outputs are compared with expected values, and there are none here",
+                {.file = a.model, .expected = "--expected FILE, or a case whose io.safetensors holds the outputs of its own inputs", .found = "--tol"});
+  std::printf("model %s: %zu inputs, %zu outputs; weights: %s\n", m.name.c_str(), m.inputs().size(), m.outputs().size(),
+              m.weights() ? m.weights()->path().c_str() : "(none)");
+  if (m.weights())
+    for (const auto& n : m.weights()->notes()) std::printf("weights: %s\n", n.c_str());
+  for (const auto& n : in.notes) std::printf("%s\n", n.c_str());
+  Prepared p;
+  if (m.compiled()) {
+    weights::BindOptions bo;
+    bo.progress = console_progress();
+    auto plan = make_runner(*m.program, m.weights(), bo);
+    std::printf("loaded %s: compiled for %s (%s), %lld kernels\n", a.model.c_str(), m.program->target.c_str(), tc.dtype.c_str(),
+                static_cast<long long>(m.program->stats.kernels - m.program->stats.view_kernels));
+    p.plan = plan.get();
+    p.runner = std::move(plan);
+  } else {
+    p = prepare(tc, m.source->graph, m.weights(), nullptr);
+  }
+  std::printf("target: %s\n", p.runner->describe().c_str());
+  print_device(tc);
+  auto t0 = clock_type::now();
+  std::vector<Tensor> outs = p.runner->run(in.tensors);
+  const double secs = seconds_since(t0);
+  int rc = 0;
+  if (expected) {
+    harness::CheckOptions co;
+    co.half_compute = half_dtype(tc.dtype);
+    co.top5_in_order = !co.half_compute;
+    std::vector<std::string> names;
+    std::vector<DType> dtypes;
+    for (const auto& o : m.outputs()) names.push_back(o.name), dtypes.push_back(o.dtype);
+    harness::CaseResult r = harness::check_outputs(names, dtypes, outs, expected.lookup, a.tol.value_or(default_tolerance(m, co.half_compute)),
+                                                   m.kind() == "vision" || (m.kind().empty() && outs.size() == 1), co);
+    r.seconds = secs;
+    std::printf("expected outputs: %s\n", expected.from.c_str());
+    harness::print_case_result(stdout, m.name, r);
+    rc = r.pass ? 0 : 1;
+  } else {
+    print_output_summary(stdout, m, m.outputs(), outs);
+    std::printf("ran %s in %.3f s (%s)\n", m.name.c_str(), secs,
+                in.from_case ? "no expected outputs to compare with" : "inputs given: compare with --expected FILE if you have reference outputs");
+  }
+  if (!a.output.empty()) {
+    for (const auto& n : write_outputs(a.output, m.outputs(), outs)) std::printf("%s\n", n.c_str());
+    std::printf("outputs written to %s\n", a.output.c_str());
+  }
+  std::fflush(stdout);
+  if (prof.time_runs > 0) time_runs(*p.runner, in.tensors, prof.time_runs);
+  if (prof.enabled) profile_runs(p, in.tensors, prof);
+  return rc;
+}
+
+}  // namespace npusim::cli
