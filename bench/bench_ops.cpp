@@ -6,6 +6,9 @@
 //                  weights read. "hot": one weight copy, re-read every iteration (it fits in a
 //                  large L3); "cold": iterations rotate over enough copies (>= 384 MiB in all) that
 //                  the weights come from DRAM, as they do in a 28-layer decode step.
+//   GEMV decode Q  the same product with q8_0 / q4_0 weights (cpu::qgemv: the activation quantized
+//                  per block of 32, int8 dot products): B/s of packed weights read (8.5 and 4.5
+//                  bits per weight), hot and cold as above.
 //   GEMM prefill   cpu::gemm, M = 128, same weights: FLOP/s (2 M N K). bf16 weights with bf16
 //                  activations take the AMX path where the CPU and OS allow it, else AVX-512 BF16
 //                  dot products where the CPU has them (label says which).
@@ -31,6 +34,8 @@
 #include "npusim/npusim.hpp"
 #include "bound_kernel.hpp"
 #include "npusim/cpu.hpp"
+#include "npusim/core/quant.hpp"
+#include "npusim/target/cpu/compute/gemv_q.hpp"
 
 using namespace npusim;
 
@@ -112,6 +117,44 @@ void BM_GemvDecode(benchmark::State& st, DType dt, bool cold) {
 }
 
 void BM_GemmPrefill(benchmark::State& st, DType dt) { run_gemm(st, 128, kHidden, kInter, dt, 1); }
+
+// The same decode GEMV with q8_0 / q4_0 weights (cpu::qgemv, docs/quantization.md): the activation
+// quantized per block, then the rows split over the pool's threads. B/s of packed weights read, to
+// set beside the bf16 GEMV's.
+void BM_GemvDecodeQ(benchmark::State& st, quant::BlockFormat f, bool cold) {
+  const std::int64_t K = kHidden, N = kInter;
+  const std::size_t rb = quant::row_bytes(f, K), bytes = rb * static_cast<std::size_t>(N);
+  std::vector<float> wf(static_cast<std::size_t>(K));
+  std::vector<cpu::AlignedBuf> copies(cold ? (std::size_t{384} << 20) / bytes + 1 : 1);
+  copies[0] = cpu::AlignedBuf::make(bytes);
+  for (std::int64_t n = 0; n < N; ++n) {
+    fill_random(wf.data(), wf.size(), 0.05f, static_cast<unsigned>(n));
+    quant::quantize_row(f, wf, copies[0].p.get() + static_cast<std::size_t>(n) * rb);
+  }
+  for (std::size_t i = 1; i < copies.size(); ++i) {
+    copies[i] = cpu::AlignedBuf::make(bytes);
+    std::memcpy(copies[i].p.get(), copies[0].p.get(), bytes);
+  }
+  std::vector<float> x(static_cast<std::size_t>(K)), y(static_cast<std::size_t>(N));
+  fill_random(x.data(), x.size(), 1.0f, 2);
+  cpu::qgemv::QActivation a;
+  const int threads = cpu::max_threads();
+  auto step = [&](const std::byte* w) {
+    cpu::qgemv::quantize_activation(f, x.data(), K, a);
+    cpu::parallel_for(N, 64, [&](std::int64_t b, std::int64_t e) { cpu::qgemv::gemv(f, w, a, b, e, y.data()); });
+  };
+  step(copies[0].p.get());
+  std::size_t i = 0;
+  for (auto _ : st) {
+    step(copies[i].p.get());
+    benchmark::ClobberMemory();
+    if (++i == copies.size()) i = 0;
+  }
+  st.SetBytesProcessed(static_cast<std::int64_t>(st.iterations()) * static_cast<std::int64_t>(bytes));
+  st.counters["threads"] = threads;
+  st.counters["weight_MiB"] = static_cast<double>(bytes) / (1 << 20);
+  st.SetLabel(std::string(quant::to_string(f)) + (cpu::qgemv::vnni_available() ? ", AVX-512 VNNI" : ", portable") + (cold ? ", cold" : ", hot"));
+}
 
 // A kernel bound the way CpuExecutor binds one (tests/common/bound_kernel.hpp), with random inputs.
 struct Bound : test::BoundKernel {
@@ -214,6 +257,10 @@ BENCHMARK_CAPTURE(BM_GemvDecode, bf16_hot, DType::bf16, false)->UseRealTime()->U
 BENCHMARK_CAPTURE(BM_GemvDecode, bf16_cold, DType::bf16, true)->UseRealTime()->Unit(benchmark::kMicrosecond);
 BENCHMARK_CAPTURE(BM_GemvDecode, f32_hot, DType::f32, false)->UseRealTime()->Unit(benchmark::kMicrosecond);
 BENCHMARK_CAPTURE(BM_GemvDecode, f32_cold, DType::f32, true)->UseRealTime()->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(BM_GemvDecodeQ, q8_0_hot, quant::BlockFormat::q8_0, false)->UseRealTime()->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(BM_GemvDecodeQ, q8_0_cold, quant::BlockFormat::q8_0, true)->UseRealTime()->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(BM_GemvDecodeQ, q4_0_hot, quant::BlockFormat::q4_0, false)->UseRealTime()->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(BM_GemvDecodeQ, q4_0_cold, quant::BlockFormat::q4_0, true)->UseRealTime()->Unit(benchmark::kMicrosecond);
 BENCHMARK_CAPTURE(BM_GemmPrefill, bf16, DType::bf16)->UseRealTime()->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(BM_GemmPrefill, f32, DType::f32)->UseRealTime()->Unit(benchmark::kMillisecond);
 // ResNet shapes: the 3x3 layers of ResNet-18 stages 1 and 4, a ResNet-50 bottleneck 1x1, the stem.

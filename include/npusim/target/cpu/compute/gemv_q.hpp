@@ -1,0 +1,220 @@
+// Decode GEMV over block-quantized weights (docs/quantization.md, issue 37): y[n] = sum_k W[n, k]
+// x[k] for a weight stored as rows of q8_0 or q4_0 blocks (core/quant.hpp). As llama.cpp does, the
+// activation row is quantized to int8 per block of 32 first (here with an f32 scale per block,
+// max|x| / 127, round to nearest), so that each block's product is an int8 dot product scaled by
+// the two blocks' scales:
+//   y[n] = sum_b dw[n, b] * dx[b] * sum_j cw[n, b, j] * qx[b, j]
+// (cw = q for q8_0, c - 8 for q4_0). That is the kernel's exact meaning (the integer sums are
+// exact; only the float sum over blocks is ordered differently by the vector path). It differs from
+// the format's own meaning, the dequantized weight times x in f32, by the activation's rounding:
+// at most sum_j |w_j| dx_b / 2 per block.
+//
+// AVX-512 VNNI (vpdpbusd: u8 x s8 products summed in fours into int32 lanes), two blocks per
+// 512-bit step, four rows at a time sharing the activation's loads: q4_0's codes 0..15 are the
+// unsigned operand (the -8 comes off as 8 * sum qx, precomputed per lane); for q8_0 the
+// activation is the unsigned one, offset by 128 (the 128 * sum w comes off with a second vpdpbusd
+// on the same weights). Portable loops elsewhere, same sums.
+#pragma once
+
+#include <immintrin.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <vector>
+
+#include "npusim/core/dtype.hpp"
+#include "npusim/core/error.hpp"
+#include "npusim/core/quant.hpp"
+
+#if defined(__AVX512F__) && defined(__AVX512BW__) && defined(__AVX512VNNI__)
+#define NPUSIM_CPU_VNNI 1
+#endif
+
+namespace npusim::inline NPUSIM_ABI::cpu::qgemv {
+
+using quant::BlockFormat;
+using quant::block_values;
+
+inline constexpr bool vnni_available() {
+#if defined(NPUSIM_CPU_VNNI)
+  return true;
+#else
+  return false;
+#endif
+}
+
+// One activation row quantized for one weight format: K values, ceil(K / 32) blocks.
+struct QActivation {
+  BlockFormat format = BlockFormat::q8_0;
+  std::int64_t k = 0, blocks = 0;
+  std::vector<std::int8_t> q;      // blocks * 32 codes in value order (zero-padded)
+  std::vector<float> d;            // per block scale
+  // The vector path's copies, per pair of blocks (16 lanes of 4 bytes):
+  std::vector<std::uint8_t> lanes;  // q8_0: q + 128, value order; q4_0: q as [b0 0..15, b1 0..15, b0 16..31, b1 16..31]
+  std::vector<float> d_lanes;       // each lane's block scale
+  std::vector<std::int32_t> bias;   // q4_0: 8 * the lane's sum of q
+};
+
+// Quantizes x (k values) for weights of format f. A NaN or infinite value is an error naming its
+// index (the product would be NaN either way; this says where it came from).
+inline void quantize_activation(BlockFormat f, const float* x, std::int64_t k, QActivation& a) {
+  a.format = f;
+  a.k = k;
+  a.blocks = quant::blocks_per_row(k);
+  const auto nb = static_cast<std::size_t>(a.blocks);
+  a.q.assign(nb * block_values, 0);
+  a.d.assign(nb, 0.0f);
+  for (std::int64_t b = 0; b < a.blocks; ++b) {
+    const std::int64_t n = std::min(block_values, k - b * block_values);
+    float amax = 0;
+    for (std::int64_t j = 0; j < n; ++j) {
+      const float v = x[b * block_values + j];
+      if (!std::isfinite(v))
+        throw Error(ErrorCode::runtime, "a quantized linear's input is not finite",
+                    {.found = std::to_string(v) + " at index " + std::to_string(b * block_values + j)});
+      amax = std::max(amax, std::fabs(v));
+    }
+    const float d = amax / 127.0f, id = d != 0 ? 1.0f / d : 0.0f;
+    a.d[static_cast<std::size_t>(b)] = d;
+    for (std::int64_t j = 0; j < n; ++j)
+      a.q[static_cast<std::size_t>(b * block_values + j)] = static_cast<std::int8_t>(std::nearbyint(x[b * block_values + j] * id));
+  }
+  const std::size_t pairs = nb / 2;
+  a.lanes.assign(pairs * 64, 0);
+  a.d_lanes.assign(pairs * 16, 0.0f);
+  a.bias.assign(f == BlockFormat::q4_0 ? pairs * 16 : 0, 0);
+  for (std::size_t p = 0; p < pairs; ++p) {
+    const std::int8_t* q0 = a.q.data() + 2 * p * block_values;
+    const std::int8_t* q1 = q0 + block_values;
+    std::uint8_t* l = a.lanes.data() + p * 64;
+    if (f == BlockFormat::q8_0) {
+      for (int j = 0; j < 32; ++j) l[j] = static_cast<std::uint8_t>(q0[j] + 128), l[32 + j] = static_cast<std::uint8_t>(q1[j] + 128);
+      for (int lane = 0; lane < 16; ++lane) a.d_lanes[p * 16 + static_cast<std::size_t>(lane)] = a.d[2 * p + (lane < 8 ? 0 : 1)];
+    } else {
+      for (int j = 0; j < 16; ++j) {
+        l[j] = static_cast<std::uint8_t>(q0[j]);
+        l[16 + j] = static_cast<std::uint8_t>(q1[j]);
+        l[32 + j] = static_cast<std::uint8_t>(q0[16 + j]);
+        l[48 + j] = static_cast<std::uint8_t>(q1[16 + j]);
+      }
+      for (int lane = 0; lane < 16; ++lane) {
+        a.d_lanes[p * 16 + static_cast<std::size_t>(lane)] = a.d[2 * p + ((lane / 4) % 2)];
+        std::int32_t s = 0;
+        for (int j = 0; j < 4; ++j) s += static_cast<std::int8_t>(l[lane * 4 + j]);
+        a.bias[p * 16 + static_cast<std::size_t>(lane)] = 8 * s;
+      }
+    }
+  }
+}
+
+namespace detail {
+// One block's integer dot product, sum_j cw_j * qx_j.
+// The codes are copied into typed arrays first: with VNNI enabled (-mavx512vnni or -mavxvnni, so
+// -march=native on Zen 4), GCC 12.2 at -O2 and -O3 vectorises a sum of int8_t(unsigned byte) *
+// int8_t products into a wrong dot product (Clang is right; the loop below is compiled right).
+inline std::int32_t block_dot(BlockFormat f, const std::byte* blk, const std::int8_t* qx) {
+  std::int32_t s = 0;
+  if (f == BlockFormat::q8_0) {
+    std::int8_t q[32];
+    std::memcpy(q, blk + 2, sizeof q);
+    for (int j = 0; j < 32; ++j) s += std::int32_t{q[j]} * qx[j];
+  } else {
+    std::uint8_t q[16];
+    std::memcpy(q, blk + 2, sizeof q);
+    for (int j = 0; j < 16; ++j) s += ((q[j] & 15) - 8) * std::int32_t{qx[j]} + ((q[j] >> 4) - 8) * std::int32_t{qx[16 + j]};
+  }
+  return s;
+}
+inline float block_scale(const std::byte* blk) {
+  std::uint16_t d;
+  std::memcpy(&d, blk, 2);
+  return f16_bits_to_f32(d);
+}
+// Blocks [b0, b1) of one row, portable: the vector path's tail and the whole row elsewhere.
+inline float row_blocks(BlockFormat f, const std::byte* row, const QActivation& a, std::int64_t b0, std::int64_t b1) {
+  const std::size_t bb = quant::block_bytes(f);
+  float s = 0;
+  for (std::int64_t b = b0; b < b1; ++b) {
+    const std::byte* blk = row + static_cast<std::size_t>(b) * bb;
+    s += block_scale(blk) * a.d[static_cast<std::size_t>(b)] *
+         static_cast<float>(block_dot(f, blk, a.q.data() + b * block_values));
+  }
+  return s;
+}
+
+#if defined(NPUSIM_CPU_VNNI)
+inline __m512 pair_scales(const std::byte* b0, const std::byte* b1, __mmask16 second) {
+  const __m512 s0 = _mm512_set1_ps(block_scale(b0)), s1 = _mm512_set1_ps(block_scale(b1));
+  return _mm512_mask_blend_ps(second, s0, s1);
+}
+// Rows [r, r + R) of W, all blocks: pairs by VNNI, an odd last block portably.
+template <int R>
+inline void rows_vnni(BlockFormat f, const std::byte* w, std::size_t rb, std::int64_t r, const QActivation& a, float* y) {
+  const std::size_t bb = quant::block_bytes(f);
+  const std::int64_t pairs = a.blocks / 2;
+  __m512 acc[R];
+  for (auto& v : acc) v = _mm512_setzero_ps();
+  const __m512i offset = _mm512_set1_epi8(static_cast<char>(0x80)), nib = _mm512_set1_epi8(0x0f);
+  const __mmask16 second = f == BlockFormat::q8_0 ? __mmask16{0xFF00} : __mmask16{0xF0F0};
+  for (std::int64_t p = 0; p < pairs; ++p) {
+    const __m512i x = _mm512_loadu_si512(a.lanes.data() + p * 64);
+    const __m512 dx = _mm512_loadu_ps(a.d_lanes.data() + p * 16);
+    for (int i = 0; i < R; ++i) {
+      const std::byte* b0 = w + static_cast<std::size_t>(r + i) * rb + static_cast<std::size_t>(2 * p) * bb;
+      const std::byte* b1 = b0 + bb;
+      // The same place R rows on: the next group of rows, 3.4 KiB (q4_0) to 6.4 KiB (q8_0) ahead
+      // at Qwen2.5's K (the bf16 GEMV's 4 KiB, docs/benchmarks.md). A thread's rows are one
+      // sequential run of memory, which the hardware prefetchers alone keep too few lines of in flight.
+      // A step reads 2 blocks (36 or 68 bytes): the second line covers a step that spans two.
+      _mm_prefetch(reinterpret_cast<const char*>(b0) + R * rb, _MM_HINT_T0);
+      if (f == BlockFormat::q8_0) _mm_prefetch(reinterpret_cast<const char*>(b0) + R * rb + 64, _MM_HINT_T0);
+      __m512i dot;
+      if (f == BlockFormat::q8_0) {
+        const __m512i wq = _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(b0 + 2))),
+                                              _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b1 + 2)), 1);
+        // sum (qx + 128) w - sum 128 w
+        dot = _mm512_sub_epi32(_mm512_dpbusd_epi32(_mm512_setzero_si512(), x, wq), _mm512_dpbusd_epi32(_mm512_setzero_si512(), offset, wq));
+      } else {
+        const __m256i t = _mm256_set_m128i(_mm_loadu_si128(reinterpret_cast<const __m128i*>(b1 + 2)),
+                                           _mm_loadu_si128(reinterpret_cast<const __m128i*>(b0 + 2)));
+        const __m512i codes = _mm512_and_si512(_mm512_inserti64x4(_mm512_castsi256_si512(t), _mm256_srli_epi16(t, 4), 1), nib);
+        // sum c qx - 8 sum qx
+        dot = _mm512_sub_epi32(_mm512_dpbusd_epi32(_mm512_setzero_si512(), codes, x), _mm512_loadu_si512(a.bias.data() + p * 16));
+      }
+      acc[i] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot), _mm512_mul_ps(dx, pair_scales(b0, b1, second)), acc[i]);
+    }
+  }
+  for (int i = 0; i < R; ++i) {
+    float s = _mm512_reduce_add_ps(acc[i]);
+    if (a.blocks % 2) s += row_blocks(f, w + static_cast<std::size_t>(r + i) * rb, a, a.blocks - 1, a.blocks);
+    y[r + i] = s;
+  }
+}
+#endif
+}  // namespace detail
+
+// y[n] for rows n in [n0, n1) of a packed weight w (rows of quant::row_bytes(f, k) bytes), x
+// quantized by quantize_activation for the same format and k.
+inline void gemv(BlockFormat f, const std::byte* w, const QActivation& a, std::int64_t n0, std::int64_t n1, float* y) {
+  if (a.format != f) throw Error(ErrorCode::runtime, "activation quantized for another weight format");
+  const std::size_t rb = quant::row_bytes(f, a.k);
+#if defined(NPUSIM_CPU_VNNI)
+  std::int64_t n = n0;
+  for (; n + 4 <= n1; n += 4) detail::rows_vnni<4>(f, w, rb, n, a, y);
+  for (; n < n1; ++n) detail::rows_vnni<1>(f, w, rb, n, a, y);
+#else
+  for (std::int64_t n = n0; n < n1; ++n) y[n] = detail::row_blocks(f, w + static_cast<std::size_t>(n) * rb, a, 0, a.blocks);
+#endif
+}
+
+// The same sums, portably, in the vector path's order of blocks: what the tests hold the vector
+// path to (and the path used where the build has no VNNI).
+inline void gemv_portable(BlockFormat f, const std::byte* w, const QActivation& a, std::int64_t n0, std::int64_t n1, float* y) {
+  const std::size_t rb = quant::row_bytes(f, a.k);
+  for (std::int64_t n = n0; n < n1; ++n) y[n] = detail::row_blocks(f, w + static_cast<std::size_t>(n) * rb, a, 0, a.blocks);
+}
+
+}  // namespace npusim::inline NPUSIM_ABI::cpu::qgemv

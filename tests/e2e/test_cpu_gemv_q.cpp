@@ -1,0 +1,108 @@
+// The CPU target's GEMV over q8_0/q4_0 weights (target/cpu/compute/gemv_q.hpp): hand values with
+// exact scales, the vector path against the portable sums at awkward sizes, and both against the
+// formats' meaning (dequantized weights times x) within the activation's rounding.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+#include <vector>
+
+#include "npusim/core/quant.hpp"
+#include "npusim/target/cpu/compute/gemv_q.hpp"
+
+using namespace npusim;
+using quant::BlockFormat;
+
+namespace {
+std::vector<std::byte> pack_rows(BlockFormat f, const std::vector<float>& w, std::int64_t n, std::int64_t k) {
+  const std::size_t rb = quant::row_bytes(f, k);
+  std::vector<std::byte> out(static_cast<std::size_t>(n) * rb);
+  for (std::int64_t r = 0; r < n; ++r)
+    quant::quantize_row(f, std::span<const float>(w.data() + r * k, static_cast<std::size_t>(k)), out.data() + static_cast<std::size_t>(r) * rb);
+  return out;
+}
+const char* name(BlockFormat f) { return f == BlockFormat::q8_0 ? "q8_0" : "q4_0"; }
+}  // namespace
+
+TEST(CpuGemvQ, ExactScalesGiveTheIntegerDotProduct) {
+  // x's block max is 127 (scale 1), w's is 127 for q8_0 (scale 1) or -8 for q4_0 (scale 1): every
+  // code is the value itself and y is the integer dot product.
+  for (auto f : {BlockFormat::q8_0, BlockFormat::q4_0}) {
+    const std::int64_t k = 64, n = 5;
+    std::vector<float> x(static_cast<std::size_t>(k)), w(static_cast<std::size_t>(n * k));
+    for (std::int64_t j = 0; j < k; ++j) x[static_cast<std::size_t>(j)] = j % 32 == 0 ? 127.0f : static_cast<float>((j * 7) % 23 - 11);
+    for (std::int64_t r = 0; r < n; ++r)
+      for (std::int64_t j = 0; j < k; ++j) {
+        const float extreme = f == BlockFormat::q8_0 ? -127.0f : -8.0f;
+        const int span = f == BlockFormat::q8_0 ? 200 : 15;  // values in [-100, 99] or [-7, 7]
+        w[static_cast<std::size_t>(r * k + j)] = j % 32 == 5 ? extreme : static_cast<float>((r * 31 + j * 13) % span - span / 2);
+      }
+    const auto packed = pack_rows(f, w, n, k);
+    cpu::qgemv::QActivation a;
+    cpu::qgemv::quantize_activation(f, x.data(), k, a);
+    std::vector<float> y(static_cast<std::size_t>(n));
+    cpu::qgemv::gemv(f, packed.data(), a, 0, n, y.data());
+    for (std::int64_t r = 0; r < n; ++r) {
+      double want = 0;
+      for (std::int64_t j = 0; j < k; ++j) want += double(w[static_cast<std::size_t>(r * k + j)]) * x[static_cast<std::size_t>(j)];
+      EXPECT_EQ(y[static_cast<std::size_t>(r)], static_cast<float>(want)) << name(f) << " row " << r;
+    }
+  }
+}
+
+TEST(CpuGemvQ, VectorPathMatchesThePortableSumsAndTheFormatsMeaning) {
+  std::mt19937 rng(11);
+  std::normal_distribution<float> wd(0.0f, 0.02f), xd(0.0f, 1.0f);
+  // K: one block, an odd count of blocks, a row that is not whole blocks, Qwen2.5's hidden size.
+  // N: not a multiple of the 4 rows the vector path takes at a time.
+  for (auto f : {BlockFormat::q8_0, BlockFormat::q4_0})
+    for (std::int64_t k : {32, 96, 1543, 1536}) {
+      const std::int64_t n = 13;
+      std::vector<float> x(static_cast<std::size_t>(k)), w(static_cast<std::size_t>(n * k));
+      for (auto& v : x) v = xd(rng);
+      for (auto& v : w) v = wd(rng);
+      const auto packed = pack_rows(f, w, n, k);
+      cpu::qgemv::QActivation a;
+      cpu::qgemv::quantize_activation(f, x.data(), k, a);
+      std::vector<float> y(static_cast<std::size_t>(n)), yp(static_cast<std::size_t>(n));
+      cpu::qgemv::gemv(f, packed.data(), a, 0, n, y.data());
+      cpu::qgemv::gemv_portable(f, packed.data(), a, 0, n, yp.data());
+      std::vector<float> wrow(static_cast<std::size_t>(k));
+      for (std::int64_t r = 0; r < n; ++r) {
+        quant::dequantize_row(f, packed.data() + static_cast<std::size_t>(r) * quant::row_bytes(f, k), wrow);
+        double exact = 0, mag = 0, bound = 0;
+        for (std::int64_t j = 0; j < k; ++j) {
+          const auto J = static_cast<std::size_t>(j);
+          exact += double(wrow[J]) * x[J];
+          mag += std::fabs(double(wrow[J]) * x[J]);
+          bound += std::fabs(double(wrow[J])) * a.d[static_cast<std::size_t>(j / 32)] / 2;  // |x - dx qx| <= dx / 2
+        }
+        const auto R = static_cast<std::size_t>(r);
+        EXPECT_NEAR(y[R], yp[R], 1e-5 * mag + 1e-7) << name(f) << " K " << k << " row " << r;
+        EXPECT_NEAR(yp[R], exact, bound * 1.001 + 1e-5 * mag) << name(f) << " K " << k << " row " << r;
+      }
+      // Row ranges: [3, 11) computes those rows only.
+      std::vector<float> part(static_cast<std::size_t>(n), -7.0f);
+      cpu::qgemv::gemv(f, packed.data(), a, 3, 11, part.data());
+      EXPECT_EQ(part[2], -7.0f);
+      EXPECT_EQ(part[11], -7.0f);
+      EXPECT_NEAR(part[5], y[5], 1e-6 * std::fabs(y[5]) + 1e-7);
+    }
+}
+
+TEST(CpuGemvQ, NonFiniteInputsAndMismatchedFormatsAreErrors) {
+  std::vector<float> x(40, 1.0f);
+  x[33] = std::nanf("");
+  cpu::qgemv::QActivation a;
+  try {
+    cpu::qgemv::quantize_activation(BlockFormat::q4_0, x.data(), 40, a);
+    FAIL() << "NaN accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("index 33"), std::string::npos) << e.what();
+  }
+  x[33] = 1.0f;
+  cpu::qgemv::quantize_activation(BlockFormat::q4_0, x.data(), 40, a);
+  const auto packed = pack_rows(BlockFormat::q8_0, std::vector<float>(40, 0.5f), 1, 40);
+  float y = 0;
+  EXPECT_THROW(cpu::qgemv::gemv(BlockFormat::q8_0, packed.data(), a, 0, 1, &y), Error);
+}
