@@ -3,7 +3,10 @@
 
 #include <charconv>
 #include <cstdio>
+#include <map>
+#include <optional>
 
+#include "npusim/core/quant.hpp"
 #include "npusim/harness/bench.hpp"
 #include "npusim/harness/check.hpp"
 #include "npusim/ir/json.hpp"
@@ -62,23 +65,37 @@ int cmd_bench(const std::string& path, TargetChoice tc, const BenchArgs& a, cons
   return 0;
 }
 
+// Bytes of weights one decode step reads: a weight read whole once, an embedding table one row,
+// a linear weight quantized to blocks (docs/quantization.md) its packed rows.
 std::int64_t decode_weight_bytes(const program::CompiledProgram& p) {
   std::int64_t total = 0;
   for (const auto& part : p.partitions) {
     const ir::Graph& g = part.graph;
-    std::map<ir::TensorId, bool> embedding_only;
+    struct Uses {
+      bool whole = false, row = false;
+      std::optional<quant::BlockFormat> blocks;
+    };
+    std::map<ir::TensorId, Uses> uses;
     for (const auto& n : g.nodes)
       for (std::size_t i = 0; i < n.inputs.size(); ++i) {
         const auto t = n.inputs[i];
         const auto k = g.tensor(t).kind;
         if (k != ir::TensorKind::weight && k != ir::TensorKind::constant) continue;
-        const bool emb = n.op_type == "aten.embedding.default" && i == 0;
-        auto it = embedding_only.find(t);
-        embedding_only[t] = (it == embedding_only.end() ? true : it->second) && emb;
+        Uses& u = uses[t];
+        const ir::AttrValue* wf = n.op_type == "aten.linear.default" && i == 1 ? n.attrs.find("weight_format") : nullptr;
+        if (n.op_type == "aten.embedding.default" && i == 0) u.row = true;
+        else if (wf && wf->is_string() && quant::parse_block_format(wf->as_string())) u.blocks = quant::parse_block_format(wf->as_string());
+        else u.whole = true;
       }
-    for (auto [t, emb] : embedding_only) {
+    for (const auto& [t, u] : uses) {
       const auto& tp = part.plan.tensors[static_cast<std::size_t>(t)];
-      total += emb ? tp.bytes / std::max<std::int64_t>(1, g.tensor(t).shape.at(0)) : tp.bytes;
+      const Shape& sh = g.tensor(t).shape;
+      if (u.whole) {
+        total += tp.bytes;
+        continue;
+      }
+      if (u.row) total += tp.bytes / std::max<std::int64_t>(1, sh.at(0));
+      if (u.blocks) total += static_cast<std::int64_t>(quant::row_bytes(*u.blocks, sh.at(1))) * sh.at(0);
     }
   }
   return total;

@@ -193,11 +193,22 @@ int cmd_generate(const GenerateArgs& a, const TargetChoice& tc) {
   Tensor dlogits = dc.io->tensor("decode_logits");
   Tensor plogits = pc.io->tensor(pc.graph.tensor(pc.graph.outputs.at(0)).name);
   const bool half = half_dtype(tc.dtype);
-  const double ptol = a.tol.value_or(half ? 0.035 : 1e-3), stol = a.tol.value_or(half ? 0.04 : 1e-3), min_cos = half ? 0.9995 : 0.99999;
+  // Quantized weights (--weights-dtype) have tolerances of their own, set from the tiny Qwen2 and
+  // Qwen2.5-1.5B fixtures (docs/quantization.md, "Quality"): the error is the format's (the
+  // reference target with the same weights gives the same cosines). The fixtures' weights are
+  // synthetic, whose near-flat logits let close greedy tokens flip.
+  const bool q8 = tc.weights_dtype == "q8" || tc.weights_dtype == "q8_0", q4 = tc.weights_dtype == "q4" || tc.weights_dtype == "q4_0";
+  const double qtol = q4 ? 0.45 : q8 ? 0.06 : 0.0;
+  const double ptol = a.tol.value_or(qtol > 0 ? qtol : half ? 0.035 : 1e-3), stol = a.tol.value_or(qtol > 0 ? qtol : half ? 0.04 : 1e-3);
+  const double min_cos = q4 ? 0.9 : q8 ? 0.998 : half ? 0.9995 : 0.99999;
+  if (q4 || q8)
+    std::printf("weights quantized to %s: tolerances rel_l2 <= %.3g, cosine >= %.4g, greedy tokens: %s\n", q4 ? "q4_0" : "q8_0", stol, min_cos,
+                q4 ? "a quarter" : "half");
   bool ok = true;
   harness::GenerateCallbacks cb;
   cb.on_prefill = [&](const harness::GenerateCheck& r) {
-    bool pass = r.prefill.rel_l2 <= ptol && r.prefill.cosine >= min_cos && r.prefill_top1 == r.prefill_top1_ref;
+    // q4_0 weights may move a close top-1 (counted in the greedy tokens, not required here).
+    bool pass = r.prefill.rel_l2 <= ptol && r.prefill.cosine >= min_cos && (q4 || r.prefill_top1 == r.prefill_top1_ref);
     ok = ok && pass;
     std::printf("prefill  %5.0f ms  logits rel_l2 %.3g  cos %.7f  top1 %lld (ref %lld)  %s\n", r.prefill_ms, r.prefill.rel_l2, r.prefill.cosine,
                 static_cast<long long>(r.prefill_top1), static_cast<long long>(r.prefill_top1_ref), pass ? "OK" : "FAIL");
@@ -220,7 +231,7 @@ int cmd_generate(const GenerateArgs& a, const TargetChoice& tc) {
     print_decode_profile(prof, step_ms, a.trace);
   }
   const auto steps = static_cast<int>(r.steps.size());
-  const int need = a.min_matches >= 0 ? a.min_matches : (half ? steps - 1 : steps);
+  const int need = a.min_matches >= 0 ? a.min_matches : q4 ? steps / 4 : q8 ? steps / 2 : half ? steps - 1 : steps;
   ok = ok && r.token_matches >= need;
   double step_total = 0;
   for (const auto& s : r.steps) step_total += s.ms;

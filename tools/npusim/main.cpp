@@ -58,6 +58,11 @@ int main(int argc, char** argv) {
         ->check(CLI::IsMember({"f32", "f16", "bf16"}));
     sub->add_option("--force-fallback", tc.force_fallback,
                     "debug: run these on the fallback (op types, op ids or node:NAME, comma-separated; also NPUSIM_FORCE_FALLBACK)");
+    auto* wd = sub->add_option("--weights-dtype", tc.weights_dtype,
+                               "linear layers' weights quantized to blocks of 32: q8 (int8, 8.5 bits) or q4 (4.5 bits); cpu and reference targets")
+                   ->check(CLI::IsMember({"q8", "q4", "q8_0", "q4_0"}));
+    sub->add_option("--keep", tc.keep, "with --weights-dtype: weights that stay as they are (a state_dict key or part of one, e.g. lm_head)")
+        ->delimiter(',')->needs(wd);
     if (interpret) sub->add_flag("--interpret", tc.interpret, "reference only: interpret the IR node by node (no passes, no fusion)");
     sub->add_option("--device", tc.device, "opencl target: device index or name substring (sets NPUSIM_OPENCL_DEVICE; see `npusim devices`)");
   };
@@ -92,7 +97,7 @@ int main(int argc, char** argv) {
   auto* gen_check = gen->add_flag("--check", ga.check, "compare prefill/decode logits and greedy tokens with the reference");
   gen->add_option("--weights", ga.weights, "auto, safetensors, synth, or a path (.safetensors, synth.json, a Hugging Face model directory)");
   gen->add_option("--tol", ga.tol, "with --check: relative L2 tolerance for logits")->check(finite_range(0.0, 1.0, true))->needs(gen_check);
-  gen->add_option("--min-token-matches", ga.min_matches, "with --check: greedy tokens that must match (default: all; half dtypes: all but one)")
+  gen->add_option("--min-token-matches", ga.min_matches, "with --check: greedy tokens that must match (default: all; half dtypes: all but one; q8 weights: half; q4 weights: a quarter)")
       ->check(CLI::NonNegativeNumber)->needs(gen_check);
   gen->add_option("--max-new-tokens", ga.max_new_tokens, "tokens to generate (default 16; stops earlier at an --eos id or the cache's end)")
       ->check(no_sign())->check(CLI::Range(std::size_t{1}, std::size_t{1} << 40))->excludes(gen_check);

@@ -50,6 +50,8 @@ void validate(const TargetChoice& t) {
     throw Error(ErrorCode::unsupported, "unknown dtype '" + t.dtype + "'", {.expected = "f32, f16 or bf16", .found = t.dtype});
   if (t.interpret && t.target != "reference")
     throw Error(ErrorCode::unsupported, "--interpret runs the reference target only", {.expected = "--target reference", .found = "--target " + t.target});
+  if (t.interpret && !t.weights_dtype.empty())
+    throw Error(ErrorCode::unsupported, "--interpret runs the IR as exported; --weights-dtype acts when compiling", {.found = "--interpret --weights-dtype " + t.weights_dtype});
   if (!t.device.empty() && t.target != "opencl")
     throw Error(ErrorCode::unsupported, "--device picks an OpenCL device: it applies to --target opencl only", {.found = "--target " + t.target});
   if (!t.device.empty()) ::setenv("NPUSIM_OPENCL_DEVICE", t.device.c_str(), 1);
@@ -67,6 +69,7 @@ program::CompileOptions compile_options(const TargetChoice& t) {
   std::string force = t.force_fallback;
   if (const char* env = std::getenv("NPUSIM_FORCE_FALLBACK"); env && *env) force += (force.empty() ? "" : ",") + std::string(env);
   o.force = partition::ForceFallback::parse(force);
+  o.weight_quant = {t.weights_dtype, t.keep};
   return o;
 }
 

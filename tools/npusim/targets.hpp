@@ -51,6 +51,8 @@ struct TargetChoice {
   bool interpret = false;      // reference only: run the IR node by node, no compilation
   std::string force_fallback;  // debug switch (also NPUSIM_FORCE_FALLBACK)
   std::string device;          // opencl only: index or name substring (NPUSIM_OPENCL_DEVICE)
+  std::string weights_dtype;   // q8 or q4: linear weights in blocks (docs/quantization.md); "" none
+  std::vector<std::string> keep;  // with weights_dtype: weights that stay as they are
   bool target_given = false, dtype_given = false;
 };
 

@@ -9,7 +9,18 @@ struct Linear {
   static constexpr std::string_view id = "linear";
   static constexpr std::array aten{"aten.linear.default"sv};
   static constexpr OpClass op_class = OpClass::matmul;
-  using Attrs = NoAttrs;
+  // weight_format: npusim's own, never in an export. "" computes with the weight as given; "q8_0"
+  // or "q4_0" with the weight quantized to those blocks (core/quant.hpp) when it is bound
+  // (`compile --weights-dtype`, docs/quantization.md). Targets that have no such kernel refuse
+  // the node (partition::node_support).
+  struct Attrs {
+    std::string weight_format;
+    template <class V> void visit(V& v) { v("weight_format", weight_format); }
+    void check() const {
+      if (!weight_format.empty() && weight_format != "q8_0" && weight_format != "q4_0")
+        throw unsupported_attr("weight_format", weight_format, "\"\", \"q8_0\" or \"q4_0\"");
+    }
+  };
   static Specs infer(const Attrs&, InSpecs in) {
     expect_arity(in, 2, 3, id);
     expect_rank(in[0], 1, 8, "linear input");

@@ -21,6 +21,9 @@ struct TargetInfo {
   std::vector<DType> dtypes;                  // compute dtypes it supports
   TargetLimits limits;
   std::string fallback = "reference";         // empty: no fallback
+  // Block formats (core/quant.hpp names) its linear kernels read: a linear node with a
+  // weight_format outside this list is not run here.
+  std::vector<std::string> weight_formats;
 };
 
 // Forced fallbacks: "aten.max_pool2d.default", an op id ("max_pool2d") or "node:NAME", comma-separated.

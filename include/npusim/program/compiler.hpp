@@ -11,6 +11,7 @@
 #include "npusim/partition/support.hpp"
 #include "npusim/passes/const_fold.hpp"
 #include "npusim/passes/dtype_policy.hpp"
+#include "npusim/passes/quantize_weights.hpp"
 #include "npusim/program/program.hpp"
 
 namespace npusim::inline NPUSIM_ABI::program {
@@ -21,6 +22,7 @@ struct CompileOptions {
   partition::ForceFallback force;         // debug: ops/nodes forced to the fallback
   passes::Evaluator evaluator;            // constant folding (none: no folding)
   bool fold_batch_norm = true;
+  passes::WeightQuantOptions weight_quant;  // linear weights in q8_0/q4_0 blocks (docs/quantization.md)
   bool verify = false;                    // re-check every node after each pass (tests)
 };
 

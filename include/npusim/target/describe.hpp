@@ -18,6 +18,8 @@ partition::TargetInfo describe_target() {
   t.dtypes.assign(std::begin(Target::dtypes), std::end(Target::dtypes));
   if constexpr (requires { Target::limits(); }) t.limits = Target::limits();
   t.fallback = std::string(Target::fallback_name);
+  if constexpr (requires { Target::weight_formats; })
+    for (std::string_view f : Target::weight_formats) t.weight_formats.emplace_back(f);
   return t;
 }
 

@@ -11,6 +11,8 @@
 #include "npusim/passes/bn_fold.hpp"
 #include "npusim/passes/broadcast_fold.hpp"
 #include "npusim/passes/pad_channels.hpp"
+#include "npusim/passes/quantize_weights.hpp"
+#include "npusim/core/quant.hpp"
 #include "npusim/plan/buffer_plan.hpp"
 #include "npusim/version.hpp"
 #include "npusim/program/compiler.hpp"
@@ -38,6 +40,8 @@ NPUSIM_FUNC passes::DTypePolicy run_passes(ir::Graph& g, const partition::Target
     count("pad_channels", passes::pad_channels(g, elems, p.recipes));
   }
   count("eliminate_dead_code", passes::eliminate_dead_code(g));
+  if (!opt.weight_quant.format.empty() || !opt.weight_quant.keep.empty())
+    count("quantize_weights", passes::quantize_linear_weights(g, opt.weight_quant));
   return pol;
 }
 
@@ -54,6 +58,12 @@ NPUSIM_FUNC CompiledProgram compile(ir::Graph g, const partition::TargetInfo& ta
   for (auto t : g.inputs) p.inputs.push_back({g.tensor(t).name, g.tensor(t).shape, g.tensor(t).dtype});
   for (auto t : g.outputs) p.outputs.push_back({g.tensor(t).name, g.tensor(t).shape, g.tensor(t).dtype});
   p.stats.nodes_in = static_cast<std::int64_t>(g.nodes.size());
+  if (const auto f = quant::parse_block_format(opt.weight_quant.format)) {
+    const std::string name(quant::to_string(*f));
+    if (std::find(target.weight_formats.begin(), target.weight_formats.end(), name) == target.weight_formats.end())
+      throw Error(ErrorCode::unsupported, "target '" + target.name + "' has no linear kernel for " + name + " weights yet",
+                  {.file = g.source, .expected = "a target with " + name + " linear kernels (see docs/quantization.md)"});
+  }
 
   ops::check_graph(g);
   const passes::DTypePolicy pol = run_passes(g, target, opt, p);

@@ -32,6 +32,8 @@ struct CpuTarget {
   // folding at compile time evaluates through the fallback).
   using fallback = ReferenceTarget;
   static constexpr std::string_view fallback_name = "reference";
+  // Linear weights it quantizes at load and reads as blocks (docs/quantization.md).
+  static constexpr std::string_view weight_formats[] = {"q8_0", "q4_0"};
 
   // Nodes whose operands the CPU kernels need as load-time constants (packed weights).
   static std::optional<std::string> refuse(const ir::Graph& g, const ir::Node& n);

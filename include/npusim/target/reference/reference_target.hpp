@@ -25,6 +25,8 @@ struct ReferenceTarget {
   static constexpr DType dtypes[] = {DType::f32, DType::f16, DType::bf16};
   // The reference is everyone's fallback; naming itself lets tests force plans onto two parts.
   static constexpr std::string_view fallback_name = "reference";
+  // Quantized linear weights: the format's meaning, dequantized weights in f32 (docs/quantization.md).
+  static constexpr std::string_view weight_formats[] = {"q8_0", "q4_0"};
   // Constant folding at compile time evaluates nodes with this target's kernels.
   static passes::Evaluator evaluator();
 };

@@ -11,8 +11,11 @@
 
 namespace npusim::inline NPUSIM_ABI::cpu {
 
-// y[..., N] = x[..., K] W[N, K]^T + b
-Fn bind_linear(Ctx& c, ir::TensorId x, ir::TensorId w, std::optional<ir::TensorId> bias, ir::TensorId y, bool relu = false);
+// y[..., N] = x[..., K] W[N, K]^T + b. weight_format "q8_0"/"q4_0" (ops::Linear's attribute):
+// W is quantized to those blocks here; up to 4 rows of x read the blocks (cpu::qgemv), more rows
+// multiply the blocks' values, dequantized into W's storage type, with the GEMM.
+Fn bind_linear(Ctx& c, ir::TensorId x, ir::TensorId w, std::optional<ir::TensorId> bias, ir::TensorId y, bool relu = false,
+               std::string_view weight_format = {});
 
 // Batched matmul between activations through Eigen on float32 copies. B optionally transposed
 // (K is its last dim) and grouped (one B per `group` consecutive A batches).
@@ -28,7 +31,8 @@ struct kernel<ops::Linear, CpuTarget> {
   static constexpr bool provided = true;
   static cpu::Fns bind(cpu::Ctx& c) {
     const ir::Node& n = c.node();
-    return {cpu::bind_linear(c, n.inputs[0], n.inputs[1], n.inputs.size() == 3 ? std::optional(n.inputs[2]) : std::nullopt, n.outputs[0])};
+    return {cpu::bind_linear(c, n.inputs[0], n.inputs[1], n.inputs.size() == 3 ? std::optional(n.inputs[2]) : std::nullopt, n.outputs[0], false,
+                             c.attrs<ops::Linear>().weight_format)};
   }
 };
 

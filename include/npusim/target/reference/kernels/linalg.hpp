@@ -4,6 +4,7 @@
 
 #include <Eigen/Core>
 
+#include "npusim/core/quant.hpp"
 #include "npusim/ops/registry.hpp"
 #include "npusim/target/reference/kernels/common.hpp"
 
@@ -18,14 +19,28 @@ using Map = Eigen::Map<RowMat>;
 template <>
 struct kernel<ops::Linear, ReferenceTarget> {
   static constexpr bool provided = true;
-  static void run(const ops::Linear::Attrs&, ref::Args& args) {
-    const Tensor &x = args.x(0), &w = args.x(1);
+  static void run(const ops::Linear::Attrs& a, ref::Args& args) {
+    const Tensor &x = args.x(0), &w0 = args.x(1);
     Tensor& y = args.alloc(0);
-    const std::int64_t k = x.shape().back(), n = w.shape()[0], m = x.numel() / std::max<std::int64_t>(k, 1);
+    const std::int64_t k = x.shape().back(), n = w0.shape()[0], m = x.numel() / std::max<std::int64_t>(k, 1);
+    // A quantized weight computes as its blocks' values: quantized, then dequantized, in f32.
+    const Tensor w = a.weight_format.empty() ? w0 : quantized_values(*quant::parse_block_format(a.weight_format), w0);
     ref::MapC X(x.data<float>(), m, k), W(w.data<float>(), n, k);
     ref::Map Y(y.data<float>(), m, n);
     Y.noalias() = X * W.transpose();
     if (args.in.size() == 3) Y.rowwise() += Eigen::Map<const Eigen::RowVectorXf>(args.x(2).data<float>(), n);
+  }
+  static Tensor quantized_values(quant::BlockFormat f, const Tensor& w) {
+    const std::int64_t n = w.shape()[0], k = w.shape()[1];
+    Tensor r = Tensor::empty(DType::f32, w.shape());
+    std::vector<std::byte> row(quant::row_bytes(f, k));
+    for (std::int64_t i = 0; i < n; ++i) {
+      std::span<const float> src(w.data<float>() + i * k, static_cast<std::size_t>(k));
+      std::span<float> dst(r.data<float>() + i * k, static_cast<std::size_t>(k));
+      quant::quantize_row(f, src, row.data());
+      quant::dequantize_row(f, row.data(), dst);
+    }
+    return r;
   }
 };
 

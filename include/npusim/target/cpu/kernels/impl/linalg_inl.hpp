@@ -4,11 +4,106 @@
 #include "npusim/config.hpp"
 #include "npusim/target/cpu/kernels/linalg.hpp"
 
+#include "npusim/core/quant.hpp"
+#include "npusim/target/cpu/compute/gemv_q.hpp"
+#include "npusim/target/cpu/parallel.hpp"
+
 namespace npusim::inline NPUSIM_ABI::cpu {
 
-NPUSIM_FUNC Fn bind_linear(Ctx& c, ir::TensorId x, ir::TensorId w, std::optional<ir::TensorId> bias, ir::TensorId y, bool relu) {
+namespace detail {
+// W [N, K] (any float storage) as rows of blocks, the rows quantized in parallel.
+inline std::shared_ptr<AlignedBuf> pack_blocks(Ctx& c, const Tensor& wt, ir::TensorId w, quant::BlockFormat f) {
+  const std::int64_t N = wt.shape()[0], K = wt.shape()[1];
+  const std::size_t rb = quant::row_bytes(f, K), es = dtype_size(wt.dtype());
+  auto blocks = c.own(AlignedBuf::make(rb * static_cast<std::size_t>(N)));
+  const auto* src = static_cast<const std::byte*>(wt.raw());
+  try {
+    // The pool rethrows the first thread's exception here.
+    parallel_for(N, 64, [&](std::int64_t b, std::int64_t e) {
+      std::vector<float> row(static_cast<std::size_t>(K));
+      for (std::int64_t n = b; n < e; ++n) {
+        load_row(wt.dtype(), src + static_cast<std::size_t>(n * K) * es, row.data(), K);
+        try {
+          quant::quantize_row(f, row, blocks->p.get() + static_cast<std::size_t>(n) * rb);
+        } catch (const Error& err) {
+          throw Error(err.code(), err.message() + " in row " + std::to_string(n), err.context());
+        }
+      }
+    });
+  } catch (Error& e) {
+    e.with_node(c.node().name).with_tensor(c.g.tensor(w).name);
+    throw;
+  }
+  return blocks;
+}
+
+// The q8_0/q4_0 linear (bind_linear's weight_format).
+inline Fn bind_linear_blocks(Ctx& c, quant::BlockFormat f, const Tensor& wt, ir::TensorId w, ir::TensorId x, std::shared_ptr<std::vector<float>> b, ir::TensorId y,
+                             bool relu) {
+  const std::int64_t N = wt.shape()[0], K = wt.shape()[1], M = c.numel(x) / K;
+  auto blocks = pack_blocks(c, wt, w, f);
+  if (M > 4) {
+    // Prefill: the blocks' values in W's storage type, multiplied by the GEMM.
+    Tensor deq = Tensor::empty(wt.dtype(), wt.shape());
+    const std::size_t rb = quant::row_bytes(f, K), es = dtype_size(wt.dtype());
+    parallel_for(N, 64, [&](std::int64_t lo, std::int64_t hi) {
+      std::vector<float> row(static_cast<std::size_t>(K));
+      for (std::int64_t n = lo; n < hi; ++n) {
+        quant::dequantize_row(f, blocks->p.get() + static_cast<std::size_t>(n) * rb, row);
+        store_row(wt.dtype(), row.data(), static_cast<std::byte*>(deq.raw()) + static_cast<std::size_t>(n * K) * es, K);
+      }
+    });
+    auto packed = c.own(pack_b(deq.raw(), deq.dtype(), K, N, true));
+    GemmScratch lay = GemmScratch::layout(M, K, N);
+    auto pool = c.need_scratch(lay.bytes());
+    AView a{c.ptr(x), c.storage(x), K, false};
+    CView cv{c.ptr(y), c.storage(y), N, false};
+    Epilogue ep{b ? b->data() : nullptr, relu};
+    return [=] { gemm(a, M, *packed, cv, ep, lay, pool->get()); };
+  }
+  // Decode: each row of x quantized per block, then the blocks' int8 dot products.
+  struct State {
+    qgemv::QActivation act;
+    std::vector<float> xrow, yrow;
+  };
+  auto st = c.own(State{});
+  st->xrow.resize(static_cast<std::size_t>(K));
+  st->yrow.resize(static_cast<std::size_t>(N));
+  const std::byte* px = c.ptr(x);
+  std::byte* py = c.ptr(y);
+  const DType dx = c.storage(x), dy = c.storage(y);
+  const std::string node = c.node().name;
+  return [=] {
+    for (std::int64_t m = 0; m < M; ++m) {
+      load_row(dx, px + static_cast<std::size_t>(m * K) * dtype_size(dx), st->xrow.data(), K);
+      try {
+        qgemv::quantize_activation(f, st->xrow.data(), K, st->act);
+      } catch (Error& e) {
+        e.with_node(node);
+        throw;
+      }
+      const std::byte* pw = blocks->p.get();
+      float* yr = st->yrow.data();
+      parallel_for(N, 64, [&](std::int64_t lo, std::int64_t hi) { qgemv::gemv(f, pw, st->act, lo, hi, yr); });
+      if (b)
+        for (std::int64_t n = 0; n < N; ++n) yr[n] += (*b)[static_cast<std::size_t>(n)];
+      if (relu)
+        for (std::int64_t n = 0; n < N; ++n) yr[n] = std::max(yr[n], 0.0f);
+      store_row(dy, yr, py + static_cast<std::size_t>(m * N) * dtype_size(dy), N);
+    }
+  };
+}
+}  // namespace detail
+
+NPUSIM_FUNC Fn bind_linear(Ctx& c, ir::TensorId x, ir::TensorId w, std::optional<ir::TensorId> bias, ir::TensorId y, bool relu,
+                           std::string_view weight_format) {
   const Tensor& wt = require_weight(c, w, "linear weight");
   const std::int64_t N = wt.shape()[0], K = wt.shape()[1], M = c.numel(x) / K;
+  if (!weight_format.empty()) {
+    const auto f = quant::parse_block_format(weight_format);
+    if (!f) c.unsupported("no linear kernel for " + std::string(weight_format) + " weights");
+    return detail::bind_linear_blocks(c, *f, wt, w, x, bias ? f32_copy(c, *bias) : nullptr, y, relu);
+  }
   auto packed = c.own(pack_b(wt.raw(), wt.dtype(), K, N, true));
   auto b = bias ? f32_copy(c, *bias) : nullptr;
   GemmScratch lay = GemmScratch::layout(M, K, N);
