@@ -27,6 +27,14 @@ void print_compile_summary(const program::CompiledProgram& p, double secs, FILE*
               p.target.c_str(), std::string(dtype_short_name(p.compute)).c_str(), secs * 1000, static_cast<long long>(p.stats.nodes_in),
               static_cast<long long>(p.stats.kernels - p.stats.view_kernels), static_cast<long long>(p.stats.fused_kernels),
               static_cast<long long>(p.stats.view_kernels), p.partitions.size(), program::human_bytes(arena).c_str());
+  // --weights-dtype: how many linear layers read blocks, and in which format.
+  if (const ir::AttrValue* q = p.stats.pass_counts.find("quantize_weights"); q && q->is_int()) {
+    std::string format;
+    for (const auto& part : p.partitions)
+      for (const auto& n : part.graph.nodes)
+        if (const ir::AttrValue* f = n.attrs.find("weight_format"); f && f->is_string() && !f->as_string().empty()) format = f->as_string();
+    std::fprintf(out, "linear weights quantized to %s: %lld layer(s)\n", format.empty() ? "blocks" : format.c_str(), static_cast<long long>(q->as_int()));
+  }
 }
 
 void print_device(const TargetChoice& tc, FILE* out) {
