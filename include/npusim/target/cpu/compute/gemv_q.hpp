@@ -150,6 +150,8 @@ inline __m512 pair_scales(const std::byte* b0, const std::byte* b1, __mmask16 se
   const __m512 s0 = _mm512_set1_ps(block_scale(b0)), s1 = _mm512_set1_ps(block_scale(b1));
   return _mm512_mask_blend_ps(second, s0, s1);
 }
+// How far ahead of the next group of rows the block GEMV asks for lines (the bf16 GEMV's distance).
+inline constexpr std::size_t QGEMV_PREFETCH_BYTES = 4096;
 // Rows [r, r + R) of W, all blocks: pairs by VNNI, an odd last block portably.
 template <int R>
 inline void rows_vnni(BlockFormat f, const std::byte* w, std::size_t rb, std::int64_t r, const QActivation& a, float* y) {
@@ -159,18 +161,21 @@ inline void rows_vnni(BlockFormat f, const std::byte* w, std::size_t rb, std::in
   for (auto& v : acc) v = _mm512_setzero_ps();
   const __m512i offset = _mm512_set1_epi8(static_cast<char>(0x80)), nib = _mm512_set1_epi8(0x0f);
   const __mmask16 second = f == BlockFormat::q8_0 ? __mmask16{0xFF00} : __mmask16{0xF0F0};
+  // A thread's rows are one sequential run of memory, and the hardware prefetchers alone keep too
+  // few of its lines in flight. Each step asks for its share of the next group's R * rb bytes, 4 KiB
+  // further on, as one sequential run (asking per row, at the same place R rows on, read q4_0 rows
+  // about 1.4x slower: docs/benchmarks.md). Addresses formed as integers: they may lie past the
+  // weights' end (a prefetch never faults).
+  const std::uintptr_t next = reinterpret_cast<std::uintptr_t>(w) + static_cast<std::size_t>(r + R) * rb + QGEMV_PREFETCH_BYTES;
+  const std::size_t per_step = pairs > 0 ? (static_cast<std::size_t>(R) * rb + static_cast<std::size_t>(pairs) - 1) / static_cast<std::size_t>(pairs) : 0;
   for (std::int64_t p = 0; p < pairs; ++p) {
+    for (std::size_t o = 0; o < per_step + 64; o += 64)
+      _mm_prefetch(reinterpret_cast<const char*>(next + static_cast<std::size_t>(p) * per_step + o), _MM_HINT_T0);
     const __m512i x = _mm512_loadu_si512(a.lanes.data() + p * 64);
     const __m512 dx = _mm512_loadu_ps(a.d_lanes.data() + p * 16);
     for (int i = 0; i < R; ++i) {
       const std::byte* b0 = w + static_cast<std::size_t>(r + i) * rb + static_cast<std::size_t>(2 * p) * bb;
       const std::byte* b1 = b0 + bb;
-      // The same place R rows on: the next group of rows, 3.4 KiB (q4_0) to 6.4 KiB (q8_0) ahead
-      // at Qwen2.5's K (the bf16 GEMV's 4 KiB, docs/benchmarks.md). A thread's rows are one
-      // sequential run of memory, which the hardware prefetchers alone keep too few lines of in flight.
-      // A step reads 2 blocks (36 or 68 bytes): the second line covers a step that spans two.
-      _mm_prefetch(reinterpret_cast<const char*>(b0) + R * rb, _MM_HINT_T0);
-      if (f == BlockFormat::q8_0) _mm_prefetch(reinterpret_cast<const char*>(b0) + R * rb + 64, _MM_HINT_T0);
       __m512i dot;
       if (f == BlockFormat::q8_0) {
         const __m512i wq = _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(b0 + 2))),
