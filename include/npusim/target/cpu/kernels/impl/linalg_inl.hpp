@@ -11,6 +11,18 @@
 namespace npusim::inline NPUSIM_ABI::cpu {
 
 namespace detail {
+// y[M, N] = x[M, K] W^T (+ bias, relu) through the GEMM, with W packed.
+inline Fn gemm_fn(Ctx& c, PackedB w, ir::TensorId x, ir::TensorId y, std::int64_t M, std::shared_ptr<std::vector<float>> b, bool relu) {
+  const std::int64_t K = w.K, N = w.N;
+  auto packed = c.own(std::move(w));
+  GemmScratch lay = GemmScratch::layout(M, K, N);
+  auto pool = c.need_scratch(lay.bytes());
+  AView a{c.ptr(x), c.storage(x), K, false};
+  CView cv{c.ptr(y), c.storage(y), N, false};
+  Epilogue ep{b ? b->data() : nullptr, relu};
+  return [=] { gemm(a, M, *packed, cv, ep, lay, pool->get()); };
+}
+
 // W [N, K] (any float storage) as rows of blocks, the rows quantized in parallel.
 inline std::shared_ptr<AlignedBuf> pack_blocks(Ctx& c, const Tensor& wt, ir::TensorId w, quant::BlockFormat f) {
   const std::int64_t N = wt.shape()[0], K = wt.shape()[1];
@@ -53,13 +65,7 @@ inline Fn bind_linear_blocks(Ctx& c, quant::BlockFormat f, const Tensor& wt, ir:
         store_row(wt.dtype(), row.data(), static_cast<std::byte*>(deq.raw()) + static_cast<std::size_t>(n * K) * es, K);
       }
     });
-    auto packed = c.own(pack_b(deq.raw(), deq.dtype(), K, N, true));
-    GemmScratch lay = GemmScratch::layout(M, K, N);
-    auto pool = c.need_scratch(lay.bytes());
-    AView a{c.ptr(x), c.storage(x), K, false};
-    CView cv{c.ptr(y), c.storage(y), N, false};
-    Epilogue ep{b ? b->data() : nullptr, relu};
-    return [=] { gemm(a, M, *packed, cv, ep, lay, pool->get()); };
+    return gemm_fn(c, pack_b(deq.raw(), deq.dtype(), K, N, true), x, y, M, std::move(b), relu);
   }
   // Decode: each row of x quantized per block, then the blocks' int8 dot products.
   struct State {
@@ -104,14 +110,7 @@ NPUSIM_FUNC Fn bind_linear(Ctx& c, ir::TensorId x, ir::TensorId w, std::optional
     if (!f) c.unsupported("no linear kernel for " + std::string(weight_format) + " weights");
     return detail::bind_linear_blocks(c, *f, wt, w, x, bias ? f32_copy(c, *bias) : nullptr, y, relu);
   }
-  auto packed = c.own(pack_b(wt.raw(), wt.dtype(), K, N, true));
-  auto b = bias ? f32_copy(c, *bias) : nullptr;
-  GemmScratch lay = GemmScratch::layout(M, K, N);
-  auto pool = c.need_scratch(lay.bytes());
-  AView a{c.ptr(x), c.storage(x), K, false};
-  CView cv{c.ptr(y), c.storage(y), N, false};
-  Epilogue ep{b ? b->data() : nullptr, relu};
-  return [=] { gemm(a, M, *packed, cv, ep, lay, pool->get()); };
+  return detail::gemm_fn(c, pack_b(wt.raw(), wt.dtype(), K, N, true), x, y, M, bias ? f32_copy(c, *bias) : nullptr, relu);
 }
 
 NPUSIM_FUNC Fn bind_matmul_dense(Ctx& c, ir::TensorId a, ir::TensorId b, ir::TensorId y, bool trans_b, std::int64_t group) {
