@@ -29,6 +29,7 @@
 #include <benchmark/benchmark.h>
 
 #include <cstring>
+#include <functional>
 #include <random>
 
 #include "npusim/npusim.hpp"
@@ -121,7 +122,7 @@ void BM_GemmPrefill(benchmark::State& st, DType dt) { run_gemm(st, 128, kHidden,
 // The same decode GEMV with q8_0 / q4_0 weights (cpu::qgemv, docs/quantization.md): the activation
 // quantized per block, then the rows split over the pool's threads. B/s of packed weights read, to
 // set beside the bf16 GEMV's.
-void BM_GemvDecodeQ(benchmark::State& st, quant::BlockFormat f, bool cold) {
+void BM_GemvDecodeQ(benchmark::State& st, quant::BlockFormat f, bool cold, bool bf16_unpack = false) {
   const std::int64_t K = kHidden, N = kInter;
   const std::size_t rb = quant::row_bytes(f, K), bytes = rb * static_cast<std::size_t>(N);
   std::vector<float> wf(static_cast<std::size_t>(K));
@@ -139,10 +140,23 @@ void BM_GemvDecodeQ(benchmark::State& st, quant::BlockFormat f, bool cold) {
   fill_random(x.data(), x.size(), 1.0f, 2);
   cpu::qgemv::QActivation a;
   const int threads = cpu::max_threads();
-  auto step = [&](const std::byte* w) {
+  std::function<void(const std::byte*)> step = [&](const std::byte* w) {
     cpu::qgemv::quantize_activation(f, x.data(), K, a);
     cpu::parallel_for(N, 64, [&](std::int64_t b, std::int64_t e) { cpu::qgemv::gemv(f, w, a, b, e, y.data()); });
   };
+#if defined(NPUSIM_CPU_QGEMV_BF16)
+  cpu::qgemv::BActivation ab;
+  if (bf16_unpack)
+    step = [&](const std::byte* w) {
+      cpu::qgemv::bf16_activation(x.data(), K, ab);
+      cpu::parallel_for(N, 64, [&](std::int64_t b, std::int64_t e) { cpu::qgemv::gemv_bf16_unpack(f, w, ab, b, e, y.data()); });
+    };
+#else
+  if (bf16_unpack) {
+    st.SkipWithError("no AVX-512 BF16 in this build");
+    return;
+  }
+#endif
   step(copies[0].p.get());
   std::size_t i = 0;
   for (auto _ : st) {
@@ -153,7 +167,8 @@ void BM_GemvDecodeQ(benchmark::State& st, quant::BlockFormat f, bool cold) {
   st.SetBytesProcessed(static_cast<std::int64_t>(st.iterations()) * static_cast<std::int64_t>(bytes));
   st.counters["threads"] = threads;
   st.counters["weight_MiB"] = static_cast<double>(bytes) / (1 << 20);
-  st.SetLabel(std::string(quant::to_string(f)) + (cpu::qgemv::vnni_available() ? ", AVX-512 VNNI" : ", portable") + (cold ? ", cold" : ", hot"));
+  st.SetLabel(std::string(quant::to_string(f)) + (bf16_unpack ? ", bf16 unpack + vdpbf16ps" : cpu::qgemv::vnni_available() ? ", AVX-512 VNNI" : ", portable") +
+              (cold ? ", cold" : ", hot"));
 }
 
 // A kernel bound the way CpuExecutor binds one (tests/common/bound_kernel.hpp), with random inputs.
@@ -202,8 +217,14 @@ void BM_Conv(benchmark::State& st, std::int64_t Cin, std::int64_t Cout, std::int
 }
 
 // Kept out of line with unknown arguments: GCC 12 reports a false
-// -Waggressive-loop-optimizations when pack_strips is specialised for constant sizes.
-[[gnu::noipa]] cpu::PackedStrips pack_conv_weights(const void* w, std::int64_t rows, std::int64_t K) { return cpu::pack_strips(w, DType::f32, rows, K); }
+// -Waggressive-loop-optimizations when pack_strips is specialised for constant sizes. (Clang has
+// no noipa and no such warning: noinline there.)
+#if defined(__clang__)
+#define NPUSIM_BENCH_OPAQUE [[gnu::noinline]]
+#else
+#define NPUSIM_BENCH_OPAQUE [[gnu::noipa]]
+#endif
+NPUSIM_BENCH_OPAQUE cpu::PackedStrips pack_conv_weights(const void* w, std::int64_t rows, std::int64_t K) { return cpu::pack_strips(w, DType::f32, rows, K); }
 
 // The conv GEMM alone: C[Cout][P] = W[Cout][Cin*9] . tiles[Cin*9][P], tiles already built.
 void BM_ConvGemmOnly(benchmark::State& st, std::int64_t C, std::int64_t H) {
@@ -261,6 +282,10 @@ BENCHMARK_CAPTURE(BM_GemvDecodeQ, q8_0_hot, quant::BlockFormat::q8_0, false)->Us
 BENCHMARK_CAPTURE(BM_GemvDecodeQ, q8_0_cold, quant::BlockFormat::q8_0, true)->UseRealTime()->Unit(benchmark::kMicrosecond);
 BENCHMARK_CAPTURE(BM_GemvDecodeQ, q4_0_hot, quant::BlockFormat::q4_0, false)->UseRealTime()->Unit(benchmark::kMicrosecond);
 BENCHMARK_CAPTURE(BM_GemvDecodeQ, q4_0_cold, quant::BlockFormat::q4_0, true)->UseRealTime()->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(BM_GemvDecodeQ, q8_0_cold_bf16_unpack, quant::BlockFormat::q8_0, true, true)->UseRealTime()->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(BM_GemvDecodeQ, q4_0_hot_bf16_unpack, quant::BlockFormat::q4_0, false, true)->UseRealTime()->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(BM_GemvDecodeQ, q4_0_cold_bf16_unpack, quant::BlockFormat::q4_0, true, true)->UseRealTime()->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(BM_GemvDecodeQ, q8_0_hot_bf16_unpack, quant::BlockFormat::q8_0, false, true)->UseRealTime()->Unit(benchmark::kMicrosecond);
 BENCHMARK_CAPTURE(BM_GemmPrefill, bf16, DType::bf16)->UseRealTime()->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(BM_GemmPrefill, f32, DType::f32)->UseRealTime()->Unit(benchmark::kMillisecond);
 // ResNet shapes: the 3x3 layers of ResNet-18 stages 1 and 4, a ResNet-50 bottleneck 1x1, the stem.

@@ -86,6 +86,23 @@ TEST(CpuGemvQ, VectorPathMatchesThePortableSumsAndTheFormatsMeaning) {
         EXPECT_NEAR(y[R], yp[R], 1e-5 * mag + 1e-7) << name(f) << " K " << k << " row " << r;
         EXPECT_NEAR(yp[R], exact, bound * 1.001 + 1e-5 * mag) << name(f) << " K " << k << " row " << r;
       }
+#if defined(NPUSIM_CPU_QGEMV_BF16)
+      // The bf16-unpack variant (measured, not bound): the dequantized weights times bf16(x).
+      cpu::qgemv::BActivation ab;
+      cpu::qgemv::bf16_activation(x.data(), k, ab);
+      std::vector<float> yb(static_cast<std::size_t>(n));
+      cpu::qgemv::gemv_bf16_unpack(f, packed.data(), ab, 0, n, yb.data());
+      for (std::int64_t r = 0; r < n; ++r) {
+        quant::dequantize_row(f, packed.data() + static_cast<std::size_t>(r) * quant::row_bytes(f, k), wrow);
+        double want = 0, mag = 0;
+        for (std::int64_t j = 0; j < k; ++j) {
+          const double xb = bf16_bits_to_f32(f32_to_bf16_bits(x[static_cast<std::size_t>(j)]));
+          want += double(wrow[static_cast<std::size_t>(j)]) * xb;
+          mag += std::fabs(double(wrow[static_cast<std::size_t>(j)]) * xb);
+        }
+        EXPECT_NEAR(yb[static_cast<std::size_t>(r)], want, 1e-5 * mag + 1e-7) << name(f) << " bf16 unpack, K " << k << " row " << r;
+      }
+#endif
       // Row ranges: [3, 11) computes those rows only.
       std::vector<float> part(static_cast<std::size_t>(n), -7.0f);
       cpu::qgemv::gemv(f, packed.data(), a, 3, 11, part.data());
