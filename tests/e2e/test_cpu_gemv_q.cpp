@@ -135,11 +135,8 @@ TEST(CpuGemvQ, NonFiniteInputsAndMismatchedFormatsAreErrors) {
 // f16 input), linear_nobias 7 (the dequantized weights through the GEMM; K = 96, an odd number of
 // blocks).
 namespace {
-program::CompiledProgram compile_q(const ir::Graph& g, const partition::TargetInfo& t, DType dt, const std::string& format, passes::Evaluator ev) {
-  program::CompileOptions o;
-  o.compute = dt;
-  o.evaluator = std::move(ev);
-  o.verify = true;
+program::CompiledProgram compile_q(const ir::Graph& g, const partition::TargetInfo& t, DType dt, const std::string& format) {
+  program::CompileOptions o = test::reference_options(dt);
   o.weight_quant.format = format;
   return program::compile(g, t, o);
 }
@@ -155,9 +152,9 @@ TEST(CpuQuantizedLinear, MatchesTheReferencesQuantizedWeightsAndIsNotTheFloatMod
       for (DType dt : {DType::f32, DType::bf16}) {
         SCOPED_TRACE(cs + " " + fmt + " " + std::string(dtype_name(dt)));
         runtime::ModelDir c = runtime::ModelDir::open(test::data("ops/" + cs));
-        const auto pc = compile_q(c.graph, describe_target<CpuTarget>(), dt, fmt, evaluator_for<CpuTarget>());
-        const auto pr = compile_q(c.graph, describe_target<ReferenceTarget>(), DType::f32, fmt, &ref::evaluate_node);
-        const auto pf = compile_q(c.graph, describe_target<ReferenceTarget>(), DType::f32, "", &ref::evaluate_node);
+        const auto pc = compile_q(c.graph, describe_target<CpuTarget>(), dt, fmt);
+        const auto pr = compile_q(c.graph, describe_target<ReferenceTarget>(), DType::f32, fmt);
+        const auto pf = compile_q(c.graph, describe_target<ReferenceTarget>(), DType::f32, "");
         EXPECT_EQ(pc.stats.pass_counts.find("quantize_weights")->as_int(), 1);
         const Tensor cpu = run_one(pc, true, c), ref = run_one(pr, false, c), flt = run_one(pf, false, c);
         const auto vs_ref = harness::compare(cpu, ref), quant_err = harness::compare(ref, flt);
@@ -176,7 +173,7 @@ TEST(CpuQuantizedLinear, TargetsWithoutTheKernelRefuseTheNode) {
   runtime::ModelDir c = runtime::ModelDir::open(test::data("ops/linear_nobias"));
   auto t = describe_target<ReferenceTarget>();
   t.weight_formats = {"q8_0"};
-  EXPECT_THROW(compile_q(c.graph, t, DType::f32, "q4_0", &ref::evaluate_node), Error);  // asked for: an error
+  EXPECT_THROW(compile_q(c.graph, t, DType::f32, "q4_0"), Error);  // asked for: an error
   // An IR whose linear already says q4_0 (a hand-edited file): that node goes to the fallback.
   ir::Graph g = c.graph;
   for (auto& n : g.nodes)

@@ -83,8 +83,9 @@ std::int64_t decode_weight_bytes(const program::CompiledProgram& p) {
         if (k != ir::TensorKind::weight && k != ir::TensorKind::constant) continue;
         Uses& u = uses[t];
         const ir::AttrValue* wf = n.op_type == "aten.linear.default" && i == 1 ? n.attrs.find("weight_format") : nullptr;
+        const auto blocks = wf && wf->is_string() ? quant::parse_block_format(wf->as_string()) : std::nullopt;
         if (n.op_type == "aten.embedding.default" && i == 0) u.row = true;
-        else if (wf && wf->is_string() && quant::parse_block_format(wf->as_string())) u.blocks = quant::parse_block_format(wf->as_string());
+        else if (blocks) u.blocks = blocks;
         else u.whole = true;
       }
     for (const auto& [t, u] : uses) {

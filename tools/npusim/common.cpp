@@ -29,11 +29,13 @@ void print_compile_summary(const program::CompiledProgram& p, double secs, FILE*
               static_cast<long long>(p.stats.view_kernels), p.partitions.size(), program::human_bytes(arena).c_str());
   // --weights-dtype: how many linear layers read blocks, and in which format.
   if (const ir::AttrValue* q = p.stats.pass_counts.find("quantize_weights"); q && q->is_int()) {
-    std::string format;
-    for (const auto& part : p.partitions)
-      for (const auto& n : part.graph.nodes)
-        if (const ir::AttrValue* f = n.attrs.find("weight_format"); f && f->is_string() && !f->as_string().empty()) format = f->as_string();
-    std::fprintf(out, "linear weights quantized to %s: %lld layer(s)\n", format.empty() ? "blocks" : format.c_str(), static_cast<long long>(q->as_int()));
+    const std::string format = [&]() -> std::string {
+      for (const auto& part : p.partitions)
+        for (const auto& n : part.graph.nodes)
+          if (const ir::AttrValue* f = n.attrs.find("weight_format"); f && f->is_string() && !f->as_string().empty()) return f->as_string();
+      return "blocks";
+    }();
+    std::fprintf(out, "linear weights quantized to %s: %lld layer(s)\n", format.c_str(), static_cast<long long>(q->as_int()));
   }
 }
 

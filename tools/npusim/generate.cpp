@@ -3,9 +3,11 @@
 #include <cerrno>
 #include <cctype>
 #include <filesystem>
+#include <optional>
 
 #include "cli.hpp"
 #include "npusim/core/file.hpp"
+#include "npusim/core/quant.hpp"
 #include "npusim/harness/llm_check.hpp"
 #include "npusim/runtime/generate.hpp"
 #include "npusim/runtime/model_dir.hpp"
@@ -59,6 +61,32 @@ void print_decode_profile(Profiler& prof, const std::vector<double>& step_ms, co
   if (step_ms.empty()) return;
   prof.print_summary(out, decode_us, static_cast<int>(step_ms.size()));
   if (!trace.empty()) prof.write_trace(trace), std::fprintf(out, "trace: %s\n", trace.c_str());
+}
+
+// generate --check's pass rule: relative L2 of the logits (prefill, each step), their cosine,
+// whether the prefill's top-1 must match, and the greedy tokens that must match. Quantized
+// weights (--weights-dtype) have tolerances of their own, set from the tiny Qwen2 and
+// Qwen2.5-1.5B fixtures (docs/quantization.md, "Quality"): the error is the format's (the reference
+// target with the same weights gives the same cosines), and the fixtures' synthetic weights have
+// near-flat logits whose close greedy tokens flip.
+struct CheckTolerances {
+  double prefill, step, min_cos;
+  bool top1 = true;
+  int num = 1, den = 1, less = 0;  // tokens that must match: steps * num / den - less
+  const char* format = nullptr;    // quantized weights: their format
+  const char* tokens = "";
+  int need(int steps) const { return steps * num / den - less; }
+};
+
+CheckTolerances check_tolerances(const TargetChoice& tc, std::optional<double> given) {
+  CheckTolerances t{1e-3, 1e-3, 0.99999};
+  if (half_dtype(tc.dtype)) t = {0.035, 0.04, 0.9995, true, 1, 1, 1};
+  if (const auto f = quant::parse_block_format(tc.weights_dtype)) {
+    if (*f == quant::BlockFormat::q8_0) t = {0.06, 0.06, 0.998, true, 1, 2, 0, "q8_0", "half"};
+    else t = {0.45, 0.45, 0.9, false, 1, 4, 0, "q4_0", "a quarter"};  // q4_0 may move a close top-1
+  }
+  if (given) t.prefill = t.step = *given;
+  return t;
 }
 
 int cmd_generate(const GenerateArgs& a, const TargetChoice& tc) {
@@ -192,30 +220,20 @@ int cmd_generate(const GenerateArgs& a, const TargetChoice& tc) {
   Tensor tokens = dc.io->tensor("decode_tokens");
   Tensor dlogits = dc.io->tensor("decode_logits");
   Tensor plogits = pc.io->tensor(pc.graph.tensor(pc.graph.outputs.at(0)).name);
-  const bool half = half_dtype(tc.dtype);
-  // Quantized weights (--weights-dtype) have tolerances of their own, set from the tiny Qwen2 and
-  // Qwen2.5-1.5B fixtures (docs/quantization.md, "Quality"): the error is the format's (the
-  // reference target with the same weights gives the same cosines). The fixtures' weights are
-  // synthetic, whose near-flat logits let close greedy tokens flip.
-  const bool q8 = tc.weights_dtype == "q8" || tc.weights_dtype == "q8_0", q4 = tc.weights_dtype == "q4" || tc.weights_dtype == "q4_0";
-  const double qtol = q4 ? 0.45 : q8 ? 0.06 : 0.0;
-  const double ptol = a.tol.value_or(qtol > 0 ? qtol : half ? 0.035 : 1e-3), stol = a.tol.value_or(qtol > 0 ? qtol : half ? 0.04 : 1e-3);
-  const double min_cos = q4 ? 0.9 : q8 ? 0.998 : half ? 0.9995 : 0.99999;
-  if (q4 || q8)
-    std::printf("weights quantized to %s: tolerances rel_l2 <= %.3g, cosine >= %.4g, greedy tokens: %s\n", q4 ? "q4_0" : "q8_0", stol, min_cos,
-                q4 ? "a quarter" : "half");
+  const CheckTolerances tol = check_tolerances(tc, a.tol);
+  if (tol.format) std::printf("weights quantized to %s: tolerances rel_l2 <= %.3g, cosine >= %.4g, greedy tokens: %s\n", tol.format, tol.step, tol.min_cos, tol.tokens);
   bool ok = true;
   harness::GenerateCallbacks cb;
   cb.on_prefill = [&](const harness::GenerateCheck& r) {
     // q4_0 weights may move a close top-1 (counted in the greedy tokens, not required here).
-    bool pass = r.prefill.rel_l2 <= ptol && r.prefill.cosine >= min_cos && (q4 || r.prefill_top1 == r.prefill_top1_ref);
+    bool pass = r.prefill.rel_l2 <= tol.prefill && r.prefill.cosine >= tol.min_cos && (!tol.top1 || r.prefill_top1 == r.prefill_top1_ref);
     ok = ok && pass;
     std::printf("prefill  %5.0f ms  logits rel_l2 %.3g  cos %.7f  top1 %lld (ref %lld)  %s\n", r.prefill_ms, r.prefill.rel_l2, r.prefill.cosine,
                 static_cast<long long>(r.prefill_top1), static_cast<long long>(r.prefill_top1_ref), pass ? "OK" : "FAIL");
     std::fflush(stdout);
   };
   cb.on_step = [&](const harness::StepCheck& s, std::size_t i, std::size_t) {
-    bool pass = s.metrics.rel_l2 <= stol && s.metrics.cosine >= min_cos;
+    bool pass = s.metrics.rel_l2 <= tol.step && s.metrics.cosine >= tol.min_cos;
     ok = ok && pass;
     std::printf("step %zu pos %-5lld %5.0f ms  logits rel_l2 %.3g  cos %.7f  token %lld (ref %lld) %s%s\n", i,
                 static_cast<long long>(s.position), s.ms, s.metrics.rel_l2, s.metrics.cosine, static_cast<long long>(s.token),
@@ -231,7 +249,7 @@ int cmd_generate(const GenerateArgs& a, const TargetChoice& tc) {
     print_decode_profile(prof, step_ms, a.trace);
   }
   const auto steps = static_cast<int>(r.steps.size());
-  const int need = a.min_matches >= 0 ? a.min_matches : q4 ? steps / 4 : q8 ? steps / 2 : half ? steps - 1 : steps;
+  const int need = a.min_matches >= 0 ? a.min_matches : tol.need(steps);
   ok = ok && r.token_matches >= need;
   double step_total = 0;
   for (const auto& s : r.steps) step_total += s.ms;

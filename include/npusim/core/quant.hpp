@@ -149,6 +149,13 @@ inline void dequantize_row(BlockFormat f, const std::byte* in, std::span<float> 
   }
 }
 
+// A block's scale: its first two bytes, f16 (both formats).
+inline float block_scale(const std::byte* block) {
+  std::uint16_t d;
+  std::memcpy(&d, block, sizeof d);
+  return f16_bits_to_f32(d);
+}
+
 // A packed row's scales must be finite: what a loader checks before a kernel trusts the bytes
 // (codes cannot be out of range: every byte is a valid code). Returns the first bad block's index.
 inline std::optional<std::int64_t> first_bad_scale(BlockFormat f, const std::byte* in, std::int64_t k) {

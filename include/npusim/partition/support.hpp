@@ -3,8 +3,10 @@
 // with the reason. A debug switch forces op types or named nodes to the fallback.
 #pragma once
 
+#include <algorithm>
 #include <functional>
 #include <set>
+#include <string_view>
 
 #include "npusim/config.hpp"
 #include "npusim/fusion/fuse.hpp"
@@ -24,6 +26,9 @@ struct TargetInfo {
   // Block formats (core/quant.hpp names) its linear kernels read: a linear node with a
   // weight_format outside this list is not run here.
   std::vector<std::string> weight_formats;
+  bool reads_weight_format(std::string_view f) const {
+    return std::find(weight_formats.begin(), weight_formats.end(), f) != weight_formats.end();
+  }
 };
 
 // Forced fallbacks: "aten.max_pool2d.default", an op id ("max_pool2d") or "node:NAME", comma-separated.

@@ -3,7 +3,6 @@
 
 #include "npusim/config.hpp"
 #include "npusim/ops/registry.hpp"
-#include <algorithm>
 #include <sstream>
 #include "npusim/partition/support.hpp"
 
@@ -37,8 +36,7 @@ NPUSIM_FUNC std::vector<NodeSupport> node_support(const ir::Graph& g, const Targ
       r[i] = {false, "forced to the fallback (debug switch)"};
     } else if (idx >= t.ops.size() || !t.ops[idx]) {
       r[i] = {false, "target '" + t.name + "' has no kernel for " + std::string(id) + " (" + n.op_type + ")"};
-    } else if (auto wf = n.attrs.find("weight_format"); wf && wf->is_string() && !wf->as_string().empty() &&
-               std::find(t.weight_formats.begin(), t.weight_formats.end(), wf->as_string()) == t.weight_formats.end()) {
+    } else if (auto wf = n.attrs.find("weight_format"); wf && wf->is_string() && !wf->as_string().empty() && !t.reads_weight_format(wf->as_string())) {
       r[i] = {false, "target '" + t.name + "' has no linear kernel for " + wf->as_string() + " weights"};
     } else if (t.refuse) {
       if (auto why = t.refuse(g, n)) r[i] = {false, *why};

@@ -60,7 +60,7 @@ NPUSIM_FUNC CompiledProgram compile(ir::Graph g, const partition::TargetInfo& ta
   p.stats.nodes_in = static_cast<std::int64_t>(g.nodes.size());
   if (const auto f = quant::parse_block_format(opt.weight_quant.format)) {
     const std::string name(quant::to_string(*f));
-    if (std::find(target.weight_formats.begin(), target.weight_formats.end(), name) == target.weight_formats.end())
+    if (!target.reads_weight_format(name))
       throw Error(ErrorCode::unsupported, "target '" + target.name + "' has no linear kernel for " + name + " weights yet",
                   {.file = g.source, .expected = "a target with " + name + " linear kernels (see docs/quantization.md)"});
   }

@@ -131,11 +131,7 @@ inline std::int32_t block_dot(BlockFormat f, const std::byte* blk, const std::in
   }
   return s;
 }
-inline float block_scale(const std::byte* blk) {
-  std::uint16_t d;
-  std::memcpy(&d, blk, 2);
-  return f16_bits_to_f32(d);
-}
+using quant::block_scale;
 // Blocks [b0, b1) of one row, portable: the vector path's tail and the whole row elsewhere.
 inline float row_blocks(BlockFormat f, const std::byte* row, const QActivation& a, std::int64_t b0, std::int64_t b1) {
   const std::size_t bb = quant::block_bytes(f);

@@ -27,7 +27,9 @@ NPUSIM_FUNC NodeFn make_node_fn(std::size_t op_index, const ir::Node& n) {
   if (op_index < pointwise_ops::size) return make_pointwise_node_fn(op_index, n);
   return meta::dispatch<NodeFn>(other_ops{}, op_index - pointwise_ops::size, [&]<class Op>() -> NodeFn {
     auto attrs = ops::read_attrs<typename Op::Attrs>(n.attrs, n.op_type);
-    return [attrs](Args& a) { kernel<Op, ReferenceTarget>::run(attrs, a); };
+    // A kernel that keeps state per node (what it derives from a weight) makes its own function.
+    if constexpr (requires { kernel<Op, ReferenceTarget>::make(attrs); }) return kernel<Op, ReferenceTarget>::make(attrs);
+    else return [attrs](Args& a) { kernel<Op, ReferenceTarget>::run(attrs, a); };
   });
 }
 

@@ -20,16 +20,37 @@ template <>
 struct kernel<ops::Linear, ReferenceTarget> {
   static constexpr bool provided = true;
   static void run(const ops::Linear::Attrs& a, ref::Args& args) {
-    const Tensor &x = args.x(0), &w0 = args.x(1);
+    multiply(args, a.weight_format.empty() ? args.x(1) : quantized_values(*quant::parse_block_format(a.weight_format), args.x(1)));
+  }
+  // Per node (make_node_fn): a quantized weight's values are computed once and kept for as long
+  // as the same weight comes (a bound weight: every call). The cache holds the source tensor, so
+  // its storage cannot be freed and reused by another tensor while compared against.
+  static ref::NodeFn make(const ops::Linear::Attrs& a) {
+    if (a.weight_format.empty()) return [](ref::Args& args) { multiply(args, args.x(1)); };
+    struct Cache {
+      Tensor src, values;
+      bool filled = false;
+    };
+    auto cache = std::make_shared<Cache>();
+    const quant::BlockFormat f = *quant::parse_block_format(a.weight_format);
+    return [f, cache](ref::Args& args) {
+      const Tensor& w = args.x(1);
+      if (!cache->filled || cache->src.raw() != w.raw() || cache->src.shape() != w.shape() || cache->src.dtype() != w.dtype())
+        cache->values = quantized_values(f, w), cache->src = w, cache->filled = true;
+      multiply(args, cache->values);
+    };
+  }
+  // y = x w^T (+ bias), in f32.
+  static void multiply(ref::Args& args, const Tensor& w) {
+    const Tensor& x = args.x(0);
     Tensor& y = args.alloc(0);
-    const std::int64_t k = x.shape().back(), n = w0.shape()[0], m = x.numel() / std::max<std::int64_t>(k, 1);
-    // A quantized weight computes as its blocks' values: quantized, then dequantized, in f32.
-    const Tensor w = a.weight_format.empty() ? w0 : quantized_values(*quant::parse_block_format(a.weight_format), w0);
+    const std::int64_t k = x.shape().back(), n = w.shape()[0], m = x.numel() / std::max<std::int64_t>(k, 1);
     ref::MapC X(x.data<float>(), m, k), W(w.data<float>(), n, k);
     ref::Map Y(y.data<float>(), m, n);
     Y.noalias() = X * W.transpose();
     if (args.in.size() == 3) Y.rowwise() += Eigen::Map<const Eigen::RowVectorXf>(args.x(2).data<float>(), n);
   }
+  // A quantized weight computes as its blocks' values: quantized, then dequantized, in f32.
   static Tensor quantized_values(quant::BlockFormat f, const Tensor& w) {
     const std::int64_t n = w.shape()[0], k = w.shape()[1];
     Tensor r = Tensor::empty(DType::f32, w.shape());

@@ -76,8 +76,9 @@ inline Fn bind_linear_blocks(Ctx& c, quant::BlockFormat f, const Tensor& wt, ir:
   st->xrow.resize(static_cast<std::size_t>(K));
   st->yrow.resize(static_cast<std::size_t>(N));
   const std::byte* px = c.ptr(x);
-  std::byte* py = c.ptr(y);
-  const DType dx = c.storage(x), dy = c.storage(y);
+  const DType dx = c.storage(x);
+  const CView cv{c.ptr(y), c.storage(y), N, false};
+  const Epilogue ep{b ? b->data() : nullptr, relu};
   const std::string node = c.node().name;
   return [=] {
     for (std::int64_t m = 0; m < M; ++m) {
@@ -91,11 +92,7 @@ inline Fn bind_linear_blocks(Ctx& c, quant::BlockFormat f, const Tensor& wt, ir:
       const std::byte* pw = blocks->p.get();
       float* yr = st->yrow.data();
       parallel_for(N, 64, [&](std::int64_t lo, std::int64_t hi) { qgemv::gemv(f, pw, st->act, lo, hi, yr); });
-      if (b)
-        for (std::int64_t n = 0; n < N; ++n) yr[n] += (*b)[static_cast<std::size_t>(n)];
-      if (relu)
-        for (std::int64_t n = 0; n < N; ++n) yr[n] = std::max(yr[n], 0.0f);
-      store_row(dy, yr, py + static_cast<std::size_t>(m * N) * dtype_size(dy), N);
+      write_c(yr, N, m, 1, 0, N, cv, ep);  // bias, relu, y's storage type: as the GEMM writes
     }
   };
 }
