@@ -148,11 +148,13 @@ int cmd_bench_llm(const std::string& pdir, const std::string& ddir, const Target
   llm::LlmPrograms m(*prefill, *decode, map, pc.graph, dc.graph);
   llm::Session s(m);
 
-  // The reference for the per-position check: the same decode graph on the reference target in f32.
+  // The reference for the per-position check: the same decode graph on the reference target in f32,
+  // with the same weights quantized the same way (what is checked is the kernels, not the format).
   std::unique_ptr<runtime::ProgramRunner> ref;
   if (a.check) {
     TargetChoice rc;
     rc.target = "reference";
+    rc.weights_dtype = tc.weights_dtype, rc.keep = tc.keep;
     weights::BindOptions rb;
     ref = make_runner(compile(rc, dc.graph), pc.weights.get(), rb);
   }

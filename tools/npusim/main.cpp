@@ -59,7 +59,7 @@ int main(int argc, char** argv) {
     sub->add_option("--force-fallback", tc.force_fallback,
                     "debug: run these on the fallback (op types, op ids or node:NAME, comma-separated; also NPUSIM_FORCE_FALLBACK)");
     auto* wd = sub->add_option("--weights-dtype", tc.weights_dtype,
-                               "linear layers' weights quantized to blocks of 32: q8 (int8, 8.5 bits) or q4 (4.5 bits); cpu and reference targets")
+                               "linear layers' weights quantized to blocks of 32: q8 (int8, 8.5 bits) or q4 (4.5 bits); every target")
                    ->check(CLI::IsMember({"q8", "q4", "q8_0", "q4_0"}));
     sub->add_option("--keep", tc.keep, "with --weights-dtype: weights that stay as they are (a state_dict key or part of one, e.g. lm_head)")
         ->delimiter(',')->needs(wd);

@@ -6,6 +6,7 @@
 
 #include <array>
 #include <functional>
+#include <map>
 
 #include "npusim/fusion/kernel.hpp"
 #include "npusim/ops/registry.hpp"
@@ -42,6 +43,14 @@ struct TensorRef {
 // Kernel-argument wrappers: Ptr passes (buffer, offset), Typed passes (buffer, offset, dtype code).
 struct Ptr {
   TensorRef r;
+};
+// A linear layer's weight in q8_0/q4_0 blocks, in the device layout gemv_q.cl reads (codes, then
+// scales; ocl::pack_device_blocks): format 1 = q8_0, 2 = q4_0; dtype: the weight's storage type,
+// what its dequantized values are written as.
+struct PackedWeight {
+  TensorRef blocks;
+  int format = 0;
+  DType dtype = DType::f32;
 };
 struct Typed {
   TensorRef r;
@@ -139,6 +148,19 @@ class Binder {
     return keep_.back().get();
   }
 
+  // The packed blocks of weight t, when a q8_0/q4_0 linear reads it (nullptr otherwise).
+  void set_packed(std::function<const PackedWeight*(ir::TensorId)> f) { packed_ = std::move(f); }
+  const PackedWeight* packed(ir::TensorId t) const { return packed_ ? packed_(t) : nullptr; }
+
+  // A device buffer of at least `bytes` that every kernel bound here asking for the same slot
+  // shares (launches run in order on one queue): transient values, written and read by adjacent
+  // launches of one kernel. Grows by a new buffer; the old one stays with the launches bound to it.
+  cl_mem reusable(int slot, std::size_t bytes) {
+    auto& [mem, size] = reusable_[slot];
+    if (!mem || size < bytes) mem = scratch(bytes), size = bytes;
+    return mem;
+  }
+
   // A device buffer for a kernel's own intermediate values (lives as long as the executor).
   cl_mem scratch(std::size_t bytes) {
     keep_.push_back(dev_.alloc(std::max<std::size_t>(bytes, 64), "kernel scratch"));
@@ -195,6 +217,8 @@ class Binder {
   std::vector<IndexCheck>& checks_;
   cl_mem errors_;
   std::map<std::string, cl_program> sources_;
+  std::function<const PackedWeight*(ir::TensorId)> packed_;
+  std::map<int, std::pair<cl_mem, std::size_t>> reusable_;
   const Kernel* k_ = nullptr;
   std::size_t index_ = 0;
 };

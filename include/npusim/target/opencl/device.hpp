@@ -18,6 +18,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -279,6 +280,27 @@ class Device {
     return m;
   }
 
+  // A buffer of bytes computed from a host weight (its packed blocks): made once per (host, tag)
+  // while some partition holds it, so the prefill and decode programs share one copy. `owner`
+  // keeps the host bytes (and so the key) alive as long as the buffer.
+  std::shared_ptr<Mem> derived_buffer(const void* host, std::uint64_t tag, std::shared_ptr<void> owner,
+                                      const std::function<std::vector<std::byte>()>& make, const std::string& what) {
+    std::lock_guard lock(mu_);
+    auto key = std::make_pair(host, tag);
+    if (auto it = derived_.find(key); it != derived_.end())
+      if (auto sp = it->second.lock()) return sp;
+    const std::vector<std::byte> bytes = make();
+    struct Owned {
+      Mem mem;
+      std::shared_ptr<void> host;
+    };
+    auto o = std::make_shared<Owned>(Owned{alloc(bytes.size(), what), std::move(owner)});
+    write(o->mem.get(), 0, bytes.size(), bytes.data(), true);
+    std::shared_ptr<Mem> m(o, &o->mem);
+    derived_[key] = m;
+    return m;
+  }
+
   // The program for (source, options), built once per process and cached on disk.
   cl_program program(const std::string& name, std::string_view source, const std::string& options) {
     std::lock_guard lock(mu_);
@@ -358,6 +380,7 @@ class Device {
     std::weak_ptr<Mem> mem;
   };
   std::map<std::pair<const void*, std::size_t>, WeightEntry> weights_;
+  std::map<std::pair<const void*, std::uint64_t>, std::weak_ptr<Mem>> derived_;
   std::once_flag mma_once_;
   MmaSupport mma_;
 };

@@ -33,6 +33,8 @@ struct OpenCLTarget {
   using pattern_list = meta::list<fusion::Attention, fusion::GqaMatmul, fusion::MaskedSoftmax, fusion::RmsNorm, fusion::SiluGate, fusion::Rotary,
                                   fusion::ConvBnRelu, fusion::AddRelu, fusion::MatmulTransB, fusion::EltwiseChain>;
   static constexpr DType dtypes[] = {DType::f32, DType::f16, DType::bf16};
+  // Packed linear weights (docs/quantization.md): gemv_q.cl's decode GEMV, dequantized for the GEMM.
+  static constexpr std::string_view weight_formats[] = {"q8_0", "q4_0"};
   // What it refuses goes to the reference target (the runtime composes the two; constant folding
   // at compile time evaluates through the fallback).
   using fallback = ReferenceTarget;

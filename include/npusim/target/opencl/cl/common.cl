@@ -106,3 +106,13 @@ inline void ld8(int t, __global const uchar* p, long i, float* o) {
     o[0] = a.x; o[1] = a.y; o[2] = a.z; o[3] = a.w; o[4] = b.x; o[5] = b.y; o[6] = b.z; o[7] = b.w;
   }
 }
+
+// A matrix product's epilogue: bias per column (bias_mode 1) or row (2), residual, ReLU.
+inline float epilogue(float v, long m, long n, long coff, __global const uchar* bias, int bt, int bias_mode, __global const uchar* res,
+                      int rt, int has_res, int relu) {
+  if (bias_mode == 1) v += ldf(bias, bt, n);
+  else if (bias_mode == 2) v += ldf(bias, bt, m);
+  if (has_res) v += ldf(res, rt, coff);
+  if (relu) v = fmax(v, 0.0f);
+  return v;
+}

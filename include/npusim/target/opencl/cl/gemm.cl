@@ -18,15 +18,6 @@
 #define BN 64
 #define BK 16
 
-inline float epilogue(float v, long m, long n, long coff, __global const uchar* bias, int bt, int bias_mode, __global const uchar* res,
-                      int rt, int has_res, int relu) {
-  if (bias_mode == 1) v += ldf(bias, bt, n);
-  else if (bias_mode == 2) v += ldf(bias, bt, m);
-  if (has_res) v += ldf(res, rt, coff);
-  if (relu) v = fmax(v, 0.0f);
-  return v;
-}
-
 // Index arithmetic in the tile loops: 32-bit when every operand has < 2^31 elements (-DIDX32).
 #ifdef IDX32
 typedef int idx_t;

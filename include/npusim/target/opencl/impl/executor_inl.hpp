@@ -3,6 +3,8 @@
 #pragma once
 
 #include <chrono>
+#include <unordered_map>
+#include <unordered_set>
 
 #include "npusim/config.hpp"
 #include "npusim/target/opencl/executor.hpp"
@@ -43,9 +45,43 @@ class Executor final : public PartitionExecutor {
       inputs_.push_back({t, dev_->alloc(static_cast<std::size_t>(tp.bytes), "input " + g.tensor(t).name), tp.storage, {}, false, false});
       refs_[static_cast<std::size_t>(t)] = {inputs_.back().buf.get(), 0, tp.storage};
     }
+    // The weights of q8_0/q4_0 linears are packed (from their storage type's values, as the CPU
+    // target packs them) and uploaded in gemv_q.cl's layout; the float values are uploaded only
+    // when something else reads them too (a tied embedding).
+    std::unordered_map<ir::TensorId, quant::BlockFormat> formats;
+    std::unordered_set<ir::TensorId> float_readers;
+    auto quantized = [](const ir::Node& n) -> std::optional<quant::BlockFormat> {
+      if (ops::find_op(n.op_type) != ops::op_index_v<ops::Linear> || n.inputs.size() < 2) return std::nullopt;
+      const std::string f = ops::read_attrs<ops::Linear::Attrs>(n.attrs, n.op_type).weight_format;
+      return f.empty() ? std::nullopt : quant::parse_block_format(f);
+    };
+    for (const ir::Node& n : g.nodes)
+      if (auto f = quantized(n)) {
+        auto [it, fresh] = formats.emplace(n.inputs[1], *f);
+        if (!fresh && it->second != *f)
+          throw Error(ErrorCode::unsupported, "OpenCL target: one weight read as two block formats",
+                      {.file = g.source, .node = n.name, .tensor = g.tensor(n.inputs[1]).name});
+      }
+    for (const ir::Node& n : g.nodes)
+      for (std::size_t i = 0; i < n.inputs.size(); ++i)
+        if (formats.count(n.inputs[i]) && !(i == 1 && quantized(n))) float_readers.insert(n.inputs[i]);
+    for (auto t : g.outputs) float_readers.insert(t);
     for (const auto& [id, host] : bound.tensors) {
       const DType st = plan.tensors[static_cast<std::size_t>(id)].storage;
       Tensor h = host.dtype() == st ? host : host.to(st);
+      if (auto q = formats.find(id); q != formats.end()) {
+        const quant::BlockFormat f = q->second;
+        std::shared_ptr<Mem> m;
+        try {
+          m = dev_->derived_buffer(h.raw(), (h.nbytes() << 1) | static_cast<std::uint64_t>(f), h.owner(), [&] { return pack_device_blocks(f, h); },
+                                   "packed weight " + g.tensor(id).name);
+        } catch (Error& e) {
+          throw e.with_tensor(g.tensor(id).name).with_file(g.source);
+        }
+        packed_[id] = PackedWeight{{m->get(), 0, DType::u8}, f == quant::BlockFormat::q8_0 ? 1 : 2, st};
+        weights_.push_back(std::move(m));
+        if (!float_readers.count(id)) continue;
+      }
       auto m = dev_->weight_buffer(h.raw(), h.nbytes(), h.owner(), "weight " + g.tensor(id).name);
       refs_[static_cast<std::size_t>(id)] = {m->get(), 0, st};
       weights_.push_back(std::move(m));
@@ -59,6 +95,10 @@ class Executor final : public PartitionExecutor {
       }
     Binder b(*dev_, g, plan, [this](ir::TensorId t) { return refs_.at(static_cast<std::size_t>(t)); }, dummy_.get(), launches_, keep_, checks_,
              errors_.get());
+    b.set_packed([this](ir::TensorId t) -> const PackedWeight* {
+      auto it = packed_.find(t);
+      return it == packed_.end() ? nullptr : &it->second;
+    });
     for (std::size_t k = 0; k < part_.kernels.size(); ++k) labels_.push_back("k" + std::to_string(k) + " " + part_.kernels[k].kind);
     for (std::size_t k = 0; k < part_.kernels.size();) {
       const Kernel& kr = part_.kernels[k];
@@ -233,6 +273,7 @@ class Executor final : public PartitionExecutor {
       while (j < ks.size() && ks[j].kind == "view") ++j;
       const ir::TensorId x = ks[k].inputs[0], h = ks[k].outputs.at(0);
       auto grp = linear_group(b, j, h);
+      if (grp && grp->gemm.wq) return 0;  // gemv_q reads x as stored: the rmsnorm runs once, before it
       // Each work-group reduces its rows again: worth a launch only while the groups are few.
       std::int64_t rows = grp ? grp->gemm.N : 0;
       if (grp)
@@ -285,9 +326,9 @@ class Executor final : public PartitionExecutor {
       const ir::TensorId y2 = lin2.outputs[0], y = ks[k + 2].outputs.at(0);
       if (lin2.inputs.size() == 2 && lin2.inputs[0] == x && ks[k + 2].inputs.size() == 2 && ks[k + 2].inputs[0] == y1 && ks[k + 2].inputs[1] == y2 &&
           only_readers(y1, k + 2, k + 2) && only_readers(y2, k + 2, k + 2) && g.tensor(lin2.inputs[1]).shape == g.tensor(lin.inputs[1]).shape &&
-          b.storage(lin2.inputs[1]) == b.storage(lin.inputs[1]) && disjoint(y, x)) {
+          b.storage(lin2.inputs[1]) == b.storage(lin.inputs[1]) && packed_format(lin2.inputs[1]) == packed_format(lin.inputs[1]) && disjoint(y, x)) {
         Gemm gm = linear_gemm(b, x, lin.inputs[1], std::nullopt, y);
-        gm.up = ref(lin2.inputs[1]);
+        gm.up = wref(lin2.inputs[1]);
         if (gemv_fits(gm)) return Group{gm, k + 3, {y}};
       }
     }
@@ -296,7 +337,8 @@ class Executor final : public PartitionExecutor {
     for (std::size_t j = k + 1; j < ks.size() && group.size() < 3; ++j) {
       if (ks[j].kind == "view") continue;
       if (!single(j, "linear") || node(j).inputs[0] != x || g.tensor(node(j).inputs[1]).shape.at(1) != g.tensor(lin.inputs[1]).shape.at(1) ||
-          b.storage(node(j).inputs[1]) != b.storage(lin.inputs[1]) || b.storage(node(j).outputs[0]) != b.storage(y1) ||
+          b.storage(node(j).inputs[1]) != b.storage(lin.inputs[1]) || packed_format(node(j).inputs[1]) != packed_format(lin.inputs[1]) ||
+          b.storage(node(j).outputs[0]) != b.storage(y1) ||
           !early_write_ok(node(j).outputs[0], k))
         break;
       group.push_back(j);
@@ -306,7 +348,7 @@ class Executor final : public PartitionExecutor {
     for (std::size_t i = 1; i < group.size(); ++i) {
       const ir::Node& l = node(group[i]);
       outs.push_back(l.outputs[0]);
-      gm.more.push_back({ref(l.inputs[1]), l.inputs.size() > 2 ? std::optional(ref(l.inputs[2])) : std::nullopt, ref(l.outputs[0]),
+      gm.more.push_back({wref(l.inputs[1]), l.inputs.size() > 2 ? std::optional(ref(l.inputs[2])) : std::nullopt, ref(l.outputs[0]),
                          g.tensor(l.inputs[1]).shape.at(0)});
     }
     if (group.size() > 1 && !gemv_fits(gm)) return std::nullopt;
@@ -318,6 +360,15 @@ class Executor final : public PartitionExecutor {
   }
   const ir::Node& node(std::size_t i) const { return part_.graph.nodes[static_cast<std::size_t>(part_.kernels[i].nodes[0])]; }
   TensorRef ref(ir::TensorId t) const { return refs_[static_cast<std::size_t>(t)]; }
+  // A linear's weight as its kernel reads it: the packed blocks where it has them.
+  TensorRef wref(ir::TensorId t) const {
+    auto it = packed_.find(t);
+    return it == packed_.end() ? ref(t) : it->second.blocks;
+  }
+  int packed_format(ir::TensorId t) const {
+    auto it = packed_.find(t);
+    return it == packed_.end() ? 0 : it->second.format;
+  }
   // Is t a graph output, or read by a kernel outside [lo, hi]?
   bool only_readers(ir::TensorId t, std::size_t lo, std::size_t hi) const {
     const auto& ks = part_.kernels;
@@ -436,6 +487,7 @@ class Executor final : public PartitionExecutor {
   std::vector<Output> outputs_;
   std::vector<std::shared_ptr<Mem>> weights_;
   std::vector<TensorRef> refs_;
+  std::unordered_map<ir::TensorId, PackedWeight> packed_;  // q8_0/q4_0 linears' weights
   std::vector<Launch> launches_;
   std::vector<Mem> keep_;
   std::vector<IndexCheck> checks_;  // device-side index checks, code = position + 1

@@ -5,6 +5,7 @@
 // over work-groups where the tiles alone would leave the device idle.
 #pragma once
 
+#include "npusim/core/quant_matrix.hpp"
 #include "npusim/fusion/patterns.hpp"
 #include "npusim/target/kernel.hpp"
 #include "npusim/target/opencl/binder.hpp"
@@ -40,6 +41,10 @@ struct Gemm {
   std::optional<Norm> norm;
   int bias_mode = 1;  // per n
   bool relu = false;
+  // b, up and more[].w are packed blocks (PackedWeight, gemv_q.cl): 1 q8_0, 2 q4_0; wdt is the
+  // weights' storage type (what their values are dequantized to).
+  int wq = 0;
+  DType wdt = DType::f32;
 };
 
 inline bool gemv_fits(const Gemm& g) {
@@ -129,7 +134,10 @@ inline void launch_tiled(Binder& b, const Gemm& g, const std::string& type_opts,
                desc, static_cast<cl_int>(conv));
 }
 
+inline void bind_gemm_q(Binder& b, const Gemm& g);
+
 inline void bind_gemm(Binder& b, const Gemm& g) {
+  if (g.wq) return bind_gemm_q(b, g);
   const std::string opts = Binder::type_options({{"TA", g.a.dtype}, {"TB", g.b.dtype}, {"TC", g.c.dtype}});
   const Typed res = g.residual ? Typed{*g.residual} : b.none();
   // Few rows, B read along K (a linear layer's weight): GEMV, 16-byte loads when aligned.
@@ -161,6 +169,73 @@ inline void bind_gemm(Binder& b, const Gemm& g) {
   const bool idx32 = (g.M - 1) * g.sam + (g.K - 1) * g.sak < lim && (g.K - 1) * g.sbk + (g.N - 1) * g.sbn < lim;
   I64 d{g.sam, g.sak, g.sbk, g.sbn, g.scm, g.scn, g.nb1, g.sa0, g.sa1, g.adiv, g.sb0, g.sb1, g.bdiv, g.sc0, g.sc1};
   launch_tiled(b, g, opts, idx32, b.desc(d), false, b.none().r.mem, g.nb0 * g.nb1);
+}
+
+// W [N, K] in q8_0/q4_0 blocks in the device layout gemv_q.cl reads: the codes of every block, row
+// after row (32 bytes for q8_0, 16 for q4_0: GGML's, without the scale), then every block's f16
+// scale in the same order. Packed as core/quant.hpp packs rows, so the values are the same on
+// every target.
+inline std::vector<std::byte> pack_device_blocks(quant::BlockFormat f, const Tensor& w) {
+  const std::int64_t N = w.shape().at(0), K = w.shape().at(1), nb = quant::blocks_per_row(K);
+  const std::size_t rb = quant::row_bytes(f, K), bb = quant::block_bytes(f), cb = bb - 2;
+  std::vector<std::byte> rows(rb * static_cast<std::size_t>(N));
+  quant::pack_matrix(f, w, rows.data(), quant::threaded_rows);
+  std::vector<std::byte> out(static_cast<std::size_t>(N * nb) * bb);
+  std::byte* scales = out.data() + static_cast<std::size_t>(N * nb) * cb;
+  for (std::int64_t i = 0; i < N * nb; ++i) {
+    const std::byte* blk = rows.data() + static_cast<std::size_t>(i) * bb;
+    std::memcpy(out.data() + static_cast<std::size_t>(i) * cb, blk + 2, cb);
+    std::memcpy(scales + static_cast<std::size_t>(i) * 2, blk, 2);
+  }
+  return out;
+}
+
+// A product whose weights are packed blocks. Up to 4 rows (decode): gemv_q, 4 rows of W (or 2 of
+// a gate and its up-projection) per work-group of 128 items that split K; more rows (prefill):
+// each weight's values dequantized into a buffer shared by every such kernel, then the GEMM
+// (tensor cores where the device has them). The RMSNorm fusion stays with the float GEMV.
+inline void bind_gemm_q(Binder& b, const Gemm& g) {
+  if (g.norm) b.unsupported("a normalised GEMV over packed weights (npusim bug: the rmsnorm is not merged into it)");
+  std::vector<Gemm::Segment> seg{{g.b, g.bias, g.c, g.N}};
+  seg.insert(seg.end(), g.more.begin(), g.more.end());
+  if (seg.size() > 3 || (seg.size() > 1 && (g.residual || g.up))) b.unsupported("GEMV segments with a residual or gate (npusim bug)");
+  if (gemv_fits(g)) {
+    std::array<std::int64_t, 3> end{};
+    for (std::size_t i = 0, at = 0; i < 3; ++i) end[i] = static_cast<std::int64_t>(at += static_cast<std::size_t>(i < seg.size() ? seg[i].N : 0));
+    while (seg.size() < 3) seg.push_back({b.none().r, std::nullopt, b.none().r, 0});
+    auto bias = [&](const Gemm::Segment& sg) { return sg.bias ? Typed{*sg.bias} : b.none(); };
+    constexpr std::int64_t streams = 4;
+    const std::int64_t rows_per_group = g.up ? streams / 2 : streams;
+    const std::size_t groups = static_cast<std::size_t>((end[2] + rows_per_group - 1) / rows_per_group);
+    const bool vec = g.a.off % 16 == 0 && g.sam % 8 == 0;  // x's 8- and 4-value loads aligned
+    const std::string opts = Binder::type_options({{"TA", g.a.dtype}, {"TC", g.c.dtype}}) + " -DGQ_FMT=" + std::to_string(g.wq) +
+                             " -DGV_M=" + std::to_string(g.M) + " -DGQ_S=" + std::to_string(streams);
+    cl_program p = b.program("gemv_q", ocl::cl_source::gemv_q, opts);
+    const Typed res = g.residual ? Typed{*g.residual} : b.none();
+    b.launch(p, "gemv_q", {groups * 128, 1, 1}, {128, 1, 1}, 1, Ptr{g.a}, static_cast<cl_long>(g.sam),                                     //
+             Ptr{seg[0].w}, bias(seg[0]), static_cast<cl_int>(seg[0].bias.has_value()), Ptr{seg[0].c}, static_cast<cl_long>(end[0]),  //
+             Ptr{seg[1].w}, bias(seg[1]), static_cast<cl_int>(seg[1].bias.has_value()), Ptr{seg[1].c}, static_cast<cl_long>(end[1]),  //
+             Ptr{seg[2].w}, bias(seg[2]), static_cast<cl_int>(seg[2].bias.has_value()), Ptr{seg[2].c}, static_cast<cl_long>(end[2]),  //
+             res, static_cast<cl_int>(g.residual ? 1 : 0), g.relu, static_cast<cl_long>(g.K), vec, g.up ? Ptr{*g.up} : Ptr{b.none().r},
+             g.up.has_value());
+    return;
+  }
+  // Each weight's values, then the float kernels.
+  const std::string opts = Binder::type_options({{"TC", g.wdt}}) + " -DGQ_FMT=" + std::to_string(g.wq);
+  cl_program p = b.program("gemv_q", ocl::cl_source::gemv_q, opts);
+  int slot = 0;
+  auto values = [&](TensorRef blocks, std::int64_t n) {
+    const std::size_t bytes = static_cast<std::size_t>(n * g.K) * dtype_size(g.wdt);
+    const TensorRef out{b.reusable(slot++, bytes), 0, g.wdt};
+    b.launch1d(p, "dequant_blocks", n * ((g.K + 31) / 32), 128, Ptr{blocks}, static_cast<cl_long>(n), static_cast<cl_long>(g.K), Ptr{out});
+    return out;
+  };
+  Gemm f = g;
+  f.wq = 0;
+  f.b = values(g.b, g.N);
+  if (g.up) f.up = values(*g.up, g.N);
+  for (auto& sg : f.more) sg.w = values(sg.w, sg.N);
+  bind_gemm(b, f);
 }
 
 // Batched matmul a @ B where B(k, n) of batch z = b[boff(z) + k*sbk + n*sbn]; batch dims broadcast
@@ -218,10 +293,12 @@ inline void bind_matmul(Binder& b, ir::TensorId ta, ir::TensorId tb, ir::TensorI
 // y = x W^T (+ bias) over x's last dim.
 inline Gemm linear_gemm(Binder& b, ir::TensorId x, ir::TensorId w, std::optional<ir::TensorId> bias, ir::TensorId y) {
   Gemm g;
-  g.a = b.ref(x), g.b = b.ref(w), g.c = b.ref(y);
+  const PackedWeight* p = b.packed(w);
+  g.a = b.ref(x), g.b = p ? p->blocks : b.ref(w), g.c = b.ref(y);
   g.K = b.shape(x).back(), g.N = b.shape(w)[0], g.M = g.K ? b.numel(x) / g.K : 0;
   g.sam = g.K, g.sak = 1, g.sbk = 1, g.sbn = g.K, g.scm = g.N, g.scn = 1;
   if (bias) g.bias = b.ref(*bias);
+  if (p) g.wq = p->format, g.wdt = p->dtype;
   return g;
 }
 inline void bind_linear(Binder& b, ir::TensorId x, ir::TensorId w, std::optional<ir::TensorId> bias, ir::TensorId y) {

@@ -5,6 +5,7 @@
 #include "npusim/target/cpu/kernels/linalg.hpp"
 
 #include "npusim/core/quant.hpp"
+#include "npusim/core/quant_matrix.hpp"
 #include "npusim/target/cpu/compute/gemv_q.hpp"
 #include "npusim/target/cpu/parallel.hpp"
 
@@ -26,22 +27,10 @@ inline Fn gemm_fn(Ctx& c, PackedB w, ir::TensorId x, ir::TensorId y, std::int64_
 // W [N, K] (any float storage) as rows of blocks, the rows quantized in parallel.
 inline std::shared_ptr<AlignedBuf> pack_blocks(Ctx& c, const Tensor& wt, ir::TensorId w, quant::BlockFormat f) {
   const std::int64_t N = wt.shape()[0], K = wt.shape()[1];
-  const std::size_t rb = quant::row_bytes(f, K), es = dtype_size(wt.dtype());
-  auto blocks = c.own(AlignedBuf::make(rb * static_cast<std::size_t>(N)));
-  const auto* src = static_cast<const std::byte*>(wt.raw());
+  auto blocks = c.own(AlignedBuf::make(quant::row_bytes(f, K) * static_cast<std::size_t>(N)));
   try {
     // The pool rethrows the first thread's exception here.
-    parallel_for(N, 64, [&](std::int64_t b, std::int64_t e) {
-      std::vector<float> row(static_cast<std::size_t>(K));
-      for (std::int64_t n = b; n < e; ++n) {
-        load_row(wt.dtype(), src + static_cast<std::size_t>(n * K) * es, row.data(), K);
-        try {
-          quant::quantize_row(f, row, blocks->p.get() + static_cast<std::size_t>(n) * rb);
-        } catch (const Error& err) {
-          throw Error(err.code(), err.message() + " in row " + std::to_string(n), err.context());
-        }
-      }
-    });
+    quant::pack_matrix(f, wt, blocks->p.get(), [](std::int64_t n, const auto& fn) { parallel_for(n, 64, fn); });
   } catch (Error& e) {
     e.with_node(c.node().name).with_tensor(c.g.tensor(w).name);
     throw;
