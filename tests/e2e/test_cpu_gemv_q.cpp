@@ -13,6 +13,7 @@
 #include "npusim/cpu.hpp"
 #include "npusim/harness/compare.hpp"
 #include "npusim/passes/quantize_weights.hpp"
+#include "npusim/program/npubin_weights.hpp"
 #include "npusim/target/cpu/compute/gemv_q.hpp"
 
 using namespace npusim;
@@ -196,4 +197,21 @@ TEST(CpuQuantizedLinear, KeepAndFormatErrorsAreNotIgnored) {
   EXPECT_THROW(passes::quantize_linear_weights(g2, {"q4", {"no_such_layer"}}), Error);
   EXPECT_THROW(passes::quantize_linear_weights(g2, {"q3", {}}), Error);
   EXPECT_THROW(passes::quantize_linear_weights(g2, {"", {"lm_head"}}), Error);
+}
+
+// A .npubin with q4_0 weights: the CPU target runs the stored blocks (copied, not quantized again)
+// to the same bits as from the float weights.
+TEST(CpuQuantizedLinear, PackedWeightsInANpubinRunBitExactly) {
+  runtime::ModelDir c = runtime::ModelDir::open(test::data("models/qwen2_tiny_decode"));
+  const auto p = compile_q(c.graph, describe_target<CpuTarget>(), DType::bf16, "q4_0");
+  test::TempDir dir;
+  const std::string file = dir.file("q4.npubin");
+  program::save(p, file, c.weights.get());
+  auto w = program::embedded_weights(file);
+  ASSERT_TRUE(w);
+  ASSERT_FALSE(w->info().notes.empty());
+  const auto in = test::any_inputs(c);
+  const auto a = runner_for<CpuTarget>::make(p, w.get())->run(in), b = runner_for<CpuTarget>::make(p, c.weights.get())->run(in);
+  ASSERT_EQ(a.size(), b.size());
+  for (std::size_t i = 0; i < a.size(); ++i) EXPECT_EQ(std::memcmp(a[i].raw(), b[i].raw(), a[i].nbytes()), 0) << "output " << i;
 }

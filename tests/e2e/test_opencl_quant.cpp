@@ -9,6 +9,7 @@
 #include "npusim/core/quant_matrix.hpp"
 #include "npusim/harness/compare.hpp"
 #include "npusim/opencl.hpp"
+#include "npusim/program/npubin_weights.hpp"
 #include "npusim/reference.hpp"
 #include "npusim/target/opencl/kernels/linalg.hpp"
 
@@ -194,4 +195,20 @@ TEST(OpenCLQuantizedLinear, MatchesTheReferencesQuantizedWeights) {
       const Tensor ref = runner_for<ReferenceTarget>::make(pr, c.weights.get())->run(c.inputs()).at(0).to(DType::f32);
       EXPECT_LT(harness::compare(got, ref).rel_l2, 1e-5);
     }
+}
+
+// A .npubin with q4_0 weights: the OpenCL target regroups the stored blocks for the device and
+// computes the same bits as from the float weights.
+TEST(OpenCLQuantizedLinear, PackedWeightsInANpubinRunBitExactly) {
+  runtime::ModelDir c = runtime::ModelDir::open(test::data("models/qwen2_tiny_decode"));
+  const auto p = compile_q(c.graph, describe_target<OpenCLTarget>(), DType::bf16, "q4_0", true);
+  test::TempDir dir;
+  const std::string file = dir.file("q4.npubin");
+  program::save(p, file, c.weights.get());
+  auto w = program::embedded_weights(file);
+  ASSERT_TRUE(w);
+  const auto in = test::any_inputs(c);
+  const auto a = runner_for<OpenCLTarget>::make(p, w.get())->run(in), b = runner_for<OpenCLTarget>::make(p, c.weights.get())->run(in);
+  ASSERT_EQ(a.size(), b.size());
+  for (std::size_t i = 0; i < a.size(); ++i) EXPECT_EQ(std::memcmp(a[i].raw(), b[i].raw(), a[i].nbytes()), 0) << "output " << i;
 }

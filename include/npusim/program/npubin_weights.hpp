@@ -3,11 +3,15 @@
 //   head   64 bytes: magic "NPUWGT\r\n", index length, data length, checksum block size, XXH64 of
 //          the index, XXH64 of the checksum table, 0, XXH64 of the head's first 56 bytes (u64 LE)
 //   index  msgpack {format: "npubin-weights", tensors: [[key, dtype, shape, offset, nbytes]...]
-//          in offset order, aliases: [[key, stored key]...]}
+//          in offset order, aliases: [[key, stored key]...]}; a weight read only by q8_0/q4_0
+//          linears is stored as its rows of blocks: [key, "u8", [N, row_bytes], offset, nbytes,
+//          {format, shape: [N, K], dtype}] (a sixth element older readers refuse)
 //   data   at the next 64-byte boundary; every tensor at a 64-byte multiple from its start
 //   table  XXH64 of each block (block size bytes, the last one shorter) of the data
 // The values are the weights source's BEFORE recipes (a folded BatchNorm is folded again at load,
-// as with external weights), so binding embedded weights runs the same code on the same values.
+// as with external weights), so binding embedded weights runs the same code on the same values;
+// packed weights are the blocks the target would pack at load, checked (every scale finite) when
+// loaded.
 // NpubinWeights maps the file and serves zero-copy tensors; each checksum block is verified the
 // first time a tensor touching it is loaded (all of them by verify()), so every byte handed out
 // has been checked, and a model whose weights are not all used pays only for those it reads.
@@ -32,6 +36,11 @@ struct WeightNeed {
   Shape shape;
   DType dtype = DType::f32;
   std::string user;  // a node (or recipe) that reads it, for messages
+  // Every reader, in every partition, is a linear of this weight_format ("q8_0", "q4_0"): the file
+  // may store the weight as its blocks, packed from its values in `storage` (the partition's
+  // storage dtype, what the target would pack from at load). "" when anything else reads it.
+  std::string block_format;
+  DType storage = DType::f32;
 };
 
 // Every key a program binds from its weights source, in first-use order: used, non-constant
@@ -61,6 +70,10 @@ class NpubinWeights final : public weights::WeightSource {
     DType dtype = DType::f32;
     Shape shape;
     std::uint64_t offset = 0, nbytes = 0;  // relative to the data start
+    // A packed weight (dtype u8, shape [N, row_bytes(K)]): its format and the tensor it stands for.
+    std::string format;
+    Shape logical_shape;
+    DType logical_dtype = DType::f32;
   };
 
   // Null when the file has no weights section; an error when it is damaged.
@@ -74,6 +87,7 @@ class NpubinWeights final : public weights::WeightSource {
   std::pair<Shape, DType> meta(const std::string& key) const override;
   Tensor load(const std::string& key) const override;
   std::string canonical(const std::string& key) const override;
+  std::string block_format(const std::string& key) const override;
 
   const std::vector<Entry>& entries() const { return entries_; }
   const std::map<std::string, std::string>& aliases() const { return aliases_; }

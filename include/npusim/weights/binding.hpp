@@ -36,6 +36,9 @@ class WeightSource {
   virtual std::string naming_rule() const { return {}; }
   // What opening the source decided (name mapping, computed buffers, unused tensors), for users.
   virtual std::vector<std::string> notes() const { return {}; }
+  // The key is stored packed in this block format ("q8_0", "q4_0"; docs/quantization.md): meta()
+  // gives the weight's own shape and dtype, load() its rows of blocks, u8 [N, row_bytes(K)].
+  virtual std::string block_format(const std::string&) const { return {}; }
 };
 
 class SafetensorsSource final : public WeightSource {
@@ -88,7 +91,10 @@ struct BindOptions {
 };
 
 struct BoundWeights {
-  std::unordered_map<ir::TensorId, Tensor> tensors;  // by weight placeholder id
+  // By weight placeholder id. A weight the source holds packed (WeightSource::block_format) is
+  // bound as its rows of blocks, u8 [N, row_bytes(K)], as stored: only a linear of that
+  // weight_format reads it.
+  std::unordered_map<ir::TensorId, Tensor> tensors;
   std::vector<std::string> notes;                    // ties, casts, recomputed buffers
   std::vector<std::string> unused;                   // IR weights no node reads (not loaded)
   std::uint64_t bytes = 0;                           // distinct bytes bound

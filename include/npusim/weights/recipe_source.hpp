@@ -23,6 +23,9 @@ class RecipeSource final : public WeightSource {
   bool casts() const override { return base_ && base_->casts(); }
   std::string naming_rule() const override { return base_ ? base_->naming_rule() : std::string(); }
   std::vector<std::string> notes() const override { return base_ ? base_->notes() : std::vector<std::string>{}; }
+  std::string block_format(const std::string& key) const override {
+    return producer_.count(key) || !base_ ? std::string() : base_->block_format(key);
+  }
 
  private:
   const WeightSource* base_;

@@ -8,6 +8,7 @@
 #include "../../common/compile_util.hpp"
 #include "../../common/test_util.hpp"
 #include "npusim/core/hash.hpp"
+#include "npusim/core/quant.hpp"
 #include "npusim/pipeline.hpp"
 #include "npusim/program/inspect.hpp"
 
@@ -56,6 +57,10 @@ struct Entry {
   std::string key, dtype;
   Shape shape;
   std::uint64_t offset, nbytes;
+  // A packed weight's descriptor (the sixth element): block format, logical shape and dtype.
+  std::string format = {};
+  Shape logical = {};
+  std::string logical_dtype = {};
 };
 struct Section {
   std::string program;  // header, payload, checksum
@@ -81,6 +86,13 @@ Section split(const std::string& f) {
   for (const auto& t : m.at("tensors").as<std::vector<msgpack::object>>()) {
     auto v = t.as<std::vector<msgpack::object>>();
     s.tensors.push_back({v[0].as<std::string>(), v[1].as<std::string>(), v[2].as<Shape>(), v[3].as<std::uint64_t>(), v[4].as<std::uint64_t>()});
+    if (v.size() == 6) {
+      std::map<std::string, msgpack::object> d;
+      v[5].convert(d);
+      s.tensors.back().format = d.at("format").as<std::string>();
+      s.tensors.back().logical = d.at("shape").as<Shape>();
+      s.tensors.back().logical_dtype = d.at("dtype").as<std::string>();
+    }
   }
   for (const auto& a : m.at("aliases").as<std::vector<std::vector<std::string>>>()) s.aliases.emplace_back(a.at(0), a.at(1));
   s.data = f.substr(data_at, data_len);
@@ -95,10 +107,16 @@ std::string pack_index(const Section& s) {
   str("format"), str("npubin-weights"), str("tensors");
   pk.pack_array(static_cast<std::uint32_t>(s.tensors.size()));
   for (const Entry& e : s.tensors) {
-    pk.pack_array(5), str(e.key), str(e.dtype);
+    pk.pack_array(e.format.empty() ? 5 : 6), str(e.key), str(e.dtype);
     pk.pack_array(static_cast<std::uint32_t>(e.shape.size()));
     for (auto d : e.shape) pk.pack_int64(d);
     pk.pack_uint64(e.offset), pk.pack_uint64(e.nbytes);
+    if (!e.format.empty()) {
+      pk.pack_map(3), str("format"), str(e.format), str("shape");
+      pk.pack_array(static_cast<std::uint32_t>(e.logical.size()));
+      for (auto d : e.logical) pk.pack_int64(d);
+      str("dtype"), str(e.logical_dtype);
+    }
   }
   str("aliases");
   pk.pack_array(static_cast<std::uint32_t>(s.aliases.size()));
@@ -133,10 +151,14 @@ struct Saved {
   program::EmbeddedWeightsInfo info;
 };
 
-std::unique_ptr<Saved> save_case(const std::string& rel, const std::string& weights = "auto", std::uint64_t block = std::uint64_t{1} << 20) {
+std::unique_ptr<Saved> save_case(const std::string& rel, const std::string& weights = "auto", std::uint64_t block = std::uint64_t{1} << 20,
+                                 const std::string& weight_format = {}) {
   auto s = std::make_unique<Saved>();
   s->c = runtime::ModelDir::open(data(rel), weights);
-  s->p = compile_case(s->c);
+  auto co = test::reference_options();
+  co.verify = false;
+  co.weight_quant.format = weight_format;
+  s->p = test::compile_reference(s->c.graph, co);
   s->file = s->dir.file("model.npubin");
   program::EmbedOptions o;
   o.block_bytes = block;
@@ -432,4 +454,57 @@ TEST(NpubinWeights, InspectShowsEmbeddedWeights) {
   program::save(s->p, s->dir.file("bare.npubin"));
   o.embedded = program::embedded_info(s->dir.file("bare.npubin"));
   EXPECT_NE(program::inspect_text(s->p, o).find("weights not embedded (run with --weights)"), std::string::npos);
+}
+
+// q8_0/q4_0 linears (docs/quantization.md): each weight only such linears read is stored as its
+// rows of blocks, the program runs on them without quantizing again (bit-exactly what it computes
+// from the float weights), and a block whose scale is not finite is refused when loaded.
+TEST(NpubinWeights, PackedLinearWeightsRunBitExactlyWithoutRequantizing) {
+  for (std::string fmt : {"q8_0", "q4_0"}) {
+    SCOPED_TRACE(fmt);
+    auto s = save_case("models/qwen2_tiny_decode", "auto", std::uint64_t{1} << 20, fmt);
+    auto w = program::embedded_weights(s->file);
+    ASSERT_TRUE(w);
+    int packed = 0;
+    for (const auto& e : w->entries())
+      if (!e.format.empty()) {
+        ++packed;
+        EXPECT_EQ(e.format, fmt);
+        EXPECT_EQ(e.dtype, DType::u8);
+        EXPECT_EQ(e.shape, (Shape{e.logical_shape[0], static_cast<std::int64_t>(quant::row_bytes(*quant::parse_block_format(fmt), e.logical_shape[1]))}));
+        EXPECT_EQ(w->meta(e.key).first, e.logical_shape);
+      }
+    // 15 quantized linears; the lm_head shares its weight with the embedding, which reads floats.
+    EXPECT_EQ(packed, 14);
+    ASSERT_EQ(w->info().notes.size(), 1u);
+    EXPECT_NE(w->info().notes[0].find("stored as " + fmt + " blocks: 14"), std::string::npos);
+    const auto in = test::any_inputs(s->c);
+    expect_bit_identical(run_program(s->p, w.get(), in), run_program(s->p, s->c.weights.get(), in));
+  }
+}
+
+TEST(NpubinWeights, PackedWeightWithABadScaleOrDescriptorIsRefused) {
+  auto s = save_case("models/qwen2_tiny_decode", "auto", std::uint64_t{1} << 20, "q4_0");
+  const Section good = split(test::read_text(s->file));
+  const auto it = std::find_if(good.tensors.begin(), good.tensors.end(), [](const Entry& e) { return !e.format.empty(); });
+  ASSERT_NE(it, good.tensors.end());
+  const std::size_t i = static_cast<std::size_t>(it - good.tensors.begin());
+  const std::string named = "tensor '" + it->key + "'";
+  // A scale of +Inf in row 1, block 2, with every checksum right (a hand-made file).
+  Section x = good;
+  const std::uint64_t at = it->offset + static_cast<std::uint64_t>(it->shape[1]) + 2 * 18;
+  x.data[at] = '\x00', x.data[at + 1] = '\x7c';
+  auto w = program::embedded_weights(put(s->dir, build(x)), s->p);
+  NPUSIM_EXPECT_ERROR(w->load(it->key), "npusim weights error", "forged.npubin", named.c_str(), "scale is not finite", "row 1, block 2");
+  NPUSIM_EXPECT_ERROR(run_program(s->p, w.get(), test::any_inputs(s->c)), "forged.npubin", "scale is not finite");
+  // Descriptors that do not describe the rows.
+  Section y = good;
+  y.tensors[i].format = "q5_1";
+  NPUSIM_EXPECT_ERROR(program::embedded_weights(put(s->dir, build(y))), "forged.npubin", named.c_str(), "unknown block format");
+  Section z = good;
+  z.tensors[i].logical[1] += 32;
+  NPUSIM_EXPECT_ERROR(program::embedded_weights(put(s->dir, build(z))), "forged.npubin", named.c_str(), "rows do not hold its tensor's blocks");
+  Section v = good;
+  v.tensors[i].format = "q8_0";
+  NPUSIM_EXPECT_ERROR(program::embedded_weights(put(s->dir, build(v))), "forged.npubin", named.c_str(), "rows do not hold its tensor's blocks");
 }

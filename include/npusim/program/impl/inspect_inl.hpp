@@ -21,9 +21,11 @@ NPUSIM_FUNC std::string human_bytes(std::int64_t b) {
 
 NPUSIM_FUNC std::string embedded_text(const EmbeddedWeightsInfo& w) {
   if (!w.present) return "weights not embedded (run with --weights)\n";
+  std::string notes;
+  for (const auto& n : w.notes) notes += "; " + n;
   return "weights embedded: " + std::to_string(w.tensors) + " tensors" + (w.aliases ? " + " + std::to_string(w.aliases) + " aliases" : "") +
          ", " + human_bytes(static_cast<std::int64_t>(w.bytes)) + " (section " + human_bytes(static_cast<std::int64_t>(w.section_bytes)) +
-         ", XXH64 per " + human_bytes(static_cast<std::int64_t>(w.block_bytes)) + " block)\n";
+         ", XXH64 per " + human_bytes(static_cast<std::int64_t>(w.block_bytes)) + " block)" + notes + "\n";
 }
 
 NPUSIM_FUNC std::string inspect_text(const CompiledProgram& p, const InspectOptions& o) {

@@ -6,6 +6,8 @@
 
 #include "npusim/config.hpp"
 #include "npusim/core/file.hpp"
+#include "npusim/core/quant_matrix.hpp"
+#include "npusim/ops/registry.hpp"
 #include "npusim/program/impl/npubin_format.hpp"
 #include "npusim/program/npubin_weights.hpp"
 
@@ -18,6 +20,10 @@ struct StoredTensor {
   DType dtype = DType::f32;
   Shape shape;
   std::uint64_t offset = 0, nbytes = 0;  // relative to the data start
+  // Packed (dtype u8, shape [N, row_bytes(K)]): the blocks of `read`'s values in `from`.
+  std::string format;
+  Shape logical_shape;
+  DType logical_dtype = DType::f32, from = DType::f32;
 };
 
 struct WeightsPlan {
@@ -51,6 +57,24 @@ inline WeightsPlan plan_weights(const CompiledProgram& p, const weights::WeightS
         throw Error(ErrorCode::weights, "weight missing from the weights source (cannot embed it)",
                     {.file = src.path(), .node = n.user, .tensor = n.key, .expected = "a tensor named '" + n.key + "'", .found = "none"});
     }
+    if (n.graph && !n.block_format.empty()) {
+      // Stored under the IR's key (a tied lm_head gets blocks of its own; the embedding that
+      // shares its source reads the float values under the other key).
+      const auto f = quant::parse_block_format(n.block_format);
+      auto [shape, dtype] = src.meta(read);
+      if (!f || shape != n.shape || shape.size() != 2)
+        throw Error(ErrorCode::shape, "weight cannot be packed as the program's linears read it",
+                    {.file = src.path(), .node = n.user, .tensor = read, .expected = n.block_format + " rows of " + to_string(n.shape),
+                     .found = to_string(shape)});
+      if (!by_read.emplace(n.key + "#" + n.block_format, plan.tensors.size()).second) continue;
+      const Shape packed{shape[0], static_cast<std::int64_t>(quant::row_bytes(*f, shape[1]))};
+      StoredTensor s{n.key, read, DType::u8, packed, align_up(at), static_cast<std::uint64_t>(packed[0]) * static_cast<std::uint64_t>(packed[1]),
+                     n.block_format, n.shape, n.dtype, n.storage};
+      (void)dtype;
+      at = s.offset + s.nbytes;
+      plan.tensors.push_back(std::move(s));
+      continue;
+    }
     if (by_read.count(read)) continue;
     auto [shape, dtype] = src.meta(read);
     DType store = dtype;
@@ -79,13 +103,17 @@ inline WeightsPlan plan_weights(const CompiledProgram& p, const weights::WeightS
     const std::uint64_t es = dtype_size(store), count = static_cast<std::uint64_t>(checked_numel(shape));
     if (count > (std::uint64_t{1} << 46) / es)
       throw Error(ErrorCode::resource, "weight too large to embed", {.file = src.path(), .tensor = read, .found = to_string(shape)});
-    StoredTensor s{read, read, store, shape, align_up(at), count * es};
+    StoredTensor s{read, read, store, shape, align_up(at), count * es, {}, {}, DType::f32, DType::f32};
     at = s.offset + s.nbytes;
     by_read[read] = plan.tensors.size();
     by_canon.emplace(canon, plan.tensors.size());
     plan.tensors.push_back(std::move(s));
   }
   plan.data_bytes = align_up(at);
+  std::map<std::string, int> packed;
+  for (const StoredTensor& t : plan.tensors)
+    if (!t.format.empty()) ++packed[t.format];
+  for (const auto& [f, n] : packed) plan.notes.push_back("stored as " + f + " blocks: " + std::to_string(n) + " linear weight(s)");
   return plan;
 }
 
@@ -97,8 +125,14 @@ inline std::string pack_index(const WeightsPlan& plan) {
   put(pk, "tensors");
   pk.pack_array(static_cast<std::uint32_t>(plan.tensors.size()));
   for (const StoredTensor& t : plan.tensors) {
-    pk.pack_array(5);
+    pk.pack_array(t.format.empty() ? 5 : 6);
     put(pk, t.key), put(pk, dtype_name(t.dtype)), put_shape(pk, t.shape), pk.pack_uint64(t.offset), pk.pack_uint64(t.nbytes);
+    if (!t.format.empty()) {
+      pk.pack_map(3);
+      put(pk, "format"), put(pk, t.format);
+      put(pk, "shape"), put_shape(pk, t.logical_shape);
+      put(pk, "dtype"), put(pk, dtype_name(t.logical_dtype));
+    }
   }
   put(pk, "aliases");
   pk.pack_array(static_cast<std::uint32_t>(plan.aliases.size()));
@@ -160,7 +194,7 @@ NPUSIM_FUNC std::vector<WeightNeed> weight_needs(const CompiledProgram& p) {
     if (auto r = producer.find(key); r != producer.end()) {
       if (!expanded.insert(r->second).second) return;
       const weights::Recipe& rec = p.recipes[r->second];
-      for (const auto& in : rec.inputs) self(self, in, WeightNeed{in, false, true, {}, DType::f32, rec.kind + " recipe for " + key});
+      for (const auto& in : rec.inputs) self(self, in, WeightNeed{in, false, true, {}, DType::f32, rec.kind + " recipe for " + key, {}, DType::f32});
       return;
     }
     auto [it, fresh] = at.emplace(key, out.size());
@@ -169,17 +203,37 @@ NPUSIM_FUNC std::vector<WeightNeed> weight_needs(const CompiledProgram& p) {
     n.recipe_input = n.recipe_input || how.recipe_input;
     if (how.graph && !n.graph) n.graph = true, n.shape = how.shape, n.dtype = how.dtype, n.user = how.user;
   };
+  // The block format every reader of a key agrees on ("" once anything reads it otherwise).
+  std::map<std::string, std::string> formats;
   for (const Partition& part : p.partitions) {
     const ir::Graph& g = part.graph;
     std::vector<bool> used(g.tensors.size(), false);
+    std::vector<std::optional<std::string>> reads_as(g.tensors.size());
+    auto agree = [](std::optional<std::string>& have, const std::string& f) { have = !have || *have == f ? f : std::string(); };
     for (const ir::Node& n : g.nodes)
-      for (auto t : n.inputs) used[static_cast<std::size_t>(t)] = true;
+      for (std::size_t i = 0; i < n.inputs.size(); ++i) {
+        const auto t = static_cast<std::size_t>(n.inputs[i]);
+        used[t] = true;
+        std::string f;
+        if (i == 1 && ops::find_op(n.op_type) == ops::op_index_v<ops::Linear>)
+          f = ops::read_attrs<ops::Linear::Attrs>(n.attrs, n.op_type).weight_format;
+        agree(reads_as[t], f);
+      }
+    for (auto t : g.outputs) agree(reads_as[static_cast<std::size_t>(t)], "");
     for (ir::TensorId id : g.weights) {
       const ir::TensorInfo& w = g.tensor(id);
       if (!used[static_cast<std::size_t>(id)] || g.constants.count(w.weight_key)) continue;
-      visit(visit, w.weight_key, WeightNeed{w.weight_key, true, false, w.shape, w.dtype, weights::detail::describe_users(g, id)});
+      const std::string f = reads_as[static_cast<std::size_t>(id)].value_or("");
+      auto [it, fresh] = formats.emplace(w.weight_key, f);
+      if (!fresh && it->second != f) it->second.clear();
+      WeightNeed need{w.weight_key, true, false, w.shape, w.dtype, weights::detail::describe_users(g, id), {}, DType::f32};
+      need.storage = part.plan.tensors.at(static_cast<std::size_t>(id)).storage;
+      visit(visit, w.weight_key, need);
     }
   }
+  for (WeightNeed& n : out)
+    if (n.graph && !n.recipe_input)
+      if (auto f = formats.find(n.key); f != formats.end()) n.block_format = f->second;
   return out;
 }
 
@@ -205,9 +259,21 @@ NPUSIM_FUNC EmbeddedWeightsInfo save(const CompiledProgram& p, const std::string
   std::uint64_t at = 0, done = 0;
   for (const StoredTensor& s : plan.tensors) {
     Tensor t = embed->load(s.read);
-    if (t.shape() != s.shape)
+    const Shape& want = s.format.empty() ? s.shape : s.logical_shape;
+    if (t.shape() != want)
       throw Error(ErrorCode::shape, "weights source returned a tensor of another shape than it declared",
-                  {.file = embed->path(), .tensor = s.read, .expected = to_string(s.shape), .found = to_string(t.shape())});
+                  {.file = embed->path(), .tensor = s.read, .expected = to_string(want), .found = to_string(t.shape())});
+    if (!s.format.empty()) {
+      // The blocks the target would pack at load: from the IR dtype's values in its storage dtype.
+      Tensor rows = Tensor::empty(DType::u8, s.shape);
+      try {
+        quant::pack_matrix(*quant::parse_block_format(s.format), t.to(s.logical_dtype).to(s.from), static_cast<std::byte*>(rows.raw()),
+                           quant::threaded_rows);
+      } catch (Error& e) {
+        throw e.with_tensor(s.read).with_file(embed->path());
+      }
+      t = std::move(rows);
+    }
     t = t.to(s.dtype);
     data.zeros(s.offset - at);
     data.put(static_cast<const char*>(t.raw()), s.nbytes);
@@ -247,7 +313,13 @@ NPUSIM_FUNC std::unique_ptr<NpubinWeights> NpubinWeights::from_bytes(std::string
 
 NPUSIM_FUNC std::pair<Shape, DType> NpubinWeights::meta(const std::string& key) const {
   const Entry& e = entry(key);
+  if (!e.format.empty()) return {e.logical_shape, e.logical_dtype};
   return {e.shape, e.dtype};
+}
+
+NPUSIM_FUNC std::string NpubinWeights::block_format(const std::string& key) const {
+  const Entry* e = find(canonical(key));
+  return e ? e->format : std::string();
 }
 
 NPUSIM_FUNC Tensor NpubinWeights::load(const std::string& key) const {
@@ -260,6 +332,16 @@ NPUSIM_FUNC Tensor NpubinWeights::load(const std::string& key) const {
         throw Error(ErrorCode::parse, "BOOL tensor holds a byte that is not 0 or 1",
                     {.file = path_, .tensor = key, .offset = l_.data + e.offset + i, .expected = "0 or 1",
                      .found = std::to_string(static_cast<std::uint8_t>(p[i]))});
+  if (!e.format.empty()) {
+    // Codes need no check (every byte is one); a scale that is Inf or NaN would poison its block.
+    const quant::BlockFormat f = *quant::parse_block_format(e.format);
+    const auto rb = static_cast<std::uint64_t>(e.shape[1]);
+    for (std::int64_t r = 0; r < e.shape[0]; ++r)
+      if (auto b = quant::first_bad_scale(f, p + static_cast<std::uint64_t>(r) * rb, e.logical_shape[1]))
+        throw Error(ErrorCode::weights, "packed weight has a block whose scale is not finite (corrupted or hand-made file)",
+                    {.file = path_, .tensor = key, .offset = l_.data + e.offset + static_cast<std::uint64_t>(r) * rb + static_cast<std::uint64_t>(*b) * quant::block_bytes(f),
+                     .expected = "finite float16 scales", .found = "row " + std::to_string(r) + ", block " + std::to_string(*b)});
+  }
   return Tensor::wrap(e.dtype, e.shape, p, map_);
 }
 
@@ -271,7 +353,12 @@ NPUSIM_FUNC std::string NpubinWeights::canonical(const std::string& key) const {
 NPUSIM_FUNC EmbeddedWeightsInfo NpubinWeights::info() const {
   EmbeddedWeightsInfo i{true, static_cast<std::int64_t>(entries_.size()), static_cast<std::int64_t>(aliases_.size()), 0,
                         l_.end - l_.section, l_.block_bytes, {}};
-  for (const Entry& e : entries_) i.bytes += e.nbytes;
+  std::map<std::string, int> packed;
+  for (const Entry& e : entries_) {
+    i.bytes += e.nbytes;
+    if (!e.format.empty()) ++packed[e.format];
+  }
+  for (const auto& [f, n] : packed) i.notes.push_back("stored as " + f + " blocks: " + std::to_string(n) + " linear weight(s)");
   return i;
 }
 
@@ -337,13 +424,27 @@ NPUSIM_FUNC void NpubinWeights::parse_index(std::string_view all) {
   Reader r{path_};
   if (r.str(r.field(o, "format")) != "npubin-weights") throw fail("index format is not \"npubin-weights\"");
   for (const auto& t : r.arr(r.field(o, "tensors"))) {
-    auto f = r.arr(t, 5);
+    const bool packed = t.type == msgpack::type::ARRAY && t.via.array.size == 6;
+    auto f = r.arr(t, packed ? 6 : 5);
     Entry e;
     e.key = r.str(f[0]);
     e.dtype = r.dtype(f[1]);
     e.shape = r.shape(f[2]);
     const std::int64_t off = r.i64(f[3]), nb = r.i64(f[4]);
     if (e.key.empty()) throw fail("empty tensor key");
+    if (packed) {
+      e.format = r.str(r.field(f[5], "format"));
+      e.logical_shape = r.shape(r.field(f[5], "shape"));
+      e.logical_dtype = r.dtype(r.field(f[5], "dtype"));
+      const auto bf = quant::parse_block_format(e.format);
+      if (!bf || e.format != quant::to_string(*bf)) throw fail("unknown block format of a packed weight", e.key, "q8_0 or q4_0", e.format);
+      if (e.logical_shape.size() != 2 || !is_floating(e.logical_dtype) || e.dtype != DType::u8 ||
+          e.shape != Shape{e.logical_shape[0], static_cast<std::int64_t>(quant::row_bytes(*bf, e.logical_shape[1]))})
+        throw fail("packed weight's rows do not hold its tensor's blocks", e.key,
+                   "u8 [N, row_bytes(K)] for a float [N, K] (" + e.format + ")",
+                   std::string(dtype_name(e.dtype)) + " " + to_string(e.shape) + " for " + std::string(dtype_name(e.logical_dtype)) + " " +
+                       to_string(e.logical_shape));
+    }
     if (off < 0 || nb < 0) throw fail("negative offset or size", e.key);
     e.offset = static_cast<std::uint64_t>(off), e.nbytes = static_cast<std::uint64_t>(nb);
     const std::uint64_t es = dtype_size(e.dtype), count = static_cast<std::uint64_t>(numel(e.shape));

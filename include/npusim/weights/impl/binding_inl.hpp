@@ -6,6 +6,7 @@
 #include <unordered_set>
 
 #include "npusim/weights/binding.hpp"
+#include "npusim/core/quant.hpp"
 #include "npusim/weights/rope.hpp"
 
 namespace npusim::inline NPUSIM_ABI::weights {
@@ -189,7 +190,19 @@ NPUSIM_FUNC BoundWeights bind_weights(const ir::Graph& g, const WeightSource* sr
       std::string canon = src->canonical(it.from);
       auto found = loaded.find(canon);
       if (found == loaded.end()) {
-        found = loaded.emplace(canon, finish(src->load(it.from), it.id, src->derived(it.from))).first;
+        const std::string packed = src->block_format(it.from);
+        if (packed.empty()) {
+          found = loaded.emplace(canon, finish(src->load(it.from), it.id, src->derived(it.from))).first;
+        } else {
+          Tensor rows = src->load(it.from);
+          const auto f = quant::parse_block_format(packed);
+          if (!f || w.shape.size() != 2 || rows.dtype() != DType::u8 ||
+              rows.shape() != Shape{w.shape[0], static_cast<std::int64_t>(quant::row_bytes(*f, w.shape[1]))})
+            throw Error(ErrorCode::shape, "packed weight does not hold the rows of blocks of its tensor",
+                        {.file = src->path(), .node = detail::describe_users(g, it.id), .tensor = it.from,
+                         .expected = packed + " rows of " + to_string(w.shape), .found = std::string(dtype_name(rows.dtype())) + " " + to_string(rows.shape())});
+          found = loaded.emplace(canon + "#" + packed, std::move(rows)).first;
+        }
         out.bytes += found->second.nbytes();
       }
       t = found->second;

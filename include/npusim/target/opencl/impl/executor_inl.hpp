@@ -68,12 +68,18 @@ class Executor final : public PartitionExecutor {
     for (auto t : g.outputs) float_readers.insert(t);
     for (const auto& [id, host] : bound.tensors) {
       const DType st = plan.tensors[static_cast<std::size_t>(id)].storage;
-      Tensor h = host.dtype() == st ? host : host.to(st);
+      // A weight bound packed already (u8 rows of blocks from a .npubin) is only regrouped.
+      const bool packed = host.dtype() == DType::u8 && is_floating(g.tensor(id).dtype);
+      Tensor h = host.dtype() == st || packed ? host : host.to(st);
       if (auto q = formats.find(id); q != formats.end()) {
         const quant::BlockFormat f = q->second;
+        if (packed && float_readers.count(id))
+          throw Error(ErrorCode::unsupported, "OpenCL target: a weight bound packed is read as floats too",
+                      {.file = g.source, .tensor = g.tensor(id).name});
         std::shared_ptr<Mem> m;
         try {
-          m = dev_->derived_buffer(h.raw(), (h.nbytes() << 1) | static_cast<std::uint64_t>(f), h.owner(), [&] { return pack_device_blocks(f, h); },
+          m = dev_->derived_buffer(h.raw(), (h.nbytes() << 1) | static_cast<std::uint64_t>(f), h.owner(),
+                                   [&] { return packed ? regroup_device_blocks(f, h, g.tensor(id).shape) : pack_device_blocks(f, h); },
                                    "packed weight " + g.tensor(id).name);
         } catch (Error& e) {
           throw e.with_tensor(g.tensor(id).name).with_file(g.source);

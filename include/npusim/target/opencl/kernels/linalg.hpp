@@ -175,19 +175,30 @@ inline void bind_gemm(Binder& b, const Gemm& g) {
 // after row (32 bytes for q8_0, 16 for q4_0: GGML's, without the scale), then every block's f16
 // scale in the same order. Packed as core/quant.hpp packs rows, so the values are the same on
 // every target.
-inline std::vector<std::byte> pack_device_blocks(quant::BlockFormat f, const Tensor& w) {
-  const std::int64_t N = w.shape().at(0), K = w.shape().at(1), nb = quant::blocks_per_row(K);
-  const std::size_t rb = quant::row_bytes(f, K), bb = quant::block_bytes(f), cb = bb - 2;
-  std::vector<std::byte> rows(rb * static_cast<std::size_t>(N));
-  quant::pack_matrix(f, w, rows.data(), quant::threaded_rows);
+inline std::vector<std::byte> regroup_device_blocks(quant::BlockFormat f, const std::byte* rows, std::int64_t N, std::int64_t K) {
+  const std::int64_t nb = quant::blocks_per_row(K);
+  const std::size_t bb = quant::block_bytes(f), cb = bb - 2;
   std::vector<std::byte> out(static_cast<std::size_t>(N * nb) * bb);
   std::byte* scales = out.data() + static_cast<std::size_t>(N * nb) * cb;
   for (std::int64_t i = 0; i < N * nb; ++i) {
-    const std::byte* blk = rows.data() + static_cast<std::size_t>(i) * bb;
+    const std::byte* blk = rows + static_cast<std::size_t>(i) * bb;
     std::memcpy(out.data() + static_cast<std::size_t>(i) * cb, blk + 2, cb);
     std::memcpy(scales + static_cast<std::size_t>(i) * 2, blk, 2);
   }
   return out;
+}
+inline std::vector<std::byte> pack_device_blocks(quant::BlockFormat f, const Tensor& w) {
+  const std::int64_t N = w.shape().at(0), K = w.shape().at(1);
+  std::vector<std::byte> rows(quant::row_bytes(f, K) * static_cast<std::size_t>(N));
+  quant::pack_matrix(f, w, rows.data(), quant::threaded_rows);
+  return regroup_device_blocks(f, rows.data(), N, K);
+}
+// The same layout from rows packed already (u8 [N, row_bytes(K)], a .npubin's), for W [N, K].
+inline std::vector<std::byte> regroup_device_blocks(quant::BlockFormat f, const Tensor& rows, const Shape& w) {
+  if (w.size() != 2 || rows.dtype() != DType::u8 || rows.shape() != Shape{w[0], static_cast<std::int64_t>(quant::row_bytes(f, w[1]))})
+    throw Error(ErrorCode::shape, "packed weight does not hold its tensor's rows of blocks",
+                {.expected = std::string(quant::to_string(f)) + " rows of " + to_string(w), .found = std::string(dtype_name(rows.dtype())) + " " + to_string(rows.shape())});
+  return regroup_device_blocks(f, static_cast<const std::byte*>(rows.raw()), w[0], w[1]);
 }
 
 // A product whose weights are packed blocks. Up to 4 rows (decode): gemv_q, 4 rows of W (or 2 of

@@ -47,6 +47,12 @@ NPUSIM_FUNC void Interpreter::bind_weights(const std::unordered_map<ir::TensorId
   weights_.clear();
   for (const auto& [id, t] : weights) {
     const ir::TensorInfo& info = g_.tensor(id);
+    // A weight bound as rows of blocks (u8, a q8_0/q4_0 linear's; weights::BoundWeights) stays
+    // as it is: the linear kernel reads the blocks.
+    if (t.dtype() == DType::u8 && is_floating(info.dtype) && info.shape.size() == 2 && t.shape().size() == 2 && t.shape()[0] == info.shape[0]) {
+      weights_[id] = t;
+      continue;
+    }
     if (t.shape() != info.shape)
       throw Error(ErrorCode::shape, "bound weight has the wrong shape", {.file = g_.source, .tensor = info.name,
                   .expected = to_string(info.shape), .found = to_string(t.shape())});

@@ -21,7 +21,10 @@ template <>
 struct kernel<ops::Linear, ReferenceTarget> {
   static constexpr bool provided = true;
   static void run(const ops::Linear::Attrs& a, ref::Args& args) {
-    multiply(args, a.weight_format.empty() ? args.x(1) : quantized_values(*quant::parse_block_format(a.weight_format), args.x(1)));
+    if (a.weight_format.empty()) return multiply(args, args.x(1));
+    const quant::BlockFormat f = *quant::parse_block_format(a.weight_format);
+    const Tensor& w = args.x(1);
+    multiply(args, w.dtype() == DType::u8 ? packed_values(f, w, args.x(0).shape().back()) : quantized_values(f, w));
   }
   // Per node (make_node_fn): a quantized weight's values are computed once and kept for as long
   // as the same weight comes (a bound weight: every call). The cache holds the source tensor, so
@@ -37,9 +40,25 @@ struct kernel<ops::Linear, ReferenceTarget> {
     return [f, cache](ref::Args& args) {
       const Tensor& w = args.x(1);
       if (!cache->filled || cache->src.raw() != w.raw() || cache->src.shape() != w.shape() || cache->src.dtype() != w.dtype())
-        cache->values = quantized_values(f, w), cache->src = w, cache->filled = true;
+        cache->values = w.dtype() == DType::u8 ? packed_values(f, w, args.x(0).shape().back()) : quantized_values(f, w), cache->src = w,
+        cache->filled = true;
       multiply(args, cache->values);
     };
+  }
+  // The values of a weight bound already packed (u8 rows of blocks, from a .npubin).
+  static Tensor packed_values(quant::BlockFormat f, const Tensor& rows, std::int64_t k) {
+    const std::int64_t n = rows.shape().at(0);
+    if (rows.shape() != Shape{n, static_cast<std::int64_t>(quant::row_bytes(f, k))})
+      throw Error(ErrorCode::shape, "packed linear weight does not hold rows of blocks of the input's width",
+                  {.expected = std::string(quant::to_string(f)) + " rows of K = " + std::to_string(k), .found = "u8 " + to_string(rows.shape())});
+    Tensor r = Tensor::empty(DType::f32, {n, k});
+    const auto* src = static_cast<const std::byte*>(rows.raw());
+    quant::threaded_rows(n, [&](std::int64_t lo, std::int64_t hi) {
+      for (std::int64_t i = lo; i < hi; ++i)
+        quant::dequantize_row(f, src + static_cast<std::size_t>(i) * static_cast<std::size_t>(rows.shape()[1]),
+                              std::span<float>(r.data<float>() + i * k, static_cast<std::size_t>(k)));
+    });
+    return r;
   }
   // y = x w^T (+ bias), in f32.
   static void multiply(ref::Args& args, const Tensor& w) {

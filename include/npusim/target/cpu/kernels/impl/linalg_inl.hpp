@@ -24,10 +24,17 @@ inline Fn gemm_fn(Ctx& c, PackedB w, ir::TensorId x, ir::TensorId y, std::int64_
   return [=] { gemm(a, M, *packed, cv, ep, lay, pool->get()); };
 }
 
-// W [N, K] (any float storage) as rows of blocks, the rows quantized in parallel.
+// W [N, K] (any float storage) as rows of blocks, the rows quantized in parallel; a weight bound
+// packed already (u8 rows from a .npubin, weights::BoundWeights) is copied as it is.
 inline std::shared_ptr<AlignedBuf> pack_blocks(Ctx& c, const Tensor& wt, ir::TensorId w, quant::BlockFormat f) {
-  const std::int64_t N = wt.shape()[0], K = wt.shape()[1];
+  const std::int64_t N = c.shape(w).at(0), K = c.shape(w).at(1);
   auto blocks = c.own(AlignedBuf::make(quant::row_bytes(f, K) * static_cast<std::size_t>(N)));
+  if (wt.dtype() == DType::u8) {
+    if (wt.shape() != Shape{N, static_cast<std::int64_t>(quant::row_bytes(f, K))})
+      c.unsupported("packed weight " + c.g.tensor(w).name + " is not " + std::string(quant::to_string(f)) + " rows of " + to_string(c.shape(w)));
+    std::memcpy(blocks->p.get(), wt.raw(), wt.nbytes());
+    return blocks;
+  }
   try {
     // The pool rethrows the first thread's exception here.
     quant::pack_matrix(f, wt, blocks->p.get(), [](std::int64_t n, const auto& fn) { parallel_for(n, 64, fn); });
@@ -41,17 +48,18 @@ inline std::shared_ptr<AlignedBuf> pack_blocks(Ctx& c, const Tensor& wt, ir::Ten
 // The q8_0/q4_0 linear (bind_linear's weight_format).
 inline Fn bind_linear_blocks(Ctx& c, quant::BlockFormat f, const Tensor& wt, ir::TensorId w, ir::TensorId x, std::shared_ptr<std::vector<float>> b, ir::TensorId y,
                              bool relu) {
-  const std::int64_t N = wt.shape()[0], K = wt.shape()[1], M = c.numel(x) / K;
+  const std::int64_t N = c.shape(w).at(0), K = c.shape(w).at(1), M = c.numel(x) / K;
   auto blocks = pack_blocks(c, wt, w, f);
   if (M > 4) {
     // Prefill: the blocks' values in W's storage type, multiplied by the GEMM.
-    Tensor deq = Tensor::empty(wt.dtype(), wt.shape());
-    const std::size_t rb = quant::row_bytes(f, K), es = dtype_size(wt.dtype());
+    const DType st = c.storage(w);
+    Tensor deq = Tensor::empty(st, c.shape(w));
+    const std::size_t rb = quant::row_bytes(f, K), es = dtype_size(st);
     parallel_for(N, 64, [&](std::int64_t lo, std::int64_t hi) {
       std::vector<float> row(static_cast<std::size_t>(K));
       for (std::int64_t n = lo; n < hi; ++n) {
         quant::dequantize_row(f, blocks->p.get() + static_cast<std::size_t>(n) * rb, row);
-        store_row(wt.dtype(), row.data(), static_cast<std::byte*>(deq.raw()) + static_cast<std::size_t>(n * K) * es, K);
+        store_row(st, row.data(), static_cast<std::byte*>(deq.raw()) + static_cast<std::size_t>(n * K) * es, K);
       }
     });
     return gemm_fn(c, pack_b(deq.raw(), deq.dtype(), K, N, true), x, y, M, std::move(b), relu);
@@ -90,12 +98,13 @@ inline Fn bind_linear_blocks(Ctx& c, quant::BlockFormat f, const Tensor& wt, ir:
 NPUSIM_FUNC Fn bind_linear(Ctx& c, ir::TensorId x, ir::TensorId w, std::optional<ir::TensorId> bias, ir::TensorId y, bool relu,
                            std::string_view weight_format) {
   const Tensor& wt = require_weight(c, w, "linear weight");
-  const std::int64_t N = wt.shape()[0], K = wt.shape()[1], M = c.numel(x) / K;
+  const std::int64_t N = c.shape(w).at(0), K = c.shape(w).at(1), M = c.numel(x) / K;
   if (!weight_format.empty()) {
     const auto f = quant::parse_block_format(weight_format);
     if (!f) c.unsupported("no linear kernel for " + std::string(weight_format) + " weights");
     return detail::bind_linear_blocks(c, *f, wt, w, x, bias ? f32_copy(c, *bias) : nullptr, y, relu);
   }
+  if (wt.dtype() == DType::u8) c.unsupported("linear weight " + c.g.tensor(w).name + " is bound packed, but the linear has no weight_format");
   return detail::gemm_fn(c, pack_b(wt.raw(), wt.dtype(), K, N, true), x, y, M, bias ? f32_copy(c, *bias) : nullptr, relu);
 }
 
