@@ -10,6 +10,7 @@
 #include <cmath>
 #include <random>
 
+#include "../common/opencl_buffers.hpp"
 #include "../common/test_util.hpp"
 #include "npusim/target/opencl/kernels/linalg.hpp"
 #include "npusim/target/opencl/mma.hpp"
@@ -19,41 +20,7 @@ using namespace npusim;
 
 namespace {
 
-struct Buffers {
-  std::shared_ptr<ocl::Device> dev = ocl::open_device();
-  ir::Graph g;
-  plan::BufferPlan plan;
-  std::vector<ocl::Launch> launches;
-  std::vector<ocl::Mem> keep;
-  std::vector<ocl::IndexCheck> checks;
-  ocl::Mem dummy = dev->alloc(64, "test"), errors = dev->alloc(16, "test");
-  ocl::Binder b{*dev, g, plan, [](ir::TensorId) { return ocl::TensorRef{}; }, dummy.get(), launches, keep, checks, errors.get()};
-
-  // Values stored as `dt` (the host copy keeps what the device sees, as floats); `pad` elements of
-  // NaN before the data make the device offset unaligned when odd.
-  ocl::TensorRef upload(const std::vector<float>& v, DType dt, std::size_t pad = 0) {
-    const std::size_t esz = dtype_size(dt);
-    std::vector<float> all(pad, std::nanf(""));
-    all.insert(all.end(), v.begin(), v.end());
-    std::vector<std::byte> bytes(all.size() * esz);
-    convert_elements(DType::f32, all.data(), dt, bytes.data(), static_cast<std::int64_t>(all.size()));
-    keep.push_back(dev->alloc(bytes.size(), "test"));
-    dev->write(keep.back().get(), 0, bytes.size(), bytes.data(), true);
-    return {keep.back().get(), static_cast<cl_ulong>(pad * esz), dt};
-  }
-  std::vector<float> download(const ocl::TensorRef& r, std::size_t n) {
-    std::vector<std::byte> bytes(n * dtype_size(r.dtype));
-    ocl::check(clEnqueueReadBuffer(dev->queue(), r.mem, CL_TRUE, r.off, bytes.size(), bytes.data(), 0, nullptr, nullptr), "read");
-    std::vector<float> v(n);
-    convert_elements(r.dtype, bytes.data(), DType::f32, v.data(), static_cast<std::int64_t>(n));
-    return v;
-  }
-  void run() {
-    for (const auto& l : launches)
-      ocl::check(clEnqueueNDRangeKernel(dev->queue(), l.kernel.get(), l.dims, nullptr, l.global.data(), l.local.data(), 0, nullptr, nullptr), l.name);
-    ocl::check(clFinish(dev->queue()), "finish");
-  }
-};
+using Buffers = test::OpenCLBuffers;
 
 // Values exactly representable in dt (bf16-exact values are f16-exact in [-1, 1) too).
 std::vector<float> values(std::size_t n, unsigned seed) { return test::bf16_exact(n, seed); }

@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "../common/compile_util.hpp"
+#include "../common/opencl_buffers.hpp"
 #include "../common/test_util.hpp"
 #include "npusim/core/quant_matrix.hpp"
 #include "npusim/harness/compare.hpp"
@@ -18,39 +19,7 @@ using quant::BlockFormat;
 
 namespace {
 
-struct Buffers {
-  std::shared_ptr<ocl::Device> dev = ocl::open_device();
-  ir::Graph g;
-  plan::BufferPlan plan;
-  std::vector<ocl::Launch> launches;
-  std::vector<ocl::Mem> keep;
-  std::vector<ocl::IndexCheck> checks;
-  ocl::Mem dummy = dev->alloc(64, "test"), errors = dev->alloc(16, "test");
-  ocl::Binder b{*dev, g, plan, [](ir::TensorId) { return ocl::TensorRef{}; }, dummy.get(), launches, keep, checks, errors.get()};
-
-  ocl::TensorRef bytes(const std::vector<std::byte>& v, DType dt) {
-    keep.push_back(dev->alloc(v.size(), "test"));
-    dev->write(keep.back().get(), 0, v.size(), v.data(), true);
-    return {keep.back().get(), 0, dt};
-  }
-  ocl::TensorRef upload(const std::vector<float>& v, DType dt) {
-    std::vector<std::byte> b(v.size() * dtype_size(dt));
-    convert_elements(DType::f32, v.data(), dt, b.data(), static_cast<std::int64_t>(v.size()));
-    return bytes(b, dt);
-  }
-  std::vector<float> download(const ocl::TensorRef& r, std::size_t n) {
-    std::vector<std::byte> bytes(n * dtype_size(r.dtype));
-    ocl::check(clEnqueueReadBuffer(dev->queue(), r.mem, CL_TRUE, r.off, bytes.size(), bytes.data(), 0, nullptr, nullptr), "read");
-    std::vector<float> v(n);
-    convert_elements(r.dtype, bytes.data(), DType::f32, v.data(), static_cast<std::int64_t>(n));
-    return v;
-  }
-  void run() {
-    for (const auto& l : launches)
-      ocl::check(clEnqueueNDRangeKernel(dev->queue(), l.kernel.get(), l.dims, nullptr, l.global.data(), l.local.data(), 0, nullptr, nullptr), l.name);
-    ocl::check(clFinish(dev->queue()), "finish");
-  }
-};
+using Buffers = test::OpenCLBuffers;
 
 // A weight [n, k] of bf16-exact values, packed for the device, and the values it stands for.
 struct Weight {
@@ -113,7 +82,7 @@ TEST(OpenCLGemvQ, PlainProductWithEpilogueMatchesTheDequantizedWeights) {
         g.a = t.upload(x, DType::bf16), g.b = w.dev, g.c = t.upload(std::vector<float>(static_cast<std::size_t>(M * N), std::nanf("")), DType::f32);
         g.M = M, g.N = N, g.K = K, g.sam = K, g.sak = 1, g.sbk = 1, g.sbn = K, g.scm = N, g.scn = 1;
         g.bias = t.upload(bias, DType::f32), g.residual = t.upload(res, DType::f32), g.relu = true;
-        g.wq = f == BlockFormat::q8_0 ? 1 : 2, g.wdt = DType::bf16;
+        g.wq = f, g.wdt = DType::bf16;
         ocl::bind_gemm(t.b, g);
         t.run();
         std::vector<double> want = product(x, w.values, M, N, K);
@@ -147,7 +116,7 @@ TEST(OpenCLGemvQ, SegmentsAndGateMatchTheDequantizedWeights) {
       g.a = t.upload(x, DType::f32), g.b = ws[0].dev, g.c = cs[0];
       g.M = M, g.N = Ns[0], g.K = K, g.sam = K, g.sak = 1, g.sbk = 1, g.sbn = K, g.scm = Ns[0], g.scn = 1;
       g.more = {{ws[1].dev, std::nullopt, cs[1], Ns[1]}, {ws[2].dev, std::nullopt, cs[2], Ns[2]}};
-      g.wq = f == BlockFormat::q8_0 ? 1 : 2;
+      g.wq = f;
       ocl::bind_gemm(t.b, g);
       t.run();
       for (int s = 0; s < 3; ++s) EXPECT_LE(rel_l2(t.download(cs[static_cast<std::size_t>(s)], static_cast<std::size_t>(M * Ns[s])), product(x, ws[static_cast<std::size_t>(s)].values, M, Ns[s], K)), 1e-5) << "segment " << s;
@@ -160,7 +129,7 @@ TEST(OpenCLGemvQ, SegmentsAndGateMatchTheDequantizedWeights) {
       ocl::Gemm g;
       g.a = t.upload(x, DType::f32), g.b = wg.dev, g.up = wu.dev, g.c = t.upload(std::vector<float>(static_cast<std::size_t>(M * N), std::nanf("")), DType::f32);
       g.M = M, g.N = N, g.K = K, g.sam = K, g.sak = 1, g.sbk = 1, g.sbn = K, g.scm = N, g.scn = 1;
-      g.wq = f == BlockFormat::q8_0 ? 1 : 2;
+      g.wq = f;
       ocl::bind_gemm(t.b, g);
       t.run();
       const std::vector<double> gate = product(x, wg.values, M, N, K), up = product(x, wu.values, M, N, K);

@@ -44,6 +44,19 @@ inline void threaded_rows(std::int64_t n, const std::function<void(std::int64_t,
   if (err) std::rethrow_exception(err);
 }
 
+// The stored shape of a [N, K] weight packed in f: u8 [N, row_bytes(f, K)].
+inline Shape packed_shape(BlockFormat f, const Shape& w) { return {w.at(0), static_cast<std::int64_t>(row_bytes(f, w.at(1)))}; }
+
+// A bound weight that is rows of blocks (weights::BoundWeights) rather than values: u8 where its
+// IR dtype is a float.
+inline bool is_packed(const Tensor& bound, DType ir_dtype) { return bound.dtype() == DType::u8 && is_floating(ir_dtype); }
+
+// Does `rows` hold the rows of blocks of a [N, K] weight `w` in f? (What a target checks of a
+// weight bound packed, quant::is_packed, against its node's weight_format.)
+inline bool holds_rows(BlockFormat f, const Tensor& rows, const Shape& w) {
+  return w.size() == 2 && rows.dtype() == DType::u8 && rows.shape() == packed_shape(f, w);
+}
+
 // Packs the rank-2 float tensor w into w.shape()[0] * row_bytes(f, K) bytes at out. A value that
 // cannot be packed (not finite, a scale beyond f16) is an error naming its row and index.
 inline void pack_matrix(BlockFormat f, const Tensor& w, std::byte* out, const ForRows& for_rows = serial_rows) {

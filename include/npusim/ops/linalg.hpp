@@ -1,6 +1,11 @@
 // Matrix products: linear (x @ W^T + b), matmul (NumPy broadcasting rules), bmm, mm, addmm.
 #pragma once
 
+#include <algorithm>
+#include <optional>
+
+#include "npusim/core/quant.hpp"
+#include "npusim/ir/graph.hpp"
 #include "npusim/ops/op_base.hpp"
 
 namespace npusim::inline NPUSIM_ABI::ops {
@@ -36,6 +41,14 @@ struct Linear {
     return {{o, promote_types(in[0], in[1])}};
   }
 };
+
+// The block format node n reads its weight (input 1) in: a linear's weight_format; nullopt for a
+// float weight and for every other op.
+inline std::optional<quant::BlockFormat> weight_block_format(const ir::Node& n) {
+  if (n.inputs.size() < 2 || std::find(Linear::aten.begin(), Linear::aten.end(), n.op_type) == Linear::aten.end()) return std::nullopt;
+  const ir::AttrValue* f = n.attrs.find("weight_format");
+  return f && f->is_string() ? quant::parse_block_format(f->as_string()) : std::nullopt;
+}
 
 // matmul shape rules (torch.matmul): 1-D operands get a dim prepended/appended and removed after;
 // batch dims broadcast.

@@ -92,8 +92,8 @@ struct BindOptions {
 
 struct BoundWeights {
   // By weight placeholder id. A weight the source holds packed (WeightSource::block_format) is
-  // bound as its rows of blocks, u8 [N, row_bytes(K)], as stored: only a linear of that
-  // weight_format reads it.
+  // bound as its rows of blocks, u8 [N, row_bytes(K)], as stored (quant::is_packed): only a
+  // linear of that weight_format reads it.
   std::unordered_map<ir::TensorId, Tensor> tensors;
   std::vector<std::string> notes;                    // ties, casts, recomputed buffers
   std::vector<std::string> unused;                   // IR weights no node reads (not loaded)

@@ -67,7 +67,7 @@ inline WeightsPlan plan_weights(const CompiledProgram& p, const weights::WeightS
                     {.file = src.path(), .node = n.user, .tensor = read, .expected = n.block_format + " rows of " + to_string(n.shape),
                      .found = to_string(shape)});
       if (!by_read.emplace(n.key + "#" + n.block_format, plan.tensors.size()).second) continue;
-      const Shape packed{shape[0], static_cast<std::int64_t>(quant::row_bytes(*f, shape[1]))};
+      const Shape packed = quant::packed_shape(*f, shape);
       StoredTensor s{n.key, read, DType::u8, packed, align_up(at), static_cast<std::uint64_t>(packed[0]) * static_cast<std::uint64_t>(packed[1]),
                      n.block_format, n.shape, n.dtype, n.storage};
       (void)dtype;
@@ -214,10 +214,8 @@ NPUSIM_FUNC std::vector<WeightNeed> weight_needs(const CompiledProgram& p) {
       for (std::size_t i = 0; i < n.inputs.size(); ++i) {
         const auto t = static_cast<std::size_t>(n.inputs[i]);
         used[t] = true;
-        std::string f;
-        if (i == 1 && ops::find_op(n.op_type) == ops::op_index_v<ops::Linear>)
-          f = ops::read_attrs<ops::Linear::Attrs>(n.attrs, n.op_type).weight_format;
-        agree(reads_as[t], f);
+        const auto f = i == 1 ? ops::weight_block_format(n) : std::nullopt;
+        agree(reads_as[t], f ? std::string(quant::to_string(*f)) : std::string());
       }
     for (auto t : g.outputs) agree(reads_as[static_cast<std::size_t>(t)], "");
     for (ir::TensorId id : g.weights) {
@@ -438,8 +436,7 @@ NPUSIM_FUNC void NpubinWeights::parse_index(std::string_view all) {
       e.logical_dtype = r.dtype(r.field(f[5], "dtype"));
       const auto bf = quant::parse_block_format(e.format);
       if (!bf || e.format != quant::to_string(*bf)) throw fail("unknown block format of a packed weight", e.key, "q8_0 or q4_0", e.format);
-      if (e.logical_shape.size() != 2 || !is_floating(e.logical_dtype) || e.dtype != DType::u8 ||
-          e.shape != Shape{e.logical_shape[0], static_cast<std::int64_t>(quant::row_bytes(*bf, e.logical_shape[1]))})
+      if (e.logical_shape.size() != 2 || !is_floating(e.logical_dtype) || e.dtype != DType::u8 || e.shape != quant::packed_shape(*bf, e.logical_shape))
         throw fail("packed weight's rows do not hold its tensor's blocks", e.key,
                    "u8 [N, row_bytes(K)] for a float [N, K] (" + e.format + ")",
                    std::string(dtype_name(e.dtype)) + " " + to_string(e.shape) + " for " + std::string(dtype_name(e.logical_dtype)) + " " +

@@ -8,6 +8,7 @@
 #include <functional>
 #include <map>
 
+#include "npusim/core/quant.hpp"
 #include "npusim/fusion/kernel.hpp"
 #include "npusim/ops/registry.hpp"
 #include "npusim/plan/buffer_plan.hpp"
@@ -45,11 +46,11 @@ struct Ptr {
   TensorRef r;
 };
 // A linear layer's weight in q8_0/q4_0 blocks, in the device layout gemv_q.cl reads (codes, then
-// scales; ocl::pack_device_blocks): format 1 = q8_0, 2 = q4_0; dtype: the weight's storage type,
-// what its dequantized values are written as.
+// scales; ocl::pack_device_blocks); dtype: the weight's storage type, what its dequantized values
+// are written as.
 struct PackedWeight {
   TensorRef blocks;
-  int format = 0;
+  quant::BlockFormat format = quant::BlockFormat::q8_0;
   DType dtype = DType::f32;
 };
 struct Typed {

@@ -266,17 +266,10 @@ class Device {
   // storage alive, so its address cannot be reused for other values while the copy exists.
   std::shared_ptr<Mem> weight_buffer(const void* host, std::size_t bytes, std::shared_ptr<void> owner, const std::string& what) {
     std::lock_guard lock(mu_);
-    auto key = std::make_pair(host, bytes);
-    if (auto it = weights_.find(key); it != weights_.end())
-      if (auto sp = it->second.mem.lock()) return sp;
-    struct Owned {
-      Mem mem;
-      std::shared_ptr<void> host;
-    };
-    auto o = std::make_shared<Owned>(Owned{alloc(bytes, what), std::move(owner)});
-    write(o->mem.get(), 0, bytes, host, true);
-    std::shared_ptr<Mem> m(o, &o->mem);
-    weights_[key] = {m};
+    const CacheKey key{host, bytes};
+    if (auto sp = cached(weights_, key)) return sp;
+    auto m = upload(host, bytes, std::move(owner), what);
+    weights_[key] = m;
     return m;
   }
 
@@ -286,17 +279,10 @@ class Device {
   std::shared_ptr<Mem> derived_buffer(const void* host, std::uint64_t tag, std::shared_ptr<void> owner,
                                       const std::function<std::vector<std::byte>()>& make, const std::string& what) {
     std::lock_guard lock(mu_);
-    auto key = std::make_pair(host, tag);
-    if (auto it = derived_.find(key); it != derived_.end())
-      if (auto sp = it->second.lock()) return sp;
+    const CacheKey key{host, tag};
+    if (auto sp = cached(derived_, key)) return sp;
     const std::vector<std::byte> bytes = make();
-    struct Owned {
-      Mem mem;
-      std::shared_ptr<void> host;
-    };
-    auto o = std::make_shared<Owned>(Owned{alloc(bytes.size(), what), std::move(owner)});
-    write(o->mem.get(), 0, bytes.size(), bytes.data(), true);
-    std::shared_ptr<Mem> m(o, &o->mem);
+    auto m = upload(bytes.data(), bytes.size(), std::move(owner), what);
     derived_[key] = m;
     return m;
   }
@@ -376,11 +362,24 @@ class Device {
   QueueHandle queue_, pqueue_;
   std::mutex mu_;
   std::map<std::uint64_t, ProgramHandle> programs_;
-  struct WeightEntry {
-    std::weak_ptr<Mem> mem;
-  };
-  std::map<std::pair<const void*, std::size_t>, WeightEntry> weights_;
-  std::map<std::pair<const void*, std::uint64_t>, std::weak_ptr<Mem>> derived_;
+  using CacheKey = std::pair<const void*, std::uint64_t>;
+  using Cache = std::map<CacheKey, std::weak_ptr<Mem>>;
+  static std::shared_ptr<Mem> cached(const Cache& c, const CacheKey& key) {
+    auto it = c.find(key);
+    return it == c.end() ? nullptr : it->second.lock();
+  }
+  // A new device copy of n host bytes that keeps `owner` alive as long as it lives.
+  std::shared_ptr<Mem> upload(const void* src, std::size_t n, std::shared_ptr<void> owner, const std::string& what) {
+    struct Owned {
+      Mem mem;
+      std::shared_ptr<void> host;
+    };
+    auto o = std::make_shared<Owned>(Owned{alloc(n, what), std::move(owner)});
+    write(o->mem.get(), 0, n, src, true);
+    return std::shared_ptr<Mem>(o, &o->mem);
+  }
+  Cache weights_;  // by (host, bytes)
+  Cache derived_;  // by (host, tag)
   std::once_flag mma_once_;
   MmaSupport mma_;
 };

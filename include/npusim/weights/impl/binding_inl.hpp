@@ -6,7 +6,7 @@
 #include <unordered_set>
 
 #include "npusim/weights/binding.hpp"
-#include "npusim/core/quant.hpp"
+#include "npusim/core/quant_matrix.hpp"
 #include "npusim/weights/rope.hpp"
 
 namespace npusim::inline NPUSIM_ABI::weights {
@@ -196,8 +196,7 @@ NPUSIM_FUNC BoundWeights bind_weights(const ir::Graph& g, const WeightSource* sr
         } else {
           Tensor rows = src->load(it.from);
           const auto f = quant::parse_block_format(packed);
-          if (!f || w.shape.size() != 2 || rows.dtype() != DType::u8 ||
-              rows.shape() != Shape{w.shape[0], static_cast<std::int64_t>(quant::row_bytes(*f, w.shape[1]))})
+          if (!f || !quant::holds_rows(*f, rows, w.shape))
             throw Error(ErrorCode::shape, "packed weight does not hold the rows of blocks of its tensor",
                         {.file = src->path(), .node = detail::describe_users(g, it.id), .tensor = it.from,
                          .expected = packed + " rows of " + to_string(w.shape), .found = std::string(dtype_name(rows.dtype())) + " " + to_string(rows.shape())});

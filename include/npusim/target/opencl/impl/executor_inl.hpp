@@ -50,13 +50,8 @@ class Executor final : public PartitionExecutor {
     // when something else reads them too (a tied embedding).
     std::unordered_map<ir::TensorId, quant::BlockFormat> formats;
     std::unordered_set<ir::TensorId> float_readers;
-    auto quantized = [](const ir::Node& n) -> std::optional<quant::BlockFormat> {
-      if (ops::find_op(n.op_type) != ops::op_index_v<ops::Linear> || n.inputs.size() < 2) return std::nullopt;
-      const std::string f = ops::read_attrs<ops::Linear::Attrs>(n.attrs, n.op_type).weight_format;
-      return f.empty() ? std::nullopt : quant::parse_block_format(f);
-    };
     for (const ir::Node& n : g.nodes)
-      if (auto f = quantized(n)) {
+      if (auto f = ops::weight_block_format(n)) {
         auto [it, fresh] = formats.emplace(n.inputs[1], *f);
         if (!fresh && it->second != *f)
           throw Error(ErrorCode::unsupported, "OpenCL target: one weight read as two block formats",
@@ -64,27 +59,28 @@ class Executor final : public PartitionExecutor {
       }
     for (const ir::Node& n : g.nodes)
       for (std::size_t i = 0; i < n.inputs.size(); ++i)
-        if (formats.count(n.inputs[i]) && !(i == 1 && quantized(n))) float_readers.insert(n.inputs[i]);
+        if (formats.count(n.inputs[i]) && !(i == 1 && ops::weight_block_format(n))) float_readers.insert(n.inputs[i]);
     for (auto t : g.outputs) float_readers.insert(t);
     for (const auto& [id, host] : bound.tensors) {
       const DType st = plan.tensors[static_cast<std::size_t>(id)].storage;
       // A weight bound packed already (u8 rows of blocks from a .npubin) is only regrouped.
-      const bool packed = host.dtype() == DType::u8 && is_floating(g.tensor(id).dtype);
+      const bool packed = quant::is_packed(host, g.tensor(id).dtype);
       Tensor h = host.dtype() == st || packed ? host : host.to(st);
+      if (packed && (!formats.count(id) || float_readers.count(id)))
+        throw Error(ErrorCode::unsupported, "OpenCL target: a weight bound packed is read as floats",
+                    {.file = g.source, .tensor = g.tensor(id).name});
       if (auto q = formats.find(id); q != formats.end()) {
         const quant::BlockFormat f = q->second;
-        if (packed && float_readers.count(id))
-          throw Error(ErrorCode::unsupported, "OpenCL target: a weight bound packed is read as floats too",
-                      {.file = g.source, .tensor = g.tensor(id).name});
+        const Shape& shape = g.tensor(id).shape;  // Clang before 16 cannot capture a structured binding
         std::shared_ptr<Mem> m;
         try {
           m = dev_->derived_buffer(h.raw(), (h.nbytes() << 1) | static_cast<std::uint64_t>(f), h.owner(),
-                                   [&] { return packed ? regroup_device_blocks(f, h, g.tensor(id).shape) : pack_device_blocks(f, h); },
+                                   [&] { return packed ? regroup_device_blocks(f, h, shape) : pack_device_blocks(f, h); },
                                    "packed weight " + g.tensor(id).name);
         } catch (Error& e) {
           throw e.with_tensor(g.tensor(id).name).with_file(g.source);
         }
-        packed_[id] = PackedWeight{{m->get(), 0, DType::u8}, f == quant::BlockFormat::q8_0 ? 1 : 2, st};
+        packed_[id] = PackedWeight{{m->get(), 0, DType::u8}, f, st};
         weights_.push_back(std::move(m));
         if (!float_readers.count(id)) continue;
       }
@@ -101,10 +97,7 @@ class Executor final : public PartitionExecutor {
       }
     Binder b(*dev_, g, plan, [this](ir::TensorId t) { return refs_.at(static_cast<std::size_t>(t)); }, dummy_.get(), launches_, keep_, checks_,
              errors_.get());
-    b.set_packed([this](ir::TensorId t) -> const PackedWeight* {
-      auto it = packed_.find(t);
-      return it == packed_.end() ? nullptr : &it->second;
-    });
+    b.set_packed([this](ir::TensorId t) { return packed(t); });
     for (std::size_t k = 0; k < part_.kernels.size(); ++k) labels_.push_back("k" + std::to_string(k) + " " + part_.kernels[k].kind);
     for (std::size_t k = 0; k < part_.kernels.size();) {
       const Kernel& kr = part_.kernels[k];
@@ -332,7 +325,7 @@ class Executor final : public PartitionExecutor {
       const ir::TensorId y2 = lin2.outputs[0], y = ks[k + 2].outputs.at(0);
       if (lin2.inputs.size() == 2 && lin2.inputs[0] == x && ks[k + 2].inputs.size() == 2 && ks[k + 2].inputs[0] == y1 && ks[k + 2].inputs[1] == y2 &&
           only_readers(y1, k + 2, k + 2) && only_readers(y2, k + 2, k + 2) && g.tensor(lin2.inputs[1]).shape == g.tensor(lin.inputs[1]).shape &&
-          b.storage(lin2.inputs[1]) == b.storage(lin.inputs[1]) && packed_format(lin2.inputs[1]) == packed_format(lin.inputs[1]) && disjoint(y, x)) {
+          b.storage(lin2.inputs[1]) == b.storage(lin.inputs[1]) && same_packing(lin2.inputs[1], lin.inputs[1]) && disjoint(y, x)) {
         Gemm gm = linear_gemm(b, x, lin.inputs[1], std::nullopt, y);
         gm.up = wref(lin2.inputs[1]);
         if (gemv_fits(gm)) return Group{gm, k + 3, {y}};
@@ -343,7 +336,7 @@ class Executor final : public PartitionExecutor {
     for (std::size_t j = k + 1; j < ks.size() && group.size() < 3; ++j) {
       if (ks[j].kind == "view") continue;
       if (!single(j, "linear") || node(j).inputs[0] != x || g.tensor(node(j).inputs[1]).shape.at(1) != g.tensor(lin.inputs[1]).shape.at(1) ||
-          b.storage(node(j).inputs[1]) != b.storage(lin.inputs[1]) || packed_format(node(j).inputs[1]) != packed_format(lin.inputs[1]) ||
+          b.storage(node(j).inputs[1]) != b.storage(lin.inputs[1]) || !same_packing(node(j).inputs[1], lin.inputs[1]) ||
           b.storage(node(j).outputs[0]) != b.storage(y1) ||
           !early_write_ok(node(j).outputs[0], k))
         break;
@@ -366,14 +359,17 @@ class Executor final : public PartitionExecutor {
   }
   const ir::Node& node(std::size_t i) const { return part_.graph.nodes[static_cast<std::size_t>(part_.kernels[i].nodes[0])]; }
   TensorRef ref(ir::TensorId t) const { return refs_[static_cast<std::size_t>(t)]; }
-  // A linear's weight as its kernel reads it: the packed blocks where it has them.
-  TensorRef wref(ir::TensorId t) const {
+  // A q8_0/q4_0 linear's weight (nullptr for a float one).
+  const PackedWeight* packed(ir::TensorId t) const {
     auto it = packed_.find(t);
-    return it == packed_.end() ? ref(t) : it->second.blocks;
+    return it == packed_.end() ? nullptr : &it->second;
   }
-  int packed_format(ir::TensorId t) const {
-    auto it = packed_.find(t);
-    return it == packed_.end() ? 0 : it->second.format;
+  // A linear's weight as its kernel reads it: the packed blocks where it has them.
+  TensorRef wref(ir::TensorId t) const { return packed(t) ? packed(t)->blocks : ref(t); }
+  // Can two linears' weights share a launch: both float, or both packed in one format?
+  bool same_packing(ir::TensorId a, ir::TensorId b) const {
+    const PackedWeight *pa = packed(a), *pb = packed(b);
+    return pa && pb ? pa->format == pb->format : !pa && !pb;
   }
   // Is t a graph output, or read by a kernel outside [lo, hi]?
   bool only_readers(ir::TensorId t, std::size_t lo, std::size_t hi) const {

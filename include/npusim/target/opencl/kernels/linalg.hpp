@@ -41,9 +41,9 @@ struct Gemm {
   std::optional<Norm> norm;
   int bias_mode = 1;  // per n
   bool relu = false;
-  // b, up and more[].w are packed blocks (PackedWeight, gemv_q.cl): 1 q8_0, 2 q4_0; wdt is the
+  // b, up and more[].w are packed blocks in this format (PackedWeight, gemv_q.cl); wdt is the
   // weights' storage type (what their values are dequantized to).
-  int wq = 0;
+  std::optional<quant::BlockFormat> wq;
   DType wdt = DType::f32;
 };
 
@@ -134,34 +134,49 @@ inline void launch_tiled(Binder& b, const Gemm& g, const std::string& type_opts,
                desc, static_cast<cl_int>(conv));
 }
 
+// A GEMV's output segments (g and g.more: the q/k/v projections of one x), padded to the three
+// that gemv (gemm.cl) and gemv_q (gemv_q.cl) take, with each segment's end row.
+struct GemvSegments {
+  std::vector<Gemm::Segment> seg;
+  std::array<std::int64_t, 3> end{};
+};
+inline GemvSegments gemv_segments(Binder& b, const Gemm& g) {
+  GemvSegments s{{{g.b, g.bias, g.c, g.N}}};
+  s.seg.insert(s.seg.end(), g.more.begin(), g.more.end());
+  if (s.seg.size() > 3 || (s.seg.size() > 1 && (g.residual || g.up))) b.unsupported("GEMV segments with a residual or gate (npusim bug)");
+  for (std::size_t i = 0, at = 0; i < 3; ++i) s.end[i] = static_cast<std::int64_t>(at += static_cast<std::size_t>(i < s.seg.size() ? s.seg[i].N : 0));
+  while (s.seg.size() < 3) s.seg.push_back({b.none().r, std::nullopt, b.none().r, 0});
+  return s;
+}
+// Launches a GEMV kernel over `groups` work-groups of 128: the arguments both kernels start with
+// (x, the segments, the residual, ReLU, K, vec, the gate's up-projection), then `more`.
+template <class... More>
+void launch_gemv(Binder& b, cl_program p, const char* fn, std::size_t groups, const Gemm& g, const GemvSegments& s, bool vec, More&&... more) {
+  auto bias = [&](const Gemm::Segment& sg) { return sg.bias ? Typed{*sg.bias} : b.none(); };
+  const auto& sg = s.seg;
+  b.launch(p, fn, {groups * 128, 1, 1}, {128, 1, 1}, 1, Ptr{g.a}, static_cast<cl_long>(g.sam),                                  //
+           Ptr{sg[0].w}, bias(sg[0]), static_cast<cl_int>(sg[0].bias.has_value()), Ptr{sg[0].c}, static_cast<cl_long>(s.end[0]),  //
+           Ptr{sg[1].w}, bias(sg[1]), static_cast<cl_int>(sg[1].bias.has_value()), Ptr{sg[1].c}, static_cast<cl_long>(s.end[1]),  //
+           Ptr{sg[2].w}, bias(sg[2]), static_cast<cl_int>(sg[2].bias.has_value()), Ptr{sg[2].c}, static_cast<cl_long>(s.end[2]),  //
+           g.residual ? Typed{*g.residual} : b.none(), static_cast<cl_int>(g.residual ? 1 : 0), g.relu, static_cast<cl_long>(g.K), vec,
+           g.up ? Ptr{*g.up} : Ptr{b.none().r}, g.up.has_value(), std::forward<More>(more)...);
+}
+
 inline void bind_gemm_q(Binder& b, const Gemm& g);
 
 inline void bind_gemm(Binder& b, const Gemm& g) {
   if (g.wq) return bind_gemm_q(b, g);
   const std::string opts = Binder::type_options({{"TA", g.a.dtype}, {"TB", g.b.dtype}, {"TC", g.c.dtype}});
-  const Typed res = g.residual ? Typed{*g.residual} : b.none();
   // Few rows, B read along K (a linear layer's weight): GEMV, 16-byte loads when aligned.
   if (gemv_fits(g)) {
     const std::size_t ea = dtype_size(g.a.dtype), eb = dtype_size(g.b.dtype);
     bool vec = g.K % 8 == 0 && g.sam % 8 == 0 && g.a.off % 32 == 0 && g.b.off % 32 == 0 && ea >= 2 && eb >= 2 && (!g.up || g.up->off % 32 == 0);
-    std::vector<Gemm::Segment> seg{{g.b, g.bias, g.c, g.N}};
-    seg.insert(seg.end(), g.more.begin(), g.more.end());
-    if (seg.size() > 3 || (seg.size() > 1 && (g.residual || g.up))) b.unsupported("GEMV segments with a residual or gate (npusim bug)");
-    std::int64_t total = 0;
-    for (const auto& sg : seg) vec = vec && sg.w.off % 32 == 0 && sg.w.dtype == g.b.dtype, total += sg.N;
-    std::array<std::int64_t, 3> end{};
-    for (std::size_t i = 0, at = 0; i < 3; ++i) end[i] = static_cast<std::int64_t>(at += static_cast<std::size_t>(i < seg.size() ? seg[i].N : 0));
-    while (seg.size() < 3) seg.push_back({b.none().r, std::nullopt, b.none().r, 0});
-    auto bias = [&](const Gemm::Segment& sg) { return sg.bias ? Typed{*sg.bias} : b.none(); };
-    const std::size_t groups = static_cast<std::size_t>((total + 3) / 4);
+    const GemvSegments s = gemv_segments(b, g);
+    for (const auto& sg : s.seg)
+      if (sg.N) vec = vec && sg.w.off % 32 == 0 && sg.w.dtype == g.b.dtype;
     cl_program p = b.program("gemm", ocl::cl_source::gemm, opts + " -DGV_M=" + std::to_string(g.M));
-    b.launch(p, "gemv", {groups * 128, 1, 1}, {128, 1, 1}, 1, Ptr{g.a}, static_cast<cl_long>(g.sam),                                   //
-             Ptr{seg[0].w}, bias(seg[0]), static_cast<cl_int>(seg[0].bias.has_value()), Ptr{seg[0].c}, static_cast<cl_long>(end[0]),  //
-             Ptr{seg[1].w}, bias(seg[1]), static_cast<cl_int>(seg[1].bias.has_value()), Ptr{seg[1].c}, static_cast<cl_long>(end[1]),  //
-             Ptr{seg[2].w}, bias(seg[2]), static_cast<cl_int>(seg[2].bias.has_value()), Ptr{seg[2].c}, static_cast<cl_long>(end[2]),  //
-             res, static_cast<cl_int>(g.residual ? 1 : 0), g.relu, static_cast<cl_long>(g.K), vec, g.up ? Ptr{*g.up} : Ptr{b.none().r},
-             g.up.has_value(), g.norm ? Typed{g.norm->w} : b.none(), g.norm.has_value(), static_cast<cl_float>(g.norm ? g.norm->eps : 0.0f),
-             dt_code(g.norm ? g.norm->mid : DType::f32));
+    launch_gemv(b, p, "gemv", static_cast<std::size_t>((s.end[2] + 3) / 4), g, s, vec, g.norm ? Typed{g.norm->w} : b.none(), g.norm.has_value(),
+                static_cast<cl_float>(g.norm ? g.norm->eps : 0.0f), dt_code(g.norm ? g.norm->mid : DType::f32));
     return;
   }
   if (g.up || g.norm || !g.more.empty()) b.unsupported("a gated, normalised or segmented matrix product outside GEMV (npusim bug)");
@@ -207,32 +222,20 @@ inline std::vector<std::byte> regroup_device_blocks(quant::BlockFormat f, const 
 // (tensor cores where the device has them). The RMSNorm fusion stays with the float GEMV.
 inline void bind_gemm_q(Binder& b, const Gemm& g) {
   if (g.norm) b.unsupported("a normalised GEMV over packed weights (npusim bug: the rmsnorm is not merged into it)");
-  std::vector<Gemm::Segment> seg{{g.b, g.bias, g.c, g.N}};
-  seg.insert(seg.end(), g.more.begin(), g.more.end());
-  if (seg.size() > 3 || (seg.size() > 1 && (g.residual || g.up))) b.unsupported("GEMV segments with a residual or gate (npusim bug)");
+  const std::string fmt = std::string(" -DGQ_FMT=") + (*g.wq == quant::BlockFormat::q8_0 ? "1" : "2");
   if (gemv_fits(g)) {
-    std::array<std::int64_t, 3> end{};
-    for (std::size_t i = 0, at = 0; i < 3; ++i) end[i] = static_cast<std::int64_t>(at += static_cast<std::size_t>(i < seg.size() ? seg[i].N : 0));
-    while (seg.size() < 3) seg.push_back({b.none().r, std::nullopt, b.none().r, 0});
-    auto bias = [&](const Gemm::Segment& sg) { return sg.bias ? Typed{*sg.bias} : b.none(); };
+    const GemvSegments s = gemv_segments(b, g);
     constexpr std::int64_t streams = 4;
     const std::int64_t rows_per_group = g.up ? streams / 2 : streams;
-    const std::size_t groups = static_cast<std::size_t>((end[2] + rows_per_group - 1) / rows_per_group);
     const bool vec = g.a.off % 16 == 0 && g.sam % 8 == 0;  // x's 8- and 4-value loads aligned
-    const std::string opts = Binder::type_options({{"TA", g.a.dtype}, {"TC", g.c.dtype}}) + " -DGQ_FMT=" + std::to_string(g.wq) +
-                             " -DGV_M=" + std::to_string(g.M) + " -DGQ_S=" + std::to_string(streams);
-    cl_program p = b.program("gemv_q", ocl::cl_source::gemv_q, opts);
-    const Typed res = g.residual ? Typed{*g.residual} : b.none();
-    b.launch(p, "gemv_q", {groups * 128, 1, 1}, {128, 1, 1}, 1, Ptr{g.a}, static_cast<cl_long>(g.sam),                                     //
-             Ptr{seg[0].w}, bias(seg[0]), static_cast<cl_int>(seg[0].bias.has_value()), Ptr{seg[0].c}, static_cast<cl_long>(end[0]),  //
-             Ptr{seg[1].w}, bias(seg[1]), static_cast<cl_int>(seg[1].bias.has_value()), Ptr{seg[1].c}, static_cast<cl_long>(end[1]),  //
-             Ptr{seg[2].w}, bias(seg[2]), static_cast<cl_int>(seg[2].bias.has_value()), Ptr{seg[2].c}, static_cast<cl_long>(end[2]),  //
-             res, static_cast<cl_int>(g.residual ? 1 : 0), g.relu, static_cast<cl_long>(g.K), vec, g.up ? Ptr{*g.up} : Ptr{b.none().r},
-             g.up.has_value());
+    const std::string opts = Binder::type_options({{"TA", g.a.dtype}, {"TC", g.c.dtype}}) + fmt + " -DGV_M=" + std::to_string(g.M) +
+                             " -DGQ_S=" + std::to_string(streams);
+    launch_gemv(b, b.program("gemv_q", ocl::cl_source::gemv_q, opts), "gemv_q", static_cast<std::size_t>((s.end[2] + rows_per_group - 1) / rows_per_group),
+                g, s, vec);
     return;
   }
   // Each weight's values, then the float kernels.
-  const std::string opts = Binder::type_options({{"TC", g.wdt}}) + " -DGQ_FMT=" + std::to_string(g.wq);
+  const std::string opts = Binder::type_options({{"TC", g.wdt}}) + fmt;
   cl_program p = b.program("gemv_q", ocl::cl_source::gemv_q, opts);
   int slot = 0;
   auto values = [&](TensorRef blocks, std::int64_t n) {
@@ -242,7 +245,7 @@ inline void bind_gemm_q(Binder& b, const Gemm& g) {
     return out;
   };
   Gemm f = g;
-  f.wq = 0;
+  f.wq.reset();
   f.b = values(g.b, g.N);
   if (g.up) f.up = values(*g.up, g.N);
   for (auto& sg : f.more) sg.w = values(sg.w, sg.N);

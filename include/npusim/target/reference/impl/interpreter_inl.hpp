@@ -2,6 +2,7 @@
 #pragma once
 
 #include "npusim/config.hpp"
+#include "npusim/core/quant_matrix.hpp"
 #include "npusim/target/reference/kernels/common.hpp"
 #include "npusim/target/reference/interpreter.hpp"
 
@@ -49,7 +50,7 @@ NPUSIM_FUNC void Interpreter::bind_weights(const std::unordered_map<ir::TensorId
     const ir::TensorInfo& info = g_.tensor(id);
     // A weight bound as rows of blocks (u8, a q8_0/q4_0 linear's; weights::BoundWeights) stays
     // as it is: the linear kernel reads the blocks.
-    if (t.dtype() == DType::u8 && is_floating(info.dtype) && info.shape.size() == 2 && t.shape().size() == 2 && t.shape()[0] == info.shape[0]) {
+    if (quant::is_packed(t, info.dtype)) {
       weights_[id] = t;
       continue;
     }

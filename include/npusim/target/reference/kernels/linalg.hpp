@@ -48,7 +48,7 @@ struct kernel<ops::Linear, ReferenceTarget> {
   // The values of a weight bound already packed (u8 rows of blocks, from a .npubin).
   static Tensor packed_values(quant::BlockFormat f, const Tensor& rows, std::int64_t k) {
     const std::int64_t n = rows.shape().at(0);
-    if (rows.shape() != Shape{n, static_cast<std::int64_t>(quant::row_bytes(f, k))})
+    if (!quant::holds_rows(f, rows, {n, k}))
       throw Error(ErrorCode::shape, "packed linear weight does not hold rows of blocks of the input's width",
                   {.expected = std::string(quant::to_string(f)) + " rows of K = " + std::to_string(k), .found = "u8 " + to_string(rows.shape())});
     Tensor r = Tensor::empty(DType::f32, {n, k});

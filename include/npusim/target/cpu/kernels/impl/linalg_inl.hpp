@@ -25,16 +25,14 @@ inline Fn gemm_fn(Ctx& c, PackedB w, ir::TensorId x, ir::TensorId y, std::int64_
 }
 
 // W [N, K] (any float storage) as rows of blocks, the rows quantized in parallel; a weight bound
-// packed already (u8 rows from a .npubin, weights::BoundWeights) is copied as it is.
-inline std::shared_ptr<AlignedBuf> pack_blocks(Ctx& c, const Tensor& wt, ir::TensorId w, quant::BlockFormat f) {
-  const std::int64_t N = c.shape(w).at(0), K = c.shape(w).at(1);
-  auto blocks = c.own(AlignedBuf::make(quant::row_bytes(f, K) * static_cast<std::size_t>(N)));
-  if (wt.dtype() == DType::u8) {
-    if (wt.shape() != Shape{N, static_cast<std::int64_t>(quant::row_bytes(f, K))})
+// packed already (u8 rows from a .npubin, quant::is_packed) is used where it lies.
+inline std::shared_ptr<const std::byte> pack_blocks(Ctx& c, const Tensor& wt, ir::TensorId w, quant::BlockFormat f) {
+  if (quant::is_packed(wt, c.g.tensor(w).dtype)) {
+    if (!quant::holds_rows(f, wt, c.shape(w)))
       c.unsupported("packed weight " + c.g.tensor(w).name + " is not " + std::string(quant::to_string(f)) + " rows of " + to_string(c.shape(w)));
-    std::memcpy(blocks->p.get(), wt.raw(), wt.nbytes());
-    return blocks;
+    return {wt.owner(), static_cast<const std::byte*>(wt.raw())};
   }
+  auto blocks = c.own(AlignedBuf::make(quant::row_bytes(f, c.shape(w).at(1)) * static_cast<std::size_t>(c.shape(w).at(0))));
   try {
     // The pool rethrows the first thread's exception here.
     quant::pack_matrix(f, wt, blocks->p.get(), [](std::int64_t n, const auto& fn) { parallel_for(n, 64, fn); });
@@ -42,7 +40,7 @@ inline std::shared_ptr<AlignedBuf> pack_blocks(Ctx& c, const Tensor& wt, ir::Ten
     e.with_node(c.node().name).with_tensor(c.g.tensor(w).name);
     throw;
   }
-  return blocks;
+  return {blocks, blocks->p.get()};
 }
 
 // The q8_0/q4_0 linear (bind_linear's weight_format).
@@ -58,7 +56,7 @@ inline Fn bind_linear_blocks(Ctx& c, quant::BlockFormat f, const Tensor& wt, ir:
     parallel_for(N, 64, [&](std::int64_t lo, std::int64_t hi) {
       std::vector<float> row(static_cast<std::size_t>(K));
       for (std::int64_t n = lo; n < hi; ++n) {
-        quant::dequantize_row(f, blocks->p.get() + static_cast<std::size_t>(n) * rb, row);
+        quant::dequantize_row(f, blocks.get() + static_cast<std::size_t>(n) * rb, row);
         store_row(st, row.data(), static_cast<std::byte*>(deq.raw()) + static_cast<std::size_t>(n * K) * es, K);
       }
     });
@@ -86,7 +84,7 @@ inline Fn bind_linear_blocks(Ctx& c, quant::BlockFormat f, const Tensor& wt, ir:
         e.with_node(node);
         throw;
       }
-      const std::byte* pw = blocks->p.get();
+      const std::byte* pw = blocks.get();
       float* yr = st->yrow.data();
       parallel_for(N, 64, [&](std::int64_t lo, std::int64_t hi) { qgemv::gemv(f, pw, st->act, lo, hi, yr); });
       write_c(yr, N, m, 1, 0, N, cv, ep);  // bias, relu, y's storage type: as the GEMM writes
@@ -104,7 +102,7 @@ NPUSIM_FUNC Fn bind_linear(Ctx& c, ir::TensorId x, ir::TensorId w, std::optional
     if (!f) c.unsupported("no linear kernel for " + std::string(weight_format) + " weights");
     return detail::bind_linear_blocks(c, *f, wt, w, x, bias ? f32_copy(c, *bias) : nullptr, y, relu);
   }
-  if (wt.dtype() == DType::u8) c.unsupported("linear weight " + c.g.tensor(w).name + " is bound packed, but the linear has no weight_format");
+  if (quant::is_packed(wt, c.g.tensor(w).dtype)) c.unsupported("linear weight " + c.g.tensor(w).name + " is bound packed, but the linear has no weight_format");
   return detail::gemm_fn(c, pack_b(wt.raw(), wt.dtype(), K, N, true), x, y, M, bias ? f32_copy(c, *bias) : nullptr, relu);
 }
 
