@@ -8,6 +8,7 @@
 #include "npusim/passes/impl/const_fold_inl.hpp"
 #include "npusim/passes/impl/dtype_policy_inl.hpp"
 #include "npusim/passes/impl/pad_channels_inl.hpp"
+#include "npusim/passes/impl/quantize_int8_inl.hpp"
 #include "npusim/passes/impl/quantize_weights_inl.hpp"
 #include "npusim/fusion/impl/pattern_inl.hpp"
 #include "npusim/fusion/impl/patterns_inl.hpp"

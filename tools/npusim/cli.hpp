@@ -64,7 +64,17 @@ struct GenerateArgs {
   std::size_t max_new_tokens = 16;
 };
 
+struct QuantizeArgs {
+  std::string model, output, weights = "auto", calib, eval, observer = "minmax", report_json;
+  double percentile = 99.99;
+  std::int64_t calib_count = 0, eval_count = 0, auto_keep = 0;
+  std::size_t layers_shown = 10;
+  std::vector<std::string> keep_float, weight_bits;
+  bool embed = false, no_report = false;
+};
+
 int cmd_run(const RunArgs& a, TargetChoice tc, ProfileArgs prof);
+int cmd_quantize(const QuantizeArgs& a, const TargetChoice& tc);
 int cmd_generate(const GenerateArgs& a, const TargetChoice& tc);
 int cmd_compile(const std::string& model, const std::string& out, const TargetChoice& tc, bool verify, bool embed, const std::string& weights,
                 NpuArgs npu_args);

@@ -145,6 +145,26 @@ int main(int argc, char** argv) {
       ->needs(c_npu_opt);
   add_target(comp, false);
 
+  cli::QuantizeArgs qa;
+  auto* quant = app.add_subcommand("quantize", "post-training int8: calibrate a float model on inputs, write the int8 .npubin, report the accuracy lost per layer");
+  quant->add_option("model", qa.model, "case directory or torch_ir JSON file (float)")->required();
+  quant->add_option("-o,--output", qa.output, "output .npubin path")->required();
+  quant->add_option("--calib", qa.calib, "calibration inputs: a folder of images, .npy or .safetensors files, or synthetic:N")->required();
+  quant->add_option("--calib-count", qa.calib_count, "use at most this many calibration inputs (default: all)")->check(CLI::Range(std::int64_t{1}, std::int64_t{1} << 40));
+  quant->add_option("--eval", qa.eval, "evaluation inputs for the report (default: the --calib folder's files after the calibration ones; synthetic:N draws other ones)");
+  quant->add_option("--eval-count", qa.eval_count, "use at most this many evaluation inputs")->check(CLI::Range(std::int64_t{1}, std::int64_t{1} << 40));
+  quant->add_option("--observer", qa.observer, "activation ranges: minmax, or percentile (outliers clipped)")->check(CLI::IsMember({"minmax", "percentile"}));
+  quant->add_option("--percentile", qa.percentile, "with --observer percentile: the percentile kept (default 99.99)")->check(finite_range(50, 100, true));
+  quant->add_option("--keep-float", qa.keep_float, "layers (node names) left in float, comma-separated")->delimiter(',');
+  quant->add_option("--auto-keep", qa.auto_keep, "leave the N layers of worst own error in float (reported again after)")->check(CLI::Range(std::int64_t{1}, std::int64_t{1} << 20));
+  quant->add_option("--weight-bits", qa.weight_bits, "LAYER=BITS: that layer's weights in fewer bits (2..8), to see what a layer costs")->delimiter(',');
+  quant->add_option("--layers", qa.layers_shown, "rows of the per-layer table to print (default 10)");
+  quant->add_option("--report-json", qa.report_json, "write the accuracy report (every layer) as JSON");
+  quant->add_option("--weights", qa.weights, "the float weights (default: those beside the IR)");
+  quant->add_flag("--embed-weights", qa.embed, "store the weights in the .npubin (the int8 ones derive from them when loaded)");
+  quant->add_flag("--no-report", qa.no_report, "calibrate and write only (no evaluation runs)");
+  add_target(quant, false);
+
   std::string i_path;
   bool i_json = false, i_buffers = false, i_no_kernels = false;
   auto* insp = app.add_subcommand("inspect", "print a .npubin program: kernels with fused members, buffers, weights, memory");
@@ -226,6 +246,7 @@ int main(int argc, char** argv) {
     if (*run) return cli::cmd_run(ra, tc, prof);
     if (*gen) return cli::cmd_generate(ga, tc);
     if (*comp) return cli::cmd_compile(c_ir, c_out, tc, c_verify, c_embed, c_weights, c_npu);
+    if (*quant) return cli::cmd_quantize(qa, tc);
     if (*insp) return cli::cmd_inspect(i_path, i_json, i_buffers, i_no_kernels, i_npu);
     if (*expl) return cli::cmd_explain(e_ir, tc, e_kernels, e_npu);
     if (*sim) return cli::cmd_simulate(sa, s_tc);

@@ -89,7 +89,8 @@ inline std::int64_t accumulator_bytes(DType) { return 4; }
 inline constexpr ops::OpClass all_op_classes[] = {ops::OpClass::elementwise, ops::OpClass::view,      ops::OpClass::movement,
                                                   ops::OpClass::reduction,   ops::OpClass::normalization, ops::OpClass::matmul,
                                                   ops::OpClass::conv,        ops::OpClass::pool,      ops::OpClass::indexing,
-                                                  ops::OpClass::attention,   ops::OpClass::creation,  ops::OpClass::noop};
+                                                  ops::OpClass::attention,   ops::OpClass::creation,  ops::OpClass::quantization,
+                                                  ops::OpClass::noop};
 // The name of an op class in descriptions ("matmul", "conv", ...): the registry's own.
 inline const char* op_class_id(ops::OpClass c) { return ops::op_class_name(c); }
 

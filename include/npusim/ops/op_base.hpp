@@ -47,6 +47,7 @@ enum class OpClass : std::uint8_t {
   indexing,
   attention,
   creation,
+  quantization,  // affine int8: quantize, dequantize, integer elementwise (ops/quantized.hpp)
   noop,  // no outputs or pure metadata (assert, dropout in eval)
 };
 
@@ -63,6 +64,7 @@ inline const char* op_class_name(OpClass c) {
     case OpClass::indexing: return "indexing";
     case OpClass::attention: return "attention";
     case OpClass::creation: return "creation";
+    case OpClass::quantization: return "quantization";
     case OpClass::noop: return "noop";
   }
   return "?";

@@ -17,6 +17,7 @@
 #include "npusim/ops/linalg.hpp"
 #include "npusim/ops/norm.hpp"
 #include "npusim/ops/pool.hpp"
+#include "npusim/ops/quantized.hpp"
 #include "npusim/ops/reduce.hpp"
 #include "npusim/ops/rotary.hpp"
 #include "npusim/ops/shape.hpp"
@@ -31,7 +32,8 @@ using movement_ops = meta::list<Transpose, TransposeT, Permute, Expand, Slice, S
 using other_ops = meta::list<Where, AssertMetadata, ToDtype, Linear, Matmul, Addmm, Conv2d, MaxPool2d, AvgPool2d,
                              AdaptiveAvgPool2d, BatchNorm, LayerNorm, Mean, Sum, Amax, Amin, Argmax, Argmin, Softmax,
                              LogSoftmax, Embedding, IndexCopy, IndexSelect, ScaledDotProductAttention, Full, Zeros, Ones,
-                             Arange, ScalarTensor, RotaryHop>;
+                             Arange, ScalarTensor, RotaryHop, QuantizePerTensor, DequantizePerTensor, QConv2d,
+                             QLinear, QAdd>;
 using all_ops = meta::concat_t<unary_ops, binary_ops, view_ops, movement_ops, other_ops>;
 
 template <class Op>

@@ -11,6 +11,7 @@
 #include "npusim/partition/support.hpp"
 #include "npusim/passes/const_fold.hpp"
 #include "npusim/passes/dtype_policy.hpp"
+#include "npusim/passes/quantize_int8.hpp"
 #include "npusim/passes/quantize_weights.hpp"
 #include "npusim/program/program.hpp"
 
@@ -23,6 +24,10 @@ struct CompileOptions {
   passes::Evaluator evaluator;            // constant folding (none: no folding)
   bool fold_batch_norm = true;
   passes::WeightQuantOptions weight_quant;  // linear weights in q8_0/q4_0 blocks (docs/quantization.md)
+  passes::Int8Options int8;               // post-training int8 from observed ranges (npusim quantize)
+  // Tensors (by name, in the graph after the passes) made extra program outputs, after the graph's
+  // own: what calibration and the per-layer accuracy report read. A name not there is an error.
+  std::vector<std::string> observe;
   bool verify = false;                    // re-check every node after each pass (tests)
 };
 

@@ -233,6 +233,8 @@ inline void check_semantics(const Partition& p, DType compute) {
     switch (info.op_class) {
       case ops::OpClass::conv:
       case ops::OpClass::matmul:
+        count = info.id == ops::QConv2d::id || info.id == ops::QLinear::id ? 0 : n.inputs.size();  // int8 ops: their own checks
+        break;
       case ops::OpClass::normalization:
       case ops::OpClass::pool: count = n.inputs.size(); break;
       case ops::OpClass::attention: count = std::min<std::size_t>(3, n.inputs.size()); break;

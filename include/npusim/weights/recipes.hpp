@@ -28,6 +28,11 @@ Recipe bn_fold_recipe(std::vector<std::string> inputs, std::vector<std::string> 
 // pad: zero-pads dims of one tensor to `shape`.
 Recipe pad_recipe(std::string input, std::string output, const Shape& shape);
 
+// quantize_per_channel (int8 post-training quantization, passes/quantize_int8.hpp): inputs weight
+// ([Cout, ...] float), bias? ([Cout]); params input_scale (the activation's scale), bits (2..8);
+// outputs the int8 codes (symmetric per output channel: scale = max|w_c| / ((2^bits - 1) / 2), as
+// PyTorch's per-channel symmetric observer), the f32 scales [Cout] and the int32 bias [Cout]
+// (bias / (input_scale * scale_c), rounded to nearest even; zeros without a bias).
 // Applies one recipe. `get` returns a source tensor by key (float tensors in any dtype). Results
 // are computed in float64 and returned in float32 (pad keeps its input's dtype); the loader rounds
 // them to the dtype the target stores.

@@ -68,6 +68,7 @@ NPUSIM_FUNC VectorOps node_vector_ops(const ir::Graph& g, const ir::Node& n, boo
       else v.simple = info.id == "hardswish" ? 3 * out() : info.id == "hardsigmoid" ? 2 * out() : out();
       break;
     case ops::OpClass::movement: v.simple = absorb_movement ? 0.0 : out(); break;
+    case ops::OpClass::quantization: v.simple = (info.id == ops::QAdd::id ? 4 : 2) * out(); break;  // scale, round / rescale both, add, requantize
     case ops::OpClass::reduction:
       if (transcendental(info.id)) v.simple = 4 * in(), v.transcendental = in();  // max, subtract, sum, scale + exp
       else v.simple = in();
@@ -156,13 +157,19 @@ NPUSIM_FUNC Workload analyze_kernel(const ir::Graph& g, const Kernel& k, DType e
   if (conv >= 0) {
     w.model = Model::conv;
     const ir::Node& n = g.nodes[static_cast<std::size_t>(conv)];
-    const auto at = ops::read_attrs<ops::Conv2d::Attrs>(n.attrs, n.op_type);
+    // qconv2d (int8) has a convolution's geometry and its own quantization attributes.
+    const bool q = ops::op_info(ops::require_op(n)).id == ops::QConv2d::id;
+    const ops::Conv2d::Attrs at = q ? [&] {
+      const auto qa = ops::read_attrs<ops::QConv2d::Attrs>(n.attrs, n.op_type);
+      return ops::Conv2d::Attrs{qa.stride, qa.padding, qa.dilation, qa.groups};
+    }() : ops::read_attrs<ops::Conv2d::Attrs>(n.attrs, n.op_type);
     ConvWork& c = w.conv;
     const Shape &x = g.tensor(n.inputs.at(0)).shape, &wt = g.tensor(n.inputs.at(1)).shape, &y = g.tensor(n.outputs.at(0)).shape;
     c.batch = x[0], c.cin = x[1], c.h = x[2], c.w = x[3], c.cout = wt[0], c.kh = wt[2], c.kw = wt[3], c.oh = y[2], c.ow = y[3], c.groups = at.groups;
     c.sh = at.stride[0], c.sw = at.stride[1], c.ph = at.padding[0], c.pw = at.padding[1], c.dh = at.dilation[0], c.dw = at.dilation[1];
     c.x_elem = element_bytes(g.tensor(n.inputs[0]).dtype, estimate), c.w_elem = element_bytes(g.tensor(n.inputs[1]).dtype, estimate);
-    c.x = input_index(n.inputs[0]), c.weight = input_index(n.inputs[1]), c.bias = n.inputs.size() > 2 ? input_index(n.inputs[2]) : -1;
+    const std::size_t bias_at = q ? 3 : 2;  // qconv2d: (x, weight, weight scales, bias)
+    c.x = input_index(n.inputs[0]), c.weight = input_index(n.inputs[1]), c.bias = n.inputs.size() > bias_at ? input_index(n.inputs[bias_at]) : -1;
     w.macs = detail::checked_macs({c.batch, c.oh, c.ow, c.cout, c.groups > 0 ? c.cin / c.groups : 0, c.kh, c.kw}, g, k);
     return w;
   }
@@ -177,10 +184,11 @@ NPUSIM_FUNC Workload analyze_kernel(const ir::Graph& g, const Kernel& k, DType e
     if (k.kind == "matmul_transb" || k.kind == "gqa_matmul") tb = k.inputs.at(1);
     m.a_elem = element_bytes(g.tensor(ta).dtype, estimate), m.b_elem = element_bytes(g.tensor(tb).dtype, estimate);
     m.a = input_index(ta), m.b = input_index(tb);
-    if (id == "linear") {
+    if (id == "linear" || id == ops::QLinear::id) {
       const Shape& xs = g.tensor(ta).shape;
       m.k = xs.back(), m.n = g.tensor(n.inputs[1]).shape[0], m.m = m.k ? numel(xs) / m.k : 0;
-      if (n.inputs.size() > 2) m.bias = input_index(n.inputs[2]);
+      const std::size_t bias_at = id == "linear" ? 2 : 3;  // qlinear: (x, weight, weight scales, bias)
+      if (n.inputs.size() > bias_at) m.bias = input_index(n.inputs[bias_at]);
     } else if (k.kind == "gqa_matmul") {
       // a [B, H, M, K] against K/V [B, Hkv, ...]: each KV head's operand serves `group` heads.
       const Shape& as = g.tensor(ta).shape;

@@ -40,6 +40,13 @@ NPUSIM_FUNC passes::DTypePolicy run_passes(ir::Graph& g, const partition::Target
     count("pad_channels", passes::pad_channels(g, elems, p.recipes));
   }
   count("eliminate_dead_code", passes::eliminate_dead_code(g));
+  if (opt.int8.enabled()) {
+    const auto r = passes::quantize_int8(g, p.recipes, opt.int8);
+    count("quantize_int8", r.integer_ops);
+    p.stats.pass_counts.set("int8_quantize_nodes", ir::AttrValue(r.quantize_nodes));
+    p.stats.pass_counts.set("int8_dequantize_nodes", ir::AttrValue(r.dequantize_nodes));
+    p.stats.pass_counts.set("int8_folded_activations", ir::AttrValue(r.folded_activations));
+  }
   if (!opt.weight_quant.format.empty() || !opt.weight_quant.keep.empty())
     count("quantize_weights", passes::quantize_linear_weights(g, opt.weight_quant));
   return pol;
@@ -68,6 +75,14 @@ NPUSIM_FUNC CompiledProgram compile(ir::Graph g, const partition::TargetInfo& ta
   ops::check_graph(g);
   const passes::DTypePolicy pol = run_passes(g, target, opt, p);
   p.stats.nodes_after_passes = static_cast<std::int64_t>(g.nodes.size());
+  for (const std::string& name : opt.observe) {
+    const auto t = g.find(name);
+    if (!t || (g.tensor(*t).producer < 0 && g.tensor(*t).kind == ir::TensorKind::intermediate))
+      throw Error(ErrorCode::graph, "a tensor to observe is not computed by the compiled graph", {.file = g.source, .tensor = name});
+    if (std::find(g.outputs.begin(), g.outputs.end(), *t) != g.outputs.end() || std::find(g.inputs.begin(), g.inputs.end(), *t) != g.inputs.end()) continue;
+    g.outputs.push_back(*t);
+    p.outputs.push_back({g.tensor(*t).name, g.tensor(*t).shape, g.tensor(*t).dtype});
+  }
 
   auto sup = partition::node_support(g, target, opt.force);
   bool need_fallback = std::any_of(sup.begin(), sup.end(), [](const auto& s) { return !s.on_target; });

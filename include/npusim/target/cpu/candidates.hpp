@@ -48,10 +48,17 @@ inline constexpr CandidateInfo gemm_candidates[] = {
     {"gemm_f32", "f32 micro-kernel on widened panels (any dtype, any CPU)", true},
 };
 
+// Affine int8 convolutions and matrix products (qconv2d, qlinear; compute/qconv.hpp), best first.
+inline constexpr CandidateInfo qconv_candidates[] = {
+    {"qconv_vnni", "int8 indirect GEMM on AVX-512 VNNI dot products (vpdpbusd), 12 pixels x 32 channels per tile"},
+    {"qconv_int32", "int8 indirect GEMM in plain int32 arithmetic (any CPU)", true},
+};
+
 // Every candidate of every list.
 inline std::vector<CandidateInfo> all_candidates() {
   std::vector<CandidateInfo> v(std::begin(conv_candidates), std::end(conv_candidates));
   v.insert(v.end(), std::begin(gemm_candidates), std::end(gemm_candidates));
+  v.insert(v.end(), std::begin(qconv_candidates), std::end(qconv_candidates));
   return v;
 }
 

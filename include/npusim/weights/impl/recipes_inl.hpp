@@ -4,6 +4,7 @@
 #include "npusim/config.hpp"
 #include <cmath>
 
+#include "npusim/core/quant.hpp"
 #include "npusim/weights/recipes.hpp"
 
 namespace npusim::inline NPUSIM_ABI::weights {
@@ -46,8 +47,13 @@ NPUSIM_FUNC void check_recipe(const Recipe& r) {
       if (!d.is_int() || d.as_int() < 0) throw fail("param 'shape' must be a list of sizes");
   } else if (r.kind == "cast") {
     counts(1, 1);
+  } else if (r.kind == "quantize_per_channel") {
+    counts(2, 3);
+    const ir::AttrValue *s = r.params.find("input_scale"), *b = r.params.find("bits");
+    if (!s || !s->is_number() || !(s->as_double() > 0) || !std::isfinite(s->as_double())) throw fail("param 'input_scale' must be a positive number");
+    if (!b || !b->is_int() || b->as_int() < 2 || b->as_int() > 8) throw fail("param 'bits' must be an integer in 2..8");
   } else {
-    throw Error(ErrorCode::unsupported, "unknown weight recipe '" + r.kind + "'", {.expected = "bn_fold, pad or cast", .found = r.kind});
+    throw Error(ErrorCode::unsupported, "unknown weight recipe '" + r.kind + "'", {.expected = "bn_fold, pad, cast or quantize_per_channel", .found = r.kind});
   }
   if (r.inputs.size() && r.inputs[0].empty()) throw fail("its first input has no name");
 }
@@ -102,6 +108,36 @@ NPUSIM_FUNC std::vector<Tensor> apply_recipe(const Recipe& r, const std::functio
                   static_cast<const std::byte*>(src.raw()) + static_cast<std::size_t>(r0 * len) * es, static_cast<std::size_t>(len) * es);
     }
     return {out};
+  }
+  if (r.kind == "quantize_per_channel") {
+    const Tensor w = get(r.inputs[0]).to(DType::f32);
+    const Tensor b = r.inputs[1].empty() ? Tensor() : get(r.inputs[1]).to(DType::f32);
+    const std::int64_t cout = w.rank() ? w.shape()[0] : 0, per = cout ? w.numel() / cout : 0;
+    if (cout < 1) throw Error(ErrorCode::shape, "quantize_per_channel: the weight has no output channels", {.tensor = r.inputs[0], .found = to_string(w.shape())});
+    if (b.defined() && b.numel() != cout)
+      throw Error(ErrorCode::shape, "quantize_per_channel: the bias does not match the output channels", {.tensor = r.inputs[1], .expected = std::to_string(cout), .found = std::to_string(b.numel())});
+    const auto bits = static_cast<int>(r.params.find("bits")->as_int());
+    const float in_scale = static_cast<float>(r.params.find("input_scale")->as_double());
+    const std::int32_t qmax = (1 << (bits - 1)) - 1, qmin = -qmax - 1;
+    Tensor wq = Tensor::empty(DType::i8, w.shape()), sc = Tensor::empty(DType::f32, {cout}), bq = Tensor::zeros(DType::i32, {cout});
+    const float* pw = w.data<float>();
+    for (std::int64_t c = 0; c < cout; ++c) {
+      float lo = 0, hi = 0;
+      for (std::int64_t i = 0; i < per; ++i) {
+        const float v = pw[c * per + i];
+        if (!std::isfinite(v)) throw Error(ErrorCode::weights, "a weight to quantize is NaN or infinite", {.tensor = r.inputs[0], .found = "channel " + std::to_string(c)});
+        lo = std::min(lo, v), hi = std::max(hi, v);
+      }
+      const quant::Affine a = quant::choose_affine(lo, hi, true, qmin, qmax);
+      sc.data<float>()[c] = a.scale;
+      for (std::int64_t i = 0; i < per; ++i) wq.data<std::int8_t>()[c * per + i] = static_cast<std::int8_t>(quant::quantize(pw[c * per + i], a));
+      if (b.defined()) {
+        const float bs = in_scale * a.scale;
+        const double v = std::nearbyint(b.data<float>()[c] * (1.0f / bs));
+        bq.data<std::int32_t>()[c] = static_cast<std::int32_t>(std::clamp(v, -2147483648.0, 2147483647.0));
+      }
+    }
+    return {wq, sc, bq};
   }
   return {get(r.inputs[0]).to(DType::f32)};  // cast
 }

@@ -13,6 +13,7 @@
 #include "npusim/target/cpu/kernels/movement.hpp"
 #include "npusim/target/cpu/kernels/nn.hpp"
 #include "npusim/target/cpu/kernels/pointwise.hpp"
+#include "npusim/target/cpu/kernels/quantized.hpp"
 #include "npusim/target/cpu/layout.hpp"
 
 namespace npusim::inline NPUSIM_ABI {

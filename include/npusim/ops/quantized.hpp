@@ -1,0 +1,254 @@
+// Affine int8 ops (docs/quantization.md, "Affine int8"): real = scale * (q - zero_point).
+//
+//   quantize_per_tensor / dequantize_per_tensor   float <-> int8 at a float island's edges; the
+//       names and meaning of PyTorch's quantized_decomposed ops (what PT2E quantization exports)
+//   qconv2d, qlinear, qadd                          npusim's integer kernels: int8 in, int8 out, an
+//       int32 accumulator requantized by TFLite's fixed-point multiplier (core/quant.hpp), so
+//       every target computes the same bits; the activation after them (ReLU, ReLU6) is the
+//       output clamp [out_min, out_max]
+//
+// `npusim quantize` writes these (passes/quantize_int8.hpp); no export contains the q* ops.
+#pragma once
+
+#include <algorithm>
+#include <cmath>
+#include <optional>
+
+#include "npusim/core/quant.hpp"
+#include "npusim/ops/op_base.hpp"
+
+namespace npusim::inline NPUSIM_ABI::ops {
+
+namespace detail {
+inline void check_affine(double scale, std::int64_t zero_point, std::int64_t qmin, std::int64_t qmax, std::string_view what) {
+  const std::string w(what);
+  if (!(scale > 0.0) || !std::isfinite(scale)) throw unsupported_attr(w + "scale", std::to_string(scale), "a positive finite number");
+  if (qmin < -128 || qmax > 127 || qmin > qmax)
+    throw unsupported_attr(w + "quant_min/quant_max", std::to_string(qmin) + ".." + std::to_string(qmax), "a range inside -128..127 (int8)");
+  if (zero_point < -128 || zero_point > 127) throw unsupported_attr(w + "zero_point", std::to_string(zero_point), "a value in -128..127");
+}
+inline void expect_int8(const TensorSpec& t, std::string_view op, std::string_view role) {
+  if (t.dtype != DType::i8)
+    throw Error(ErrorCode::dtype, std::string(op) + " " + std::string(role) + " must be int8", {.expected = "int8", .found = std::string(dtype_name(t.dtype))});
+}
+}  // namespace detail
+
+// clamp(round_half_even(x * (1 / scale)) + zero_point, quant_min, quant_max), float in, int8 out.
+struct QuantizePerTensor {
+  static constexpr std::string_view id = "quantize_per_tensor";
+  static constexpr std::array aten{"quantized_decomposed.quantize_per_tensor.default"sv};
+  static constexpr OpClass op_class = OpClass::quantization;
+  struct Attrs {
+    double scale = 1.0;
+    std::int64_t zero_point = 0, quant_min = -128, quant_max = 127;
+    DType dtype = DType::i8;
+    template <class V> void visit(V& v) {
+      v("scale", scale), v("zero_point", zero_point), v("quant_min", quant_min), v("quant_max", quant_max), v("dtype", dtype);
+    }
+    void check() const {
+      detail::check_affine(scale, zero_point, quant_min, quant_max, "");
+      if (dtype != DType::i8) throw unsupported_attr("dtype", std::string(dtype_name(dtype)), "torch.int8");
+    }
+    quant::Affine affine() const {
+      return {static_cast<float>(scale), static_cast<std::int32_t>(zero_point), static_cast<std::int32_t>(quant_min),
+              static_cast<std::int32_t>(quant_max)};
+    }
+  };
+  static Specs infer(const Attrs&, InSpecs in) {
+    expect_arity(in, 1, 1, id);
+    expect_floating(in[0], id, "input");
+    return {{in[0].shape, DType::i8}};
+  }
+};
+
+// (float(q) - zero_point) * scale in float32.
+struct DequantizePerTensor {
+  static constexpr std::string_view id = "dequantize_per_tensor";
+  static constexpr std::array aten{"quantized_decomposed.dequantize_per_tensor.default"sv};
+  static constexpr OpClass op_class = OpClass::quantization;
+  struct Attrs {
+    double scale = 1.0;
+    std::int64_t zero_point = 0, quant_min = -128, quant_max = 127;
+    DType dtype = DType::i8;
+    std::optional<DType> out_dtype;
+    template <class V> void visit(V& v) {
+      v("scale", scale), v("zero_point", zero_point), v("quant_min", quant_min), v("quant_max", quant_max), v("dtype", dtype),
+          v("out_dtype", out_dtype);
+    }
+    void check() const {
+      detail::check_affine(scale, zero_point, quant_min, quant_max, "");
+      if (dtype != DType::i8) throw unsupported_attr("dtype", std::string(dtype_name(dtype)), "torch.int8");
+      if (out_dtype && !is_floating(*out_dtype)) throw unsupported_attr("out_dtype", std::string(dtype_name(*out_dtype)), "a float type");
+    }
+    quant::Affine affine() const { return QuantizePerTensor::Attrs{scale, zero_point, quant_min, quant_max, dtype}.affine(); }
+  };
+  static Specs infer(const Attrs& a, InSpecs in) {
+    expect_arity(in, 1, 1, id);
+    detail::expect_int8(in[0], id, "input");
+    return {{in[0].shape, a.out_dtype.value_or(DType::f32)}};
+  }
+};
+
+// What the integer ops share: the input's and the output's affine parameters and the output clamp.
+struct QuantOutAttrs {
+  double x_scale = 1.0, out_scale = 1.0;
+  std::int64_t x_zero_point = 0, out_zero_point = 0, out_min = -128, out_max = 127;
+  template <class V> void visit(V& v) {
+    v("x_scale", x_scale), v("x_zero_point", x_zero_point), v("out_scale", out_scale), v("out_zero_point", out_zero_point),
+        v("out_min", out_min), v("out_max", out_max);
+  }
+  void check() const {
+    detail::check_affine(x_scale, x_zero_point, -128, 127, "x_");
+    detail::check_affine(out_scale, out_zero_point, out_min, out_max, "out_");
+  }
+  quant::Affine out_affine() const {
+    return {static_cast<float>(out_scale), static_cast<std::int32_t>(out_zero_point), static_cast<std::int32_t>(out_min),
+            static_cast<std::int32_t>(out_max)};
+  }
+};
+
+namespace detail {
+// A qconv2d/qlinear's weight scales (f32 [Cout]) and bias (int32 [Cout]).
+inline void check_channel_params(InSpecs in, std::int64_t cout, std::string_view op) {
+  expect_arity(in, 3, 4, op);
+  if (!(in[2].shape == Shape{cout}) || in[2].dtype != DType::f32)
+    throw Error(ErrorCode::shape, std::string(op) + " weight scales", {.expected = "float32[" + std::to_string(cout) + "]", .found = to_string(in[2])});
+  if (in.size() == 4 && (!(in[3].shape == Shape{cout}) || in[3].dtype != DType::i32))
+    throw Error(ErrorCode::shape, std::string(op) + " bias", {.expected = "int32[" + std::to_string(cout) + "]", .found = to_string(in[3])});
+}
+}  // namespace detail
+
+// Inputs: x int8 [N, C, H, W], weight int8 [Cout, C / groups, kh, kw] (symmetric, per output
+// channel), weight scales f32 [Cout], bias int32 [Cout] (scale x_scale * w_scale[c]) optional.
+// out = clamp(out_zero_point + M_c * sum((x - x_zero_point) * w) + bias), M_c = x_scale *
+// w_scale[c] / out_scale as a fixed-point multiplier.
+struct QConv2d {
+  static constexpr std::string_view id = "qconv2d";
+  static constexpr std::array aten{"npusim.qconv2d"sv};
+  static constexpr OpClass op_class = OpClass::conv;
+  struct Attrs : QuantOutAttrs {
+    Ints stride{1, 1}, padding{0, 0}, dilation{1, 1};
+    std::int64_t groups = 1;
+    template <class V> void visit(V& v) {
+      v("stride", stride), v("padding", padding), v("dilation", dilation), v("groups", groups);
+      QuantOutAttrs::visit(v);
+    }
+    void check() {
+      auto pair = [](Ints& x, const char* nm) {
+        if (x.size() == 1) x.push_back(x[0]);
+        if (x.size() != 2) throw unsupported_attr(nm, to_string(x), "one or two integers");
+      };
+      pair(stride, "stride"), pair(padding, "padding"), pair(dilation, "dilation");
+      expect_window_attr(stride, 1, "stride"), expect_window_attr(dilation, 1, "dilation"), expect_window_attr(padding, 0, "padding");
+      if (groups <= 0) throw unsupported_attr("groups", std::to_string(groups), "a positive integer");
+      QuantOutAttrs::check();
+    }
+  };
+  static Specs infer(const Attrs& a, InSpecs in) {
+    expect_arity(in, 3, 4, id);
+    expect_rank(in[0], 4, 4, "qconv2d input");
+    expect_rank(in[1], 4, 4, "qconv2d weight");
+    detail::expect_int8(in[0], id, "input"), detail::expect_int8(in[1], id, "weight");
+    const Shape &x = in[0].shape, &w = in[1].shape;
+    if (x[1] % a.groups || w[0] % a.groups || w[1] != x[1] / a.groups)
+      throw Error(ErrorCode::shape, "qconv2d channels do not match weight and groups",
+                  {.expected = "weight [Cout, " + std::to_string(x[1] / a.groups) + ", kh, kw]", .found = to_string(w)});
+    detail::check_channel_params(in, w[0], id);
+    std::int64_t oh = window_output_size(x[2], w[2], a.stride[0], a.padding[0], a.dilation[0], false, id);
+    std::int64_t ow = window_output_size(x[3], w[3], a.stride[1], a.padding[1], a.dilation[1], false, id);
+    return {{{x[0], w[0], oh, ow}, DType::i8}};
+  }
+};
+
+// Inputs: x int8 [..., K], weight int8 [N, K], weight scales f32 [N], bias int32 [N] optional.
+struct QLinear {
+  static constexpr std::string_view id = "qlinear";
+  static constexpr std::array aten{"npusim.qlinear"sv};
+  static constexpr OpClass op_class = OpClass::matmul;
+  struct Attrs : QuantOutAttrs {
+    template <class V> void visit(V& v) { QuantOutAttrs::visit(v); }
+  };
+  static Specs infer(const Attrs&, InSpecs in) {
+    expect_arity(in, 3, 4, id);
+    expect_rank(in[0], 1, 8, "qlinear input");
+    expect_rank(in[1], 2, 2, "qlinear weight");
+    detail::expect_int8(in[0], id, "input"), detail::expect_int8(in[1], id, "weight");
+    if (in[1].shape[1] != in[0].shape.back())
+      throw Error(ErrorCode::shape, "qlinear weight does not match the input features",
+                  {.expected = "[N, " + std::to_string(in[0].shape.back()) + "]", .found = to_string(in[1].shape)});
+    detail::check_channel_params(in, in[1].shape[0], id);
+    Shape o = in[0].shape;
+    o.back() = in[1].shape[0];
+    return {{o, DType::i8}};
+  }
+};
+
+// a + b of two int8 tensors of one shape, each with its own parameters, as TFLite's integer add:
+// both rescaled to 2^20 / (2 * max(a_scale, b_scale)) by fixed-point multipliers, summed, then
+// requantized to the output's parameters and clamped.
+struct QAdd {
+  static constexpr std::string_view id = "qadd";
+  static constexpr std::array aten{"npusim.qadd"sv};
+  static constexpr OpClass op_class = OpClass::quantization;
+  struct Attrs {
+    double a_scale = 1.0, b_scale = 1.0, out_scale = 1.0;
+    std::int64_t a_zero_point = 0, b_zero_point = 0, out_zero_point = 0, out_min = -128, out_max = 127;
+    template <class V> void visit(V& v) {
+      v("a_scale", a_scale), v("a_zero_point", a_zero_point), v("b_scale", b_scale), v("b_zero_point", b_zero_point),
+          v("out_scale", out_scale), v("out_zero_point", out_zero_point), v("out_min", out_min), v("out_max", out_max);
+    }
+    void check() const {
+      detail::check_affine(a_scale, a_zero_point, -128, 127, "a_");
+      detail::check_affine(b_scale, b_zero_point, -128, 127, "b_");
+      detail::check_affine(out_scale, out_zero_point, out_min, out_max, "out_");
+    }
+  };
+  static Specs infer(const Attrs&, InSpecs in) {
+    expect_arity(in, 2, 2, id);
+    detail::expect_int8(in[0], id, "input a"), detail::expect_int8(in[1], id, "input b");
+    if (!(in[0].shape == in[1].shape))
+      throw Error(ErrorCode::shape, "qadd inputs differ in shape", {.expected = to_string(in[0].shape), .found = to_string(in[1].shape)});
+    return {{in[0].shape, DType::i8}};
+  }
+};
+
+// ---- the integer arithmetic every target's kernels share ------------------------------------------
+
+// qconv2d/qlinear requantization of one output channel: M = x_scale * w_scale / out_scale.
+inline quant::FixedPointMultiplier channel_multiplier(double x_scale, float w_scale, double out_scale) {
+  return quant::quantize_multiplier(static_cast<double>(static_cast<float>(x_scale)) * static_cast<double>(w_scale) /
+                                    static_cast<double>(static_cast<float>(out_scale)));
+}
+
+// acc (int32, bias included) -> the output code.
+inline std::int8_t requantize(std::int32_t acc, quant::FixedPointMultiplier m, std::int32_t out_zero_point, std::int32_t out_min,
+                              std::int32_t out_max) {
+  const std::int64_t v = std::int64_t{quant::multiply_by_quantized_multiplier(acc, m)} + out_zero_point;
+  return static_cast<std::int8_t>(std::clamp<std::int64_t>(v, out_min, out_max));
+}
+
+// TFLite's int8 add (reference_integer_ops::AddElementwise) with its parameters precomputed.
+struct QAddParams {
+  static constexpr int left_shift = 20;
+  std::int32_t a_offset, b_offset, out_offset, out_min, out_max;
+  quant::FixedPointMultiplier a_mult, b_mult, out_mult;
+
+  explicit QAddParams(const QAdd::Attrs& a) {
+    const double as = static_cast<float>(a.a_scale), bs = static_cast<float>(a.b_scale), os = static_cast<float>(a.out_scale);
+    const double twice_max = 2.0 * std::max(as, bs);
+    a_mult = quant::quantize_multiplier(as / twice_max);
+    b_mult = quant::quantize_multiplier(bs / twice_max);
+    out_mult = quant::quantize_multiplier(twice_max / (static_cast<double>(1 << left_shift) * os));
+    a_offset = static_cast<std::int32_t>(-a.a_zero_point), b_offset = static_cast<std::int32_t>(-a.b_zero_point);
+    out_offset = static_cast<std::int32_t>(a.out_zero_point);
+    out_min = static_cast<std::int32_t>(a.out_min), out_max = static_cast<std::int32_t>(a.out_max);
+  }
+  std::int8_t operator()(std::int32_t qa, std::int32_t qb) const {
+    const std::int32_t sa = quant::multiply_by_quantized_multiplier((qa + a_offset) * (1 << left_shift), a_mult);
+    const std::int32_t sb = quant::multiply_by_quantized_multiplier((qb + b_offset) * (1 << left_shift), b_mult);
+    const std::int32_t r = quant::multiply_by_quantized_multiplier(sa + sb, out_mult) + out_offset;
+    return static_cast<std::int8_t>(std::clamp(r, out_min, out_max));
+  }
+};
+
+}  // namespace npusim::inline NPUSIM_ABI::ops

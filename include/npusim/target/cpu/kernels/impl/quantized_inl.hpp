@@ -1,0 +1,151 @@
+// Definitions for npusim/target/cpu/kernels/quantized.hpp (NPUSIM_FUNC: npusim/config.hpp).
+#pragma once
+
+#include "npusim/config.hpp"
+#include "npusim/target/cpu/kernels/nn.hpp"
+#include "npusim/target/cpu/kernels/quantized.hpp"
+#include "npusim/target/cpu/simd.hpp"
+
+namespace npusim::inline NPUSIM_ABI::cpu {
+
+NPUSIM_FUNC bool qconv_applies(std::size_t i, std::string* why) {
+  if (qconv_candidates[i].name == "qconv_vnni" && !qconv::vnni_available())
+    return decline(why, "this build has no AVX-512 VNNI (-march=native on a CPU with avx512_vnni)");
+  return true;
+}
+
+namespace {
+const std::uint8_t* qconv_rows_scratch(std::int64_t bytes) {
+  thread_local std::vector<std::uint8_t> rows;
+  if (static_cast<std::int64_t>(rows.size()) < bytes) rows.resize(static_cast<std::size_t>(bytes));
+  return rows.data();
+}
+bool qconv_vnni_chosen() { return choose(qconv_candidates, [](std::size_t i, std::string* why) { return qconv_applies(i, why); }) == 0; }
+
+struct ChannelParams {
+  const std::int8_t* w;
+  const float* scale;
+  const std::int32_t* bias;
+};
+ChannelParams channel_params(Ctx& c) {
+  const Tensor& w = require_weight(c, c.in(1), "qconv2d/qlinear weight");
+  const Tensor& s = require_weight(c, c.in(2), "weight scales");
+  const Tensor* b = c.k.inputs.size() == 4 ? &require_weight(c, c.in(3), "bias") : nullptr;
+  if (w.dtype() != DType::i8 || s.dtype() != DType::f32 || (b && b->dtype() != DType::i32))
+    c.unsupported("int8 weights, float32 scales and int32 bias expected as loaded");
+  return {w.data<std::int8_t>(), s.data<float>(), b ? b->data<std::int32_t>() : nullptr};
+}
+}  // namespace
+
+NPUSIM_FUNC Fn bind_quantize(Ctx& c, const ops::QuantizePerTensor::Attrs& a) {
+  const ir::TensorId x = c.in(0), y = c.out();
+  const std::byte* px = c.ptr(x);
+  auto* py = c.ptr<std::int8_t>(y);
+  const DType dx = c.storage(x);
+  const std::int64_t n = c.numel(x);
+  const quant::Affine af = a.affine();
+  const std::string node = c.node().name;
+  return [=] {
+    parallel_for(n, 1 << 14, [&](std::int64_t b, std::int64_t e) {
+      float* row = row_buffer(0, e - b);
+      load_row(dx, px + static_cast<std::size_t>(b) * dtype_size(dx), row, e - b);
+      const float inv = 1.0f / af.scale;
+      for (std::int64_t i = b; i < e; ++i) {
+        const float v = row[i - b];
+        if (std::isnan(v)) throw Error(ErrorCode::runtime, "cannot quantize NaN", {.node = node});
+        const float r = std::nearbyint(v * inv) + static_cast<float>(af.zero_point);
+        py[i] = static_cast<std::int8_t>(std::clamp(r, static_cast<float>(af.qmin), static_cast<float>(af.qmax)));
+      }
+    });
+  };
+}
+
+NPUSIM_FUNC Fn bind_dequantize(Ctx& c, const ops::DequantizePerTensor::Attrs& a) {
+  const ir::TensorId x = c.in(0), y = c.out();
+  const auto* px = c.ptr<const std::int8_t>(x);
+  std::byte* py = c.ptr(y);
+  const DType dy = c.storage(y);
+  const std::int64_t n = c.numel(x);
+  const quant::Affine af = a.affine();
+  return [=] {
+    parallel_for(n, 1 << 14, [&](std::int64_t b, std::int64_t e) {
+      float* row = row_buffer(0, e - b);
+      for (std::int64_t i = b; i < e; ++i) row[i - b] = af.scale * static_cast<float>(px[i] - af.zero_point);
+      store_row(dy, row, py + static_cast<std::size_t>(b) * dtype_size(dy), e - b);
+    });
+  };
+}
+
+NPUSIM_FUNC Fn bind_qconv2d(Ctx& c, const ops::QConv2d::Attrs& a) {
+  const ir::TensorId x = c.in(0), y = c.out();
+  const Shape &xs = c.shape(x), &ws = c.shape(c.in(1)), &ys = c.shape(y);
+  const std::int64_t N = xs[0], C = xs[1], H = xs[2], W = xs[3], K = ws[0], kh = ws[2], kw = ws[3], OH = ys[2], OW = ys[3];
+  const std::int64_t G = a.groups, Cg = C / G, Kg = K / G, T = kh * kw;
+  const ChannelParams cp = channel_params(c);
+  struct Group {
+    qconv::Packed p;
+    qconv::VectorParams v;
+  };
+  auto groups = c.own(std::vector<Group>());
+  for (std::int64_t g = 0; g < G; ++g) {
+    qconv::Packed p = qconv::pack(cp.w + g * Kg * Cg * T, Kg, Cg, T, cp.scale + g * Kg, cp.bias ? cp.bias + g * Kg : nullptr, a);
+    qconv::VectorParams v = qconv::vector_params(p);
+    groups->push_back({std::move(p), std::move(v)});
+  }
+  auto index = c.own(qconv::conv_index(H, W, kh, kw, OH, OW, a));
+  const auto* px = c.ptr<const std::int8_t>(x);
+  auto* py = c.ptr<std::int8_t>(y);
+  const bool vnni = qconv_vnni_chosen();
+  const auto zx = static_cast<std::int32_t>(a.x_zero_point);
+  return [=] {
+    const std::int64_t C4 = (*groups)[0].p.C4;
+    auto* rows = const_cast<std::uint8_t*>(qconv_rows_scratch((H * W + 1) * C4));
+    const qconv::Problem pr{OH * OW, index->data(), OH * OW, 1};
+    for (std::int64_t n = 0; n < N; ++n)
+      for (std::int64_t g = 0; g < G; ++g) {
+        qconv::to_rows(px + (n * C + g * Cg) * H * W, Cg, H * W, C4, zx, rows);
+        qconv::run((*groups)[static_cast<std::size_t>(g)].p, (*groups)[static_cast<std::size_t>(g)].v, rows, pr,
+                   py + (n * K + g * Kg) * OH * OW, vnni);
+      }
+  };
+}
+
+NPUSIM_FUNC Fn bind_qlinear(Ctx& c, const ops::QLinear::Attrs& a) {
+  const ir::TensorId x = c.in(0), y = c.out();
+  const std::int64_t Nf = c.shape(c.in(1))[0], Kf = c.shape(c.in(1))[1], M = c.numel(x) / Kf;
+  const ChannelParams cp = channel_params(c);
+  auto packed = c.own(qconv::pack(cp.w, Nf, Kf, 1, cp.scale, cp.bias, a));
+  auto vp = c.own(qconv::vector_params(*packed));
+  std::vector<std::int32_t> idx(static_cast<std::size_t>(M));
+  for (std::int64_t m = 0; m < M; ++m) idx[static_cast<std::size_t>(m)] = static_cast<std::int32_t>(m);
+  auto index = c.own(std::move(idx));
+  const auto* px = c.ptr<const std::int8_t>(x);
+  auto* py = c.ptr<std::int8_t>(y);
+  const bool vnni = qconv_vnni_chosen();
+  const auto zx = static_cast<std::int32_t>(a.x_zero_point);
+  return [=] {
+    const std::int64_t C4 = packed->C4;
+    auto* rows = const_cast<std::uint8_t*>(qconv_rows_scratch((M + 1) * C4));
+    std::memset(rows, 0, static_cast<std::size_t>((M + 1) * C4));
+    for (std::int64_t m = 0; m < M; ++m)
+      for (std::int64_t k = 0; k < Kf; ++k) rows[m * C4 + k] = static_cast<std::uint8_t>(static_cast<std::uint8_t>(px[m * Kf + k]) ^ 0x80u);
+    (void)zx;
+    const qconv::Problem pr{M, index->data(), 1, Nf};
+    qconv::run(*packed, *vp, rows, pr, py, vnni);
+  };
+}
+
+NPUSIM_FUNC Fn bind_qadd(Ctx& c, const ops::QAdd::Attrs& a) {
+  const auto* pa = c.ptr<const std::int8_t>(c.in(0));
+  const auto* pb = c.ptr<const std::int8_t>(c.in(1));
+  auto* py = c.ptr<std::int8_t>(c.out());
+  const std::int64_t n = c.numel(c.out());
+  const ops::QAddParams p(a);
+  return [=] {
+    parallel_for(n, 1 << 14, [&](std::int64_t b, std::int64_t e) {
+      qconv::add(p, pa + b, pb + b, py + b, e - b);
+    });
+  };
+}
+
+}  // namespace npusim::inline NPUSIM_ABI::cpu

@@ -1,0 +1,324 @@
+// Post-training int8 (issue 36, docs/quantization.md): the integer ops' meaning on hand values,
+// the CPU target's kernels (VNNI and portable) against the reference bit for bit, the
+// quantize_per_channel recipe, and `quantize` end to end on ResNet-18 (calibration, the int8
+// program, the accuracy report and its per-layer ranking), with its input errors.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <random>
+
+#include "../common/test_util.hpp"
+#include "npusim/cpu.hpp"
+#include "npusim/ops/quantized.hpp"
+#include "npusim/reference.hpp"
+#include "npusim/runtime/int8.hpp"
+#include "npusim/runtime/model_dir.hpp"
+#include "npusim/runtime/program_runner.hpp"
+#include "npusim/target/cpu/compute/qconv.hpp"
+#include "npusim/target/describe.hpp"
+#include "npusim/weights/recipes.hpp"
+
+using namespace npusim;
+namespace fs = std::filesystem;
+
+namespace {
+
+class MapSource final : public weights::WeightSource {
+ public:
+  std::map<std::string, Tensor> t;
+  const std::string& path() const override {
+    static const std::string p = "(test weights)";
+    return p;
+  }
+  bool contains(const std::string& k) const override { return t.count(k) > 0; }
+  std::pair<Shape, DType> meta(const std::string& k) const override { return {t.at(k).shape(), t.at(k).dtype()}; }
+  Tensor load(const std::string& k) const override { return t.at(k); }
+};
+
+// A graph of one int8 node: its activation inputs are graph inputs, the rest weights in `src`.
+struct OneNode {
+  ir::Graph g;
+  MapSource src;
+  ir::TensorId input(const std::string& name, Shape s, DType d = DType::i8) {
+    const ir::TensorId t = g.add_tensor({name, s, d, ir::TensorKind::input, -1, 0, {}});
+    g.inputs.push_back(t);
+    return t;
+  }
+  ir::TensorId weight(const std::string& name, Tensor v) {
+    const ir::TensorId t = g.add_tensor({name, v.shape(), v.dtype(), ir::TensorKind::weight, -1, 0, name});
+    g.weights.push_back(t);
+    src.t[name] = std::move(v);
+    return t;
+  }
+  void node(const std::string& op, std::vector<ir::TensorId> in, Shape out, ir::AttrMap attrs, DType d = DType::i8) {
+    const ir::TensorId y = g.add_tensor({"y", out, d, ir::TensorKind::intermediate, 0, 0, {}});
+    g.nodes.push_back({"n", op, std::move(in), {y}, std::move(attrs)});
+    g.outputs = {y};
+  }
+  template <class Target>
+  Tensor run(const std::vector<Tensor>& inputs) {
+    program::CompileOptions o;
+    o.evaluator = &ref::evaluate_node;
+    const program::CompiledProgram p = program::compile(g, describe_target<Target>(), o);
+    runtime::ProgramRunner r(p, &src, runtime::factories_for<Target>());
+    return r.run(inputs).at(0);
+  }
+};
+
+Tensor random_i8(Shape s, std::mt19937& rng, int lo = -128, int hi = 127) {
+  Tensor t = Tensor::empty(DType::i8, s);
+  std::uniform_int_distribution<int> d(lo, hi);
+  for (std::int64_t i = 0; i < t.numel(); ++i) t.data<std::int8_t>()[i] = static_cast<std::int8_t>(d(rng));
+  return t;
+}
+
+ir::AttrMap attrs(std::initializer_list<std::pair<std::string, ir::AttrValue>> kv) {
+  ir::AttrMap m;
+  for (const auto& [k, v] : kv) m.set(k, v);
+  return m;
+}
+
+ir::AttrValue ints(std::initializer_list<std::int64_t> v) {
+  ir::AttrList l;
+  for (auto x : v) l.push_back(ir::AttrValue(x));
+  return ir::AttrValue(std::move(l));
+}
+
+bool same(const Tensor& a, const Tensor& b) {
+  const Tensor x = a.to(DType::i32), y = b.to(DType::i32);
+  if (x.shape() != y.shape()) return false;
+  for (std::int64_t i = 0; i < x.numel(); ++i)
+    if (x.data<std::int32_t>()[i] != y.data<std::int32_t>()[i]) {
+      ADD_FAILURE() << "element " << i << ": " << x.data<std::int32_t>()[i] << " vs " << y.data<std::int32_t>()[i];
+      return false;
+    }
+  return true;
+}
+
+}  // namespace
+
+TEST(Int8Ops, QConvHandValue) {
+  // 1x1 conv, two input channels: acc = (10 - 2) * 3 + (-5 - 2) * -2 + bias 7 = 45; M = 0.5 *
+  // 0.25 / 1 = 1/8: 45 / 8 = 5.625 -> 6, + out zero point -3 = 3.
+  OneNode t;
+  const auto x = t.input("x", {1, 2, 1, 1});
+  Tensor w = Tensor::empty(DType::i8, {1, 2, 1, 1});
+  w.data<std::int8_t>()[0] = 3, w.data<std::int8_t>()[1] = -2;
+  Tensor s = Tensor::empty(DType::f32, {1}), b = Tensor::empty(DType::i32, {1});
+  s.data<float>()[0] = 0.25f, b.data<std::int32_t>()[0] = 7;
+  t.node("npusim.qconv2d", {x, t.weight("w", w), t.weight("s", s), t.weight("b", b)}, {1, 1, 1, 1},
+         attrs({{"x_scale", ir::AttrValue(0.5)}, {"x_zero_point", ir::AttrValue(std::int64_t{2})}, {"out_scale", ir::AttrValue(1.0)},
+                {"out_zero_point", ir::AttrValue(std::int64_t{-3})}}));
+  Tensor in = Tensor::empty(DType::i8, {1, 2, 1, 1});
+  in.data<std::int8_t>()[0] = 10, in.data<std::int8_t>()[1] = -5;
+  for (const Tensor& y : {t.run<ReferenceTarget>({in}), t.run<CpuTarget>({in})}) EXPECT_EQ(y.to(DType::i32).data<std::int32_t>()[0], 3);
+}
+
+TEST(Int8Ops, QAddHandValue) {
+  // TFLite's add: 0.5 * (20 - 0) + 0.25 * (8 - 4) = 11 at out scale 1, zero point 1 -> 12; then
+  // 0.5 * 127 + 0.25 * (127 - 4) = 94.25 -> 94, + 1 = 95.
+  OneNode t;
+  const auto a = t.input("a", {2}), b = t.input("b", {2});
+  t.node("npusim.qadd", {a, b}, {2},
+         attrs({{"a_scale", ir::AttrValue(0.5)}, {"b_scale", ir::AttrValue(0.25)}, {"b_zero_point", ir::AttrValue(std::int64_t{4})},
+                {"out_scale", ir::AttrValue(1.0)}, {"out_zero_point", ir::AttrValue(std::int64_t{1})}}));
+  Tensor x = Tensor::empty(DType::i8, {2}), y = Tensor::empty(DType::i8, {2});
+  x.data<std::int8_t>()[0] = 20, y.data<std::int8_t>()[0] = 8, x.data<std::int8_t>()[1] = 127, y.data<std::int8_t>()[1] = 127;
+  for (const Tensor& r : {t.run<ReferenceTarget>({x, y}), t.run<CpuTarget>({x, y})}) {
+    EXPECT_EQ(r.to(DType::i32).data<std::int32_t>()[0], 12);
+    EXPECT_EQ(r.to(DType::i32).data<std::int32_t>()[1], 95);
+  }
+}
+
+TEST(Int8Ops, CpuConvolutionsMatchTheReferenceBitForBit) {
+  struct Case {
+    std::int64_t n, c, h, w, k, kh, kw, stride, pad, dil, groups;
+    double out_scale;  // small: multipliers above 1 (the portable requantization)
+    std::int64_t out_min;
+  };
+  const Case cases[] = {
+      {1, 3, 17, 15, 20, 7, 7, 2, 3, 1, 1, 2.0, -128},   // the stem's shape, odd sizes, 20 channels (two blocks, one partial)
+      {2, 64, 9, 9, 40, 3, 3, 1, 1, 1, 1, 4.0, -100},    // batch 2, a ReLU-like clamp
+      {1, 16, 8, 8, 16, 3, 3, 2, 1, 2, 2, 3.0, -128},    // dilation, groups
+      {1, 5, 6, 7, 33, 1, 1, 1, 0, 1, 1, 0.002, -128},   // 1x1, C not a multiple of 4, multipliers > 1
+  };
+  std::mt19937 rng(5);
+  for (const Case& cs : cases) {
+    OneNode t;
+    const auto x = t.input("x", {cs.n, cs.c, cs.h, cs.w});
+    Tensor s = Tensor::empty(DType::f32, {cs.k}), b = Tensor::empty(DType::i32, {cs.k});
+    std::uniform_real_distribution<float> sd(0.001f, 0.02f);
+    std::uniform_int_distribution<int> bd(-5000, 5000);
+    for (std::int64_t i = 0; i < cs.k; ++i) s.data<float>()[i] = sd(rng), b.data<std::int32_t>()[i] = bd(rng);
+    const std::int64_t oh = (cs.h + 2 * cs.pad - cs.dil * (cs.kh - 1) - 1) / cs.stride + 1, ow = (cs.w + 2 * cs.pad - cs.dil * (cs.kw - 1) - 1) / cs.stride + 1;
+    t.node("npusim.qconv2d",
+           {x, t.weight("w", random_i8({cs.k, cs.c / cs.groups, cs.kh, cs.kw}, rng)), t.weight("s", s), t.weight("b", b)}, {cs.n, cs.k, oh, ow},
+           attrs({{"stride", ints({cs.stride, cs.stride})}, {"padding", ints({cs.pad, cs.pad})}, {"dilation", ints({cs.dil, cs.dil})},
+                  {"groups", ir::AttrValue(cs.groups)}, {"x_scale", ir::AttrValue(0.05)}, {"x_zero_point", ir::AttrValue(std::int64_t{-7})},
+                  {"out_scale", ir::AttrValue(cs.out_scale)}, {"out_zero_point", ir::AttrValue(std::int64_t{5})}, {"out_min", ir::AttrValue(cs.out_min)}}));
+    const Tensor in = random_i8({cs.n, cs.c, cs.h, cs.w}, rng);
+    EXPECT_TRUE(same(t.run<CpuTarget>({in}), t.run<ReferenceTarget>({in}))) << "conv " << cs.c << " -> " << cs.k << ", " << cs.kh << "x" << cs.kw;
+  }
+}
+
+TEST(Int8Ops, CpuLinearAndAddMatchTheReferenceBitForBit) {
+  std::mt19937 rng(9);
+  {
+    OneNode t;
+    const auto x = t.input("x", {3, 70});
+    Tensor s = Tensor::empty(DType::f32, {37}), b = Tensor::empty(DType::i32, {37});
+    for (std::int64_t i = 0; i < 37; ++i) s.data<float>()[i] = 0.003f + 0.0001f * static_cast<float>(i), b.data<std::int32_t>()[i] = static_cast<std::int32_t>(i * 97 - 1800);
+    t.node("npusim.qlinear", {x, t.weight("w", random_i8({37, 70}, rng)), t.weight("s", s), t.weight("b", b)}, {3, 37},
+           attrs({{"x_scale", ir::AttrValue(0.1)}, {"x_zero_point", ir::AttrValue(std::int64_t{3})}, {"out_scale", ir::AttrValue(0.5)},
+                  {"out_zero_point", ir::AttrValue(std::int64_t{-2})}}));
+    const Tensor in = random_i8({3, 70}, rng);
+    EXPECT_TRUE(same(t.run<CpuTarget>({in}), t.run<ReferenceTarget>({in})));
+  }
+  {
+    OneNode t;
+    const auto a = t.input("a", {1, 8, 7, 9}), b = t.input("b", {1, 8, 7, 9});
+    t.node("npusim.qadd", {a, b}, {1, 8, 7, 9},
+           attrs({{"a_scale", ir::AttrValue(0.031)}, {"a_zero_point", ir::AttrValue(std::int64_t{-20})}, {"b_scale", ir::AttrValue(0.017)},
+                  {"b_zero_point", ir::AttrValue(std::int64_t{11})}, {"out_scale", ir::AttrValue(0.04)}, {"out_zero_point", ir::AttrValue(std::int64_t{-128})},
+                  {"out_min", ir::AttrValue(std::int64_t{-128})}}));
+    const Tensor x = random_i8({1, 8, 7, 9}, rng), y = random_i8({1, 8, 7, 9}, rng);
+    EXPECT_TRUE(same(t.run<CpuTarget>({x, y}), t.run<ReferenceTarget>({x, y})));
+  }
+}
+
+TEST(Int8Ops, PortableAndVnniGemmAgree) {
+  if (!cpu::qconv::vnni_available()) GTEST_SKIP() << "this build has no AVX-512 VNNI";
+  std::mt19937 rng(3);
+  const std::int64_t K = 50, C = 13, T = 9, H = 6, W = 5;
+  const Tensor w = random_i8({K, C, 3, 3}, rng);
+  std::vector<float> scale(static_cast<std::size_t>(K), 0.01f);
+  std::vector<std::int32_t> bias(static_cast<std::size_t>(K), 100);
+  ops::QConv2d::Attrs a;
+  a.padding = {1, 1}, a.x_scale = 0.1, a.x_zero_point = 9, a.out_scale = 0.3, a.out_zero_point = -4;
+  const cpu::qconv::Packed p = cpu::qconv::pack(w.data<std::int8_t>(), K, C, T, scale.data(), bias.data(), a);
+  const auto vp = cpu::qconv::vector_params(p);
+  const auto idx = cpu::qconv::conv_index(H, W, 3, 3, H, W, a);
+  const Tensor x = random_i8({1, C, H, W}, rng);
+  std::vector<std::uint8_t> rows(static_cast<std::size_t>((H * W + 1) * p.C4));
+  cpu::qconv::to_rows(x.data<std::int8_t>(), C, H * W, p.C4, 9, rows.data());
+  std::vector<std::int8_t> y0(static_cast<std::size_t>(K * H * W)), y1(y0.size());
+  const cpu::qconv::Problem pr{H * W, idx.data(), H * W, 1};
+  cpu::qconv::run(p, vp, rows.data(), pr, y0.data(), false);
+  cpu::qconv::run(p, vp, rows.data(), pr, y1.data(), true);
+  EXPECT_EQ(y0, y1);
+}
+
+TEST(Int8Recipe, QuantizePerChannelHandValues) {
+  // Channel 0: max |w| = 2.55 -> scale 0.02, codes 2.55 / 0.02 = 127.5 -> 128 -> clamped 127,
+  // -1 / 0.02 = -50; bias 0.3 / (0.5 * 0.02) = 30. Channel 1 all zeros: scale epsilon, codes 0.
+  MapSource src;
+  Tensor w = Tensor::empty(DType::f32, {2, 2}), b = Tensor::empty(DType::f32, {2});
+  w.data<float>()[0] = 2.55f, w.data<float>()[1] = -1.0f, w.data<float>()[2] = 0, w.data<float>()[3] = 0;
+  b.data<float>()[0] = 0.3f, b.data<float>()[1] = 0;
+  src.t["w"] = w, src.t["b"] = b;
+  weights::Recipe r{"quantize_per_channel", {"w", "b"}, {"wq", "s", "bq"}, {}};
+  r.params.set("input_scale", ir::AttrValue(0.5));
+  r.params.set("bits", ir::AttrValue(std::int64_t{8}));
+  const auto out = weights::apply_recipe(r, [&](const std::string& k) { return src.load(k); });
+  ASSERT_EQ(out.size(), 3u);
+  EXPECT_EQ(out[0].data<std::int8_t>()[0], 127);
+  EXPECT_EQ(out[0].data<std::int8_t>()[1], -50);
+  EXPECT_EQ(out[0].data<std::int8_t>()[2], 0);
+  EXPECT_FLOAT_EQ(out[1].data<float>()[0], 0.02f);
+  EXPECT_EQ(out[2].data<std::int32_t>()[0], 30);
+  r.params.set("bits", ir::AttrValue(std::int64_t{9}));
+  EXPECT_THROW(weights::apply_recipe(r, [&](const std::string& k) { return src.load(k); }), Error);
+}
+
+namespace {
+struct Resnet {
+  runtime::ModelDir c = runtime::ModelDir::open(test::data("models/resnet18"), "auto");
+  partition::TargetInfo target = describe_target<CpuTarget>();
+  program::CompileOptions opt;
+  runtime::RunnerFactory make;
+  std::vector<program::IoSpec> ins;
+  Resnet() {
+    opt.evaluator = &ref::evaluate_node;
+    make = [this](const program::CompiledProgram& p) -> std::unique_ptr<Runner> {
+      return std::make_unique<runtime::ProgramRunner>(p, c.weights.get(), runtime::factories_for<CpuTarget>());
+    };
+    for (auto t : c.graph.inputs) ins.push_back({c.graph.tensor(t).name, c.graph.tensor(t).shape, c.graph.tensor(t).dtype});
+  }
+};
+}  // namespace
+
+TEST(Int8Quantize, Resnet18CalibrateReportAndRank) {
+  Resnet m;
+  const runtime::Int8Inputs calib = runtime::int8_inputs("synthetic:4", m.ins, 0, 0, 0);
+  const runtime::Int8Inputs eval = runtime::int8_inputs("synthetic:4", m.ins, 0, 0, 1);
+  ASSERT_EQ(calib.sets.size(), 4u);
+  EXPECT_NE(calib.sets[0][0].data<float>()[0], eval.sets[0][0].data<float>()[0]);  // other draws
+  const runtime::Calibration cal = runtime::calibrate(m.c.graph, m.target, m.opt, m.make, calib.sets, {});
+  EXPECT_GT(cal.ranges.size(), 20u);
+  program::CompileOptions q = m.opt;
+  q.int8.ranges = cal.ranges;
+  const program::CompiledProgram p = program::compile(m.c.graph, m.target, q);
+  EXPECT_EQ(p.stats.pass_counts.find("quantize_int8")->as_int(), 29);  // 20 convolutions, 8 adds, the fc
+  const runtime::Int8Report r = runtime::accuracy_report(m.c.graph, m.target, m.opt, q, m.make, eval);
+  ASSERT_EQ(r.outputs.size(), 1u);
+  // The synthetic weights' logits are nearly flat (top-5 probabilities ~0.01 each), so top-1 flips
+  // easily; the logits themselves stay close.
+  EXPECT_GT(r.outputs[0].err.cosine(), 0.99);
+  EXPECT_EQ(r.outputs[0].rows, 4);
+  EXPECT_GE(r.outputs[0].top5_overlap / 4, 0.6);
+  ASSERT_EQ(r.layers.size(), 29u);
+  for (const auto& l : r.layers) EXPECT_GT(l.own.cosine(), 0.99) << l.node;
+  // A layer whose weights have 3 bits ranks first by its own error.
+  const std::string victim = r.layers.back().node;
+  q.int8.weight_bits[victim] = 3;
+  const runtime::Int8Report r3 = runtime::accuracy_report(m.c.graph, m.target, m.opt, q, m.make, eval);
+  EXPECT_EQ(r3.layers.front().node, victim);
+  // Kept in float: one integer op fewer.
+  q.int8.weight_bits.clear();
+  q.int8.keep_float = {victim};
+  EXPECT_EQ(program::compile(m.c.graph, m.target, q).stats.pass_counts.find("quantize_int8")->as_int(), 28);
+  q.int8.keep_float = {"no_such_layer"};
+  EXPECT_THROW(program::compile(m.c.graph, m.target, q), Error);
+}
+
+TEST(Int8Quantize, BadCalibrationInputsAreRefused) {
+  Resnet m;
+  const fs::path dir = fs::temp_directory_path() / "npusim_int8_inputs";
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  auto refused = [&](const std::string& spec, const std::string& what) {
+    try {
+      runtime::int8_inputs(spec, m.ins, 0);
+      ADD_FAILURE() << "accepted: " << what;
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find(what), std::string::npos) << e.what();
+    }
+  };
+  refused(dir.string(), "no input files");
+  refused((dir / "missing").string(), "must be a folder");
+  refused("synthetic:0", "synthetic:N");
+  test::write_text((dir / "notes.txt").string(), "hello");
+  refused(dir.string(), "neither an image");
+  fs::remove(dir / "notes.txt");
+  // A tensor of the wrong shape, and one holding NaN.
+  auto npy = [&](const std::string& name, Shape s, float v) {
+    std::string header = "{'descr': '<f4', 'fortran_order': False, 'shape': (";
+    for (auto d : s) header += std::to_string(d) + ", ";
+    header += "), }";
+    while ((10 + header.size() + 1) % 64) header += ' ';
+    header += '\n';
+    std::ofstream f(dir / name, std::ios::binary);
+    f.write("\x93NUMPY\x01\x00", 8);
+    const auto len = static_cast<std::uint16_t>(header.size());
+    f.put(static_cast<char>(len & 0xff)), f.put(static_cast<char>(len >> 8));
+    f << header;
+    for (std::int64_t i = 0; i < numel(s); ++i) f.write(reinterpret_cast<const char*>(&v), 4);
+  };
+  npy("a.npy", {1, 3, 8, 8}, 0.5f);
+  refused(dir.string(), "shape");
+  fs::remove(dir / "a.npy");
+  npy("b.npy", {1, 3, 224, 224}, std::nanf(""));
+  refused(dir.string(), "NaN");
+  fs::remove_all(dir);
+}

@@ -1,0 +1,101 @@
+// `npusim quantize`: post-training int8 (docs/quantization.md). Calibrates a float model on
+// inputs, writes the int8 program (.npubin) and reports the accuracy lost, per output and per
+// layer, on separate evaluation inputs; --keep-float and --auto-keep leave layers in float.
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+
+#include "cli.hpp"
+#include "npusim/ir/json.hpp"
+#include "npusim/program/npubin_weights.hpp"
+#include "npusim/runtime/int8.hpp"
+#include "npusim/runtime/model_dir.hpp"
+
+namespace npusim::cli {
+
+namespace fs = std::filesystem;
+
+int cmd_quantize(const QuantizeArgs& a, const TargetChoice& tc) {
+  validate(tc);
+  if (is_npubin_path(a.model)) throw Error(ErrorCode::attr, "quantize takes a float model (a case directory or an IR .json file), not a .npubin", {.file = a.model});
+  if (!tc.weights_dtype.empty()) throw Error(ErrorCode::attr, "--weights-dtype (LLM weight blocks) and int8 quantization do not combine", {.found = "--weights-dtype " + tc.weights_dtype});
+  if (a.output.empty() || !a.output.ends_with(".npubin")) throw Error(ErrorCode::attr, "-o must name a .npubin file", {.found = a.output});
+  runtime::CalibrateOptions co;
+  if (a.observer == "percentile") co.observer = runtime::Observer::percentile, co.percentile = a.percentile;
+  auto t0 = clock_type::now();
+  runtime::ModelDir c = runtime::ModelDir::open(a.model, a.weights);
+  if (!c.weights) throw Error(ErrorCode::weights, "quantize needs the float weights: none beside the IR (weights.safetensors, synth.json); give --weights", {.file = a.model});
+  std::vector<program::IoSpec> ins;
+  for (auto t : c.graph.inputs) ins.push_back({c.graph.tensor(t).name, c.graph.tensor(t).shape, c.graph.tensor(t).dtype});
+  // Inputs first: a bad folder is refused before any work.
+  const runtime::Int8Inputs calib = runtime::int8_inputs(a.calib, ins, a.calib_count, 0, 0);
+  const bool same_folder = a.eval.empty() || a.eval == a.calib;
+  const runtime::Int8Inputs eval = a.no_report ? runtime::Int8Inputs{}
+                                   : runtime::int8_inputs(a.eval.empty() ? a.calib : a.eval, ins, a.eval_count,
+                                                          same_folder && !a.calib.starts_with("synthetic:") ? static_cast<std::int64_t>(calib.sets.size()) : 0, 1);
+  std::printf("model %s; weights: %s\ncalibration: %s (%s)\n", c.graph.model_name.c_str(), c.weights->path().c_str(), calib.from.c_str(),
+              co.observer == runtime::Observer::minmax ? "min/max" : ("percentile " + fmt_num(co.percentile)).c_str());
+  const partition::TargetInfo target = target_info(tc);
+  program::CompileOptions fo = compile_options(tc);
+  fo.int8.keep_float = a.keep_float;
+  for (const auto& wb : a.weight_bits) {
+    const auto eq = wb.rfind('=');
+    int bits = 0;
+    try {
+      bits = eq == std::string::npos ? 0 : std::stoi(wb.substr(eq + 1));
+    } catch (const std::exception&) {
+      bits = 0;
+    }
+    if (bits < 2 || bits > 8) throw Error(ErrorCode::attr, "--weight-bits takes LAYER=BITS with BITS in 2..8", {.found = wb});
+    fo.int8.weight_bits[wb.substr(0, eq)] = bits;
+  }
+  const weights::WeightSource* w = c.weights.get();
+  runtime::RunnerFactory make = [&](const program::CompiledProgram& p) -> std::unique_ptr<Runner> { return make_runner(p, w); };
+  Progress progress = console_progress();
+  const runtime::Calibration cal = runtime::calibrate(c.graph, target, fo, make, calib.sets, co, progress);
+  program::CompileOptions qo = fo;
+  qo.int8.ranges = cal.ranges;
+  auto report = [&](const program::CompileOptions& q) {
+    runtime::Int8Report r = runtime::accuracy_report(c.graph, target, fo, q, make, eval, progress);
+    print_report(stdout, r, a.layers_shown);
+    return r;
+  };
+  std::optional<runtime::Int8Report> rep;
+  if (!a.no_report) rep = report(qo);
+  if (a.auto_keep > 0) {
+    if (!rep) throw Error(ErrorCode::attr, "--auto-keep chooses layers from the accuracy report: it needs the report (drop --no-report)");
+    std::vector<std::string> worst;
+    for (const auto& l : rep->layers)
+      if (static_cast<std::int64_t>(worst.size()) < a.auto_keep && std::find(qo.int8.keep_float.begin(), qo.int8.keep_float.end(), l.node) == qo.int8.keep_float.end())
+        worst.push_back(l.node);
+    std::string list;
+    for (const auto& n : worst) list += (list.empty() ? "" : ", ") + n, qo.int8.keep_float.push_back(n);
+    std::printf("\n--auto-keep %lld: in float: %s\n", static_cast<long long>(a.auto_keep), list.c_str());
+    rep = report(qo);
+  }
+  program::CompiledProgram p = program::compile(c.graph, target, qo);
+  print_compile_summary(p, seconds_since(t0));
+  const program::EmbeddedWeightsInfo saved = program::save(p, a.output, a.embed ? w : nullptr);
+  for (const auto& note : saved.notes) std::printf("%s\n", note.c_str());
+  std::printf("wrote %s (%s%s)\n", a.output.c_str(), program::human_bytes(static_cast<std::int64_t>(fs::file_size(a.output))).c_str(),
+              a.embed ? ", weights embedded" : ", no weights: run it with --weights (the float checkpoint)");
+  if (!a.report_json.empty()) {
+    if (!rep) throw Error(ErrorCode::attr, "--report-json writes the accuracy report: drop --no-report");
+    nlohmann::json j = runtime::report_json(*rep);
+    j["model"] = c.graph.model_name;
+    j["calibration"] = calib.from;
+    j["observer"] = a.observer;
+    j["keep_float"] = qo.int8.keep_float;
+    const std::string tmp = a.report_json + ".tmp";
+    {
+      std::ofstream f(tmp);
+      f << j.dump(2) << "\n";
+      if (!f) throw Error(ErrorCode::io, "cannot write the report", {.file = a.report_json});
+    }
+    fs::rename(tmp, a.report_json);
+    std::printf("report: %s\n", a.report_json.c_str());
+  }
+  return 0;
+}
+
+}  // namespace npusim::cli
