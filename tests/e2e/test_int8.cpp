@@ -51,10 +51,12 @@ struct OneNode {
     src.t[name] = std::move(v);
     return t;
   }
-  void node(const std::string& op, std::vector<ir::TensorId> in, Shape out, ir::AttrMap attrs, DType d = DType::i8) {
-    const ir::TensorId y = g.add_tensor({"y", out, d, ir::TensorKind::intermediate, 0, 0, {}});
-    g.nodes.push_back({"n", op, std::move(in), {y}, std::move(attrs)});
+  ir::TensorId node(const std::string& op, std::vector<ir::TensorId> in, Shape out, ir::AttrMap attrs, DType d = DType::i8) {
+    const auto i = static_cast<std::int32_t>(g.nodes.size());
+    const ir::TensorId y = g.add_tensor({"y" + std::to_string(i), out, d, ir::TensorKind::intermediate, i, 0, {}});
+    g.nodes.push_back({"n" + std::to_string(i), op, std::move(in), {y}, std::move(attrs)});
     g.outputs = {y};
+    return y;
   }
   template <class Target>
   Tensor run(const std::vector<Tensor>& inputs) {
@@ -185,6 +187,30 @@ TEST(Int8Ops, CpuLinearAndAddMatchTheReferenceBitForBit) {
     const Tensor x = random_i8({1, 8, 7, 9}, rng), y = random_i8({1, 8, 7, 9}, rng);
     EXPECT_TRUE(same(t.run<CpuTarget>({x, y}), t.run<ReferenceTarget>({x, y})));
   }
+}
+
+TEST(Int8Ops, CpuChannelsLastChainMatchesTheReference) {
+  // conv -> conv -> add(residual) -> conv: the tensors between the integer kernels are held
+  // channels last on the CPU target (cpu/layout.hpp); the result is still the reference's.
+  std::mt19937 rng(11);
+  OneNode t;
+  const auto x = t.input("x", {1, 24, 10, 10});
+  auto conv = [&](ir::TensorId in, std::int64_t cin, std::int64_t cout, std::int64_t k, const std::string& nm, double out_scale) {
+    Tensor s = Tensor::empty(DType::f32, {cout}), b = Tensor::empty(DType::i32, {cout});
+    for (std::int64_t i = 0; i < cout; ++i) s.data<float>()[i] = 0.004f + 0.0002f * static_cast<float>(i), b.data<std::int32_t>()[i] = static_cast<std::int32_t>(i * 31 - 400);
+    return t.node("npusim.qconv2d", {in, t.weight(nm + "w", random_i8({cout, cin, k, k}, rng)), t.weight(nm + "s", s), t.weight(nm + "b", b)}, {1, cout, 10, 10},
+                  attrs({{"padding", ints({k / 2, k / 2})}, {"x_scale", ir::AttrValue(0.05)}, {"x_zero_point", ir::AttrValue(std::int64_t{-3})},
+                         {"out_scale", ir::AttrValue(out_scale)}, {"out_zero_point", ir::AttrValue(std::int64_t{-3})}}));
+  };
+  const auto r = conv(x, 24, 24, 1, "r", 0.05);
+  const auto a = conv(r, 24, 40, 3, "a", 0.3);
+  const auto b = conv(a, 40, 24, 1, "b", 0.2);
+  const auto sum = t.node("npusim.qadd", {b, r}, {1, 24, 10, 10},
+                          attrs({{"a_scale", ir::AttrValue(0.05)}, {"a_zero_point", ir::AttrValue(std::int64_t{-3})}, {"b_scale", ir::AttrValue(0.05)},
+                                 {"b_zero_point", ir::AttrValue(std::int64_t{-3})}, {"out_scale", ir::AttrValue(0.08)}, {"out_zero_point", ir::AttrValue(std::int64_t{-3})}}));
+  conv(sum, 24, 20, 3, "c", 0.5);
+  const Tensor in = random_i8({1, 24, 10, 10}, rng);
+  EXPECT_TRUE(same(t.run<CpuTarget>({in}), t.run<ReferenceTarget>({in})));
 }
 
 TEST(Int8Ops, PortableAndVnniGemmAgree) {

@@ -36,6 +36,7 @@ struct Ctx {
   std::vector<std::shared_ptr<void>>& keep;            // lives as long as the executor
   std::shared_ptr<ScratchPool> scratch;                // shared; sized after binding
   std::vector<bool> blocked = {};                      // per tensor: held channel-blocked (layout.hpp); empty: none
+  std::vector<bool> channels_last = {};                // per tensor: an int8 activation held NHWC (layout.hpp); empty: none
 
   // Reserves `bytes` of shared scratch; the pointer is valid when the kernel runs.
   std::shared_ptr<ScratchPool> need_scratch(std::size_t bytes) {
@@ -49,6 +50,9 @@ struct Ctx {
     return ops::read_attrs<typename Op::Attrs>(node(member).attrs, node(member).op_type);
   }
   bool is_blocked(ir::TensorId t) const { return static_cast<std::size_t>(t) < blocked.size() && blocked[static_cast<std::size_t>(t)]; }
+  bool is_channels_last(ir::TensorId t) const {
+    return static_cast<std::size_t>(t) < channels_last.size() && channels_last[static_cast<std::size_t>(t)];
+  }
   DType storage(ir::TensorId t) const { return plan.tensors.at(static_cast<std::size_t>(t)).storage; }
   const Shape& shape(ir::TensorId t) const { return g.tensor(t).shape; }
   std::int64_t numel(ir::TensorId t) const { return npusim::numel(shape(t)); }

@@ -129,4 +129,37 @@ inline std::vector<bool> blocked_tensors(const ir::Graph& g, const std::vector<K
   return blocked;
 }
 
+// Per tensor of the partition's graph: an int8 activation held channels last (NHWC) between the
+// integer kernels. A rank-4 int8 tensor in the arena is, when qconv2d or qadd writes it and only
+// qconv2d and qadd read it (a qadd's two inputs and output together): each convolution then reads
+// its pixel rows in place of transposing NCHW, and writes its channels contiguously.
+inline std::vector<bool> int8_channels_last(const ir::Graph& g, const std::vector<Kernel>& kernels, const plan::BufferPlan& plan) {
+  const std::size_t n = g.tensors.size();
+  auto at = [](ir::TensorId t) { return static_cast<std::size_t>(t); };
+  auto integer = [](const Kernel& k) { return k.kind == ops::QConv2d::id || k.kind == ops::QAdd::id; };
+  std::vector<bool> cl(n, false);
+  for (std::size_t t = 0; t < n; ++t)
+    cl[t] = g.tensors[t].dtype == DType::i8 && g.tensors[t].shape.size() == 4 && plan.tensors[t].place == plan::Place::arena;
+  for (ir::TensorId t : g.outputs) cl[at(t)] = false;
+  for (ir::TensorId t : g.inputs) cl[at(t)] = false;
+  for (const Kernel& k : kernels) {
+    const bool ok = integer(k);
+    for (ir::TensorId t : k.inputs)
+      if (!ok) cl[at(t)] = false;
+    for (ir::TensorId t : k.outputs)
+      if (!ok) cl[at(t)] = false;
+  }
+  for (bool changed = true; changed;) {  // a qadd's tensors share one layout
+    changed = false;
+    for (const Kernel& k : kernels) {
+      if (k.kind != ops::QAdd::id) continue;
+      const bool all = cl[at(k.inputs[0])] && cl[at(k.inputs[1])] && cl[at(k.outputs[0])];
+      if (all) continue;
+      for (ir::TensorId t : {k.inputs[0], k.inputs[1], k.outputs[0]})
+        if (cl[at(t)]) cl[at(t)] = false, changed = true;
+    }
+  }
+  return cl;
+}
+
 }  // namespace npusim::inline NPUSIM_ABI::cpu

@@ -275,14 +275,39 @@ inline std::vector<std::int32_t> conv_index(std::int64_t H, std::int64_t W, std:
   return idx;
 }
 
-// NCHW int8 (one image, channels [c0, c0 + C)) -> pixel rows of C4 bytes, x + 128, then the
-// padding row (x_zero_point + 128).
+// NCHW int8 (one image's C channels) -> pixel rows of C4 bytes, x + 128, then the padding row
+// (x_zero_point + 128). In blocks of 32 pixels, on the thread pool: a block's rows stay in L1
+// while every channel's 32 bytes are spread over them (row by row, each store would miss).
 inline void to_rows(const std::int8_t* x, std::int64_t C, std::int64_t HW, std::int64_t C4, std::int32_t x_zero_point, std::uint8_t* rows) {
-  std::memset(rows, 0, static_cast<std::size_t>((HW + 1) * C4));
-  for (std::int64_t c = 0; c < C; ++c) {
-    const std::int8_t* src = x + c * HW;
-    for (std::int64_t i = 0; i < HW; ++i) rows[i * C4 + c] = static_cast<std::uint8_t>(static_cast<std::uint8_t>(src[i]) ^ 0x80u);
-  }
+  constexpr std::int64_t P = 32;
+  parallel_for((HW + P - 1) / P, 8, [&](std::int64_t b, std::int64_t e) {
+    for (std::int64_t blk = b; blk < e; ++blk) {
+      const std::int64_t i0 = blk * P, n = std::min(P, HW - i0);
+      std::uint8_t* dst = rows + i0 * C4;
+      if (C4 != C)
+        for (std::int64_t j = 0; j < n; ++j) std::memset(dst + j * C4 + C, 0, static_cast<std::size_t>(C4 - C));
+      for (std::int64_t c = 0; c < C; ++c) {
+        const std::int8_t* src = x + c * HW + i0;
+        for (std::int64_t j = 0; j < n; ++j) dst[j * C4 + c] = static_cast<std::uint8_t>(static_cast<std::uint8_t>(src[j]) ^ 0x80u);
+      }
+    }
+  });
+  std::memset(rows + HW * C4, 0, static_cast<std::size_t>(C4));
+  for (std::int64_t c = 0; c < C; ++c) rows[HW * C4 + c] = static_cast<std::uint8_t>(x_zero_point + 128);
+}
+
+// Channels-last int8 (one image: HW pixels of C channels) -> pixel rows of C4 bytes, x + 128, then
+// the padding row.
+inline void nhwc_to_rows(const std::int8_t* x, std::int64_t C, std::int64_t HW, std::int64_t C4, std::int32_t x_zero_point, std::uint8_t* rows) {
+  parallel_for(HW, 256, [&](std::int64_t b, std::int64_t e) {
+    for (std::int64_t i = b; i < e; ++i) {
+      const std::int8_t* src = x + i * C;
+      std::uint8_t* dst = rows + i * C4;
+      for (std::int64_t c = 0; c < C; ++c) dst[c] = static_cast<std::uint8_t>(static_cast<std::uint8_t>(src[c]) ^ 0x80u);
+      for (std::int64_t c = C; c < C4; ++c) dst[c] = 0;
+    }
+  });
+  std::memset(rows + HW * C4, 0, static_cast<std::size_t>(C4));
   for (std::int64_t c = 0; c < C; ++c) rows[HW * C4 + c] = static_cast<std::uint8_t>(x_zero_point + 128);
 }
 

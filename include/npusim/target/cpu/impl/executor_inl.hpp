@@ -50,6 +50,7 @@ class Executor final : public PartitionExecutor {
     auto scratch = std::make_shared<ScratchPool>();
     std::vector<bool> address_taken(g.tensors.size(), false);
     const std::vector<bool> blocked = blocked_tensors(g, part_.kernels, plan);
+    const std::vector<bool> channels_last = int8_channels_last(g, part_.kernels, plan);
     for (std::size_t ki = 0; ki < part_.kernels.size(); ++ki) {
       const Kernel& k = part_.kernels[ki];
       if (k.kind == "view") continue;
@@ -66,7 +67,7 @@ class Executor final : public PartitionExecutor {
               auto it = weights_.find(t);
               return it == weights_.end() ? nullptr : &it->second;
             },
-            keep_, scratch, blocked};
+            keep_, scratch, blocked, channels_last};
       try {
         Fns fns = bind_kernel(c);
         for (auto& f : fns) {

@@ -97,15 +97,19 @@ NPUSIM_FUNC Fn bind_qconv2d(Ctx& c, const ops::QConv2d::Attrs& a) {
   auto* py = c.ptr<std::int8_t>(y);
   const bool vnni = qconv_vnni_chosen();
   const auto zx = static_cast<std::int32_t>(a.x_zero_point);
+  // Channels last (layout.hpp): the input's pixel rows are contiguous, the output's channels too.
+  const bool in_nhwc = c.is_channels_last(x), out_nhwc = c.is_channels_last(y);
+  if ((in_nhwc || out_nhwc) && G != 1) c.unsupported("a grouped int8 convolution on channels-last tensors (npusim bug: layout.hpp)");
   return [=] {
     const std::int64_t C4 = (*groups)[0].p.C4;
     auto* rows = const_cast<std::uint8_t*>(qconv_rows_scratch((H * W + 1) * C4));
-    const qconv::Problem pr{OH * OW, index->data(), OH * OW, 1};
+    const qconv::Problem pr = out_nhwc ? qconv::Problem{OH * OW, index->data(), 1, K} : qconv::Problem{OH * OW, index->data(), OH * OW, 1};
     for (std::int64_t n = 0; n < N; ++n)
       for (std::int64_t g = 0; g < G; ++g) {
-        qconv::to_rows(px + (n * C + g * Cg) * H * W, Cg, H * W, C4, zx, rows);
+        if (in_nhwc) qconv::nhwc_to_rows(px + n * H * W * C, Cg, H * W, C4, zx, rows);
+        else qconv::to_rows(px + (n * C + g * Cg) * H * W, Cg, H * W, C4, zx, rows);
         qconv::run((*groups)[static_cast<std::size_t>(g)].p, (*groups)[static_cast<std::size_t>(g)].v, rows, pr,
-                   py + (n * K + g * Kg) * OH * OW, vnni);
+                   py + (out_nhwc ? n * OH * OW * K : (n * K + g * Kg) * OH * OW), vnni);
       }
   };
 }
