@@ -213,21 +213,45 @@ TEST(Int8Ops, CpuChannelsLastChainMatchesTheReference) {
   EXPECT_TRUE(same(t.run<CpuTarget>({in}), t.run<ReferenceTarget>({in})));
 }
 
+#if defined(NPUSIM_CPU_QCONV_VNNI)
+TEST(Int8Ops, VectorRequantizationIsTheScalarOne) {
+  // The vector x * M (floor form of the doubling high multiply, one-add rounding shift) against
+  // quant::multiply_by_quantized_multiplier, at ties and near its bound |x| < 2^30.
+  std::mt19937 rng(1);
+  std::uniform_int_distribution<std::int32_t> xs(-(1 << 30) + 1, (1 << 30) - 1);
+  std::uniform_real_distribution<double> ms(1e-9, 0.999);
+  for (int round = 0; round < 2000; ++round) {
+    alignas(64) std::int32_t x[16], m[16], e[16], out[16];
+    quant::FixedPointMultiplier f[16];
+    for (int i = 0; i < 16; ++i) {
+      f[i] = quant::quantize_multiplier(i == 0 ? 0.5 : i == 1 ? 0.25 : ms(rng));
+      m[i] = f[i].multiplier, e[i] = -f[i].shift;
+      x[i] = i < 4 ? (i % 2 ? -1 : 1) * ((1 << 30) - 1 - round) : i < 8 ? (round % 64) - 32 : xs(rng);
+    }
+    const cpu::qconv::detail::Multipliers16 mm(m, e);
+    _mm512_store_si512(out, cpu::qconv::detail::multiply16(_mm512_load_si512(x), mm));
+    for (int i = 0; i < 16; ++i) ASSERT_EQ(out[i], quant::multiply_by_quantized_multiplier(x[i], f[i])) << "x " << x[i] << " lane " << i;
+  }
+}
+#endif
+
 TEST(Int8Ops, PortableAndVnniGemmAgree) {
   if (!cpu::qconv::vnni_available()) GTEST_SKIP() << "this build has no AVX-512 VNNI";
   std::mt19937 rng(3);
-  const std::int64_t K = 50, C = 13, T = 9, H = 6, W = 5;
+  const std::int64_t K = 50, C = 13, H = 6, W = 5;
   const Tensor w = random_i8({K, C, 3, 3}, rng);
   std::vector<float> scale(static_cast<std::size_t>(K), 0.01f);
   std::vector<std::int32_t> bias(static_cast<std::size_t>(K), 100);
   ops::QConv2d::Attrs a;
   a.padding = {1, 1}, a.x_scale = 0.1, a.x_zero_point = 9, a.out_scale = 0.3, a.out_zero_point = -4;
-  const cpu::qconv::Packed p = cpu::qconv::pack(w.data<std::int8_t>(), K, C, T, scale.data(), bias.data(), a);
+  const cpu::qconv::ConvLayout l = cpu::qconv::conv_layout(C, H, W, 3, 3, a);
+  auto w_at = [&](std::int64_t k, std::int64_t t, std::int64_t b) { return w.data<std::int8_t>()[((k * C + b % C) * 3 + t) * 3 + b / C]; };
+  const cpu::qconv::Packed p = cpu::qconv::pack(K, l.T, l.Cb, w_at, scale.data(), bias.data(), a);
   const auto vp = cpu::qconv::vector_params(p);
-  const auto idx = cpu::qconv::conv_index(H, W, 3, 3, H, W, a);
+  const auto idx = cpu::qconv::conv_index(l, 3, 3, H, W, a);
   const Tensor x = random_i8({1, C, H, W}, rng);
-  std::vector<std::uint8_t> rows(static_cast<std::size_t>((H * W + 1) * p.C4));
-  cpu::qconv::to_rows(x.data<std::int8_t>(), C, H * W, p.C4, 9, rows.data());
+  std::vector<std::uint8_t> rows(static_cast<std::size_t>(l.image_bytes()));
+  cpu::qconv::to_image(x.data<std::int8_t>(), false, l, 9, rows.data());
   std::vector<std::int8_t> y0(static_cast<std::size_t>(K * H * W)), y1(y0.size());
   const cpu::qconv::Problem pr{H * W, idx.data(), H * W, 1};
   cpu::qconv::run(p, vp, rows.data(), pr, y0.data(), false);

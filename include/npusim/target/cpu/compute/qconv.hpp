@@ -1,12 +1,14 @@
 // Affine int8 convolutions and matrix products on the CPU target (ops::QConv2d, ops::QLinear):
 // an indirect GEMM over int8 codes, exact in int32, requantized as core/quant.hpp defines.
 //
-// The activation is copied once per run into pixel rows of C4 bytes (channels last, C rounded up
-// to 4) holding x + 128 as unsigned bytes, plus one padding row holding the input's zero point
-// (+ 128): the value 0. An indirection table, made at bind time, gives for every output pixel
-// and kernel tap the row it reads, so a convolution needs no im2col copy (XNNPACK's indirect
-// convolution). The GEMM multiplies these rows by the weights packed per 16 output channels and
-// 4 input channels, with AVX-512 VNNI's vpdpbusd (unsigned x signed bytes, 64 products per
+// The activation is copied once per run into a padded image, channels last (C bytes a pixel, no
+// channel padding), holding x + 128 as unsigned bytes and the input's zero point (+ 128: the
+// value 0) in the border. A convolution without horizontal dilation then reads, for each output
+// pixel and kernel row, one run of kw * C contiguous bytes (the kw taps of that row: XNNPACK's
+// indirection, with the taps of a row merged), so the GEMM's inner dimension is kw * C rounded up
+// to 4 (the extra bytes meet zero weights) and an indirection table made at bind time gives each
+// run's offset. The GEMM multiplies these runs by the weights packed per 16 output channels and 4
+// inner values, with AVX-512 VNNI's vpdpbusd (unsigned x signed bytes, 64 products per
 // instruction) where the build has it, else the same sums in plain integer code. Because the
 // activation was offset by 128, each output channel's accumulator starts at
 // bias - (zero_point + 128) * sum(w): the sum is then sum((x - zero_point) * w) + bias exactly.
@@ -15,6 +17,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
+#include <utility>
 #include <vector>
 
 #include "npusim/ops/quantized.hpp"
@@ -38,46 +41,49 @@ inline constexpr bool vnni_available() {
 // Weights and per-channel constants, packed once at bind time.
 struct Packed {
   std::int64_t K = 0, K16 = 0;  // output channels, rounded up to 16
-  std::int64_t T = 0;           // kernel taps (kh * kw; 1 for a linear)
-  std::int64_t C = 0, C4 = 0;   // input channels, rounded up to 4
-  std::vector<std::int8_t> w;   // [K16 / 16][T][C4 / 4][16][4]
+  std::int64_t T = 0;           // runs per output pixel (kernel rows, or every tap with horizontal dilation; 1 for a linear)
+  std::int64_t Cb = 0, Cb4 = 0; // bytes of a run, rounded up to 4
+  std::vector<std::int8_t> w;   // [K16 / 16][T][Cb4 / 4][16][4]
   std::vector<std::int32_t> start;                 // per channel (K16): bias - (x_zero_point + 128) * sum(w)
   std::vector<quant::FixedPointMultiplier> mult;   // per channel (K16)
   std::int32_t out_zero_point = 0, out_min = -128, out_max = 127;
-  bool right_shifts_only = true;  // every multiplier below 1: the vector requantization applies
+  bool right_shifts_only = true;  // every multiplier below 1 and every accumulator below 2^30: the vector requantization applies
 };
 
-// w: int8 [K][C][T] (a convolution's [Cout, Cin, kh, kw], a linear's [N, K] with T = 1).
-inline Packed pack(const std::int8_t* w, std::int64_t K, std::int64_t C, std::int64_t T, const float* w_scale, const std::int32_t* bias,
-                   const ops::QuantOutAttrs& a) {
+// w_at(k, t, b): the weight that byte b of run t meets for output channel k.
+template <class W>
+Packed pack(std::int64_t K, std::int64_t T, std::int64_t Cb, W&& w_at, const float* w_scale, const std::int32_t* bias, const ops::QuantOutAttrs& a) {
   Packed p;
-  p.K = K, p.K16 = (K + 15) / 16 * 16, p.T = T, p.C = C, p.C4 = (C + 3) / 4 * 4;
-  p.w.assign(static_cast<std::size_t>(p.K16 * T * p.C4), 0);
+  p.K = K, p.K16 = (K + 15) / 16 * 16, p.T = T, p.Cb = Cb, p.Cb4 = (Cb + 3) / 4 * 4;
+  p.w.assign(static_cast<std::size_t>(p.K16 * T * p.Cb4), 0);
   p.start.assign(static_cast<std::size_t>(p.K16), 0);
   p.mult.assign(static_cast<std::size_t>(p.K16), {});
   p.out_zero_point = static_cast<std::int32_t>(a.out_zero_point), p.out_min = static_cast<std::int32_t>(a.out_min), p.out_max = static_cast<std::int32_t>(a.out_max);
   const std::int64_t u_zero = a.x_zero_point + 128;
   for (std::int64_t k = 0; k < K; ++k) {
     std::int64_t sum = 0;
-    for (std::int64_t c = 0; c < C; ++c)
-      for (std::int64_t t = 0; t < T; ++t) {
-        const std::int8_t v = w[(k * C + c) * T + t];
+    for (std::int64_t t = 0; t < T; ++t)
+      for (std::int64_t c = 0; c < Cb; ++c) {
+        const std::int8_t v = w_at(k, t, c);
         sum += v;
-        p.w[static_cast<std::size_t>((((k / 16) * T + t) * (p.C4 / 4) + c / 4) * 64 + (k % 16) * 4 + c % 4)] = v;
+        p.w[static_cast<std::size_t>((((k / 16) * T + t) * (p.Cb4 / 4) + c / 4) * 64 + (k % 16) * 4 + c % 4)] = v;
       }
     p.start[static_cast<std::size_t>(k)] = static_cast<std::int32_t>((bias ? bias[k] : 0) - u_zero * sum);
     p.mult[static_cast<std::size_t>(k)] = ops::channel_multiplier(a.x_scale, w_scale[k], a.out_scale);
     p.right_shifts_only = p.right_shifts_only && p.mult[static_cast<std::size_t>(k)].shift <= 0;
   }
+  // The largest accumulator: |start| + 255 * 128 per byte of the runs (multiply16's |x| < 2^30).
+  std::int64_t most = 0;
+  for (auto v : p.start) most = std::max<std::int64_t>(most, v < 0 ? -std::int64_t{v} : v);
+  if (most + 255 * 128 * T * p.Cb4 >= (std::int64_t{1} << 30)) p.right_shifts_only = false;
   return p;
 }
 
-// Where the GEMM reads and writes: `rows` pixel rows (+ the padding row at index rows), `cols`
-// output pixels each reading T rows through `index` ([cols][T]), outputs at
-// out[k * k_stride + col * col_stride].
+// Where the GEMM reads and writes: `cols` output pixels, each reading T runs at the byte offsets
+// `index` ([cols][T]) of the image, outputs at out[k * k_stride + col * col_stride].
 struct Problem {
   std::int64_t cols = 0;
-  const std::int32_t* index = nullptr;  // [cols][T] row numbers
+  const std::int64_t* index = nullptr;
   std::int64_t k_stride = 0, col_stride = 0;
 };
 
@@ -90,13 +96,13 @@ inline std::int8_t requantize_one(const Packed& p, std::int64_t k, std::int32_t 
 // Plain integer code: the same sums in the same packed layout.
 inline void tile_portable(const Packed& p, const std::uint8_t* rows, const Problem& pr, std::int64_t kb, std::int64_t col0, std::int64_t ncols,
                           std::int8_t* out) {
-  const std::int64_t C4 = p.C4, T = p.T;
+  const std::int64_t C4 = p.Cb4, T = p.T;
   for (std::int64_t j = 0; j < ncols; ++j) {
-    const std::int32_t* idx = pr.index + (col0 + j) * T;
+    const std::int64_t* idx = pr.index + (col0 + j) * T;
     std::int32_t acc[16];
     for (int l = 0; l < 16; ++l) acc[l] = p.start[static_cast<std::size_t>(kb * 16 + l)];
     for (std::int64_t t = 0; t < T; ++t) {
-      const std::uint8_t* x = rows + static_cast<std::int64_t>(idx[t]) * C4;
+      const std::uint8_t* x = rows + idx[t];
       const std::int8_t* w = p.w.data() + ((kb * T + t) * (C4 / 4)) * 64;
       for (std::int64_t c4 = 0; c4 < C4 / 4; ++c4, w += 64)
         for (int l = 0; l < 16; ++l)
@@ -111,53 +117,51 @@ inline void tile_portable(const Packed& p, const std::uint8_t* rows, const Probl
 // GCC 12 reports its own intrinsics' _mm512_undefined_epi32() as uninitialized here.
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wuninitialized"
-// x * M for 16 lanes, M = multiplier * 2^(shift - 31) with shift <= 0 (rshift = -shift): gemmlowp's
-// SaturatingRoundingDoublingHighMul then RoundingDivideByPOT, as quant::multiply_by_quantized_multiplier.
-inline __m512i multiply16(__m512i x, __m512i mult, __m512i rshift) {
-  auto high_mul = [](__m512i a, __m512i b) {  // 8 lanes of 64-bit products: (a * b + nudge) / 2^31, truncated
-    const __m512i ab = _mm512_mul_epi32(a, b);
-    const __mmask8 neg = _mm512_cmplt_epi64_mask(ab, _mm512_setzero_si512());
-    const __m512i v = _mm512_add_epi64(ab, _mm512_mask_blend_epi64(neg, _mm512_set1_epi64(1LL << 30), _mm512_set1_epi64(1 - (1LL << 30))));
-    __m512i q = _mm512_srai_epi64(v, 31);
-    // Division truncates towards zero: a negative quotient with a remainder is one more.
-    const __mmask8 fix = _mm512_mask_cmpneq_epi64_mask(_mm512_cmplt_epi64_mask(v, _mm512_setzero_si512()),
-                                                      _mm512_and_si512(v, _mm512_set1_epi64((1LL << 31) - 1)), _mm512_setzero_si512());
-    return _mm512_mask_add_epi64(q, fix, q, _mm512_set1_epi64(1));
-  };
-  const __m512i even = high_mul(x, mult);
-  const __m512i odd = high_mul(_mm512_srli_epi64(x, 32), _mm512_srli_epi64(mult, 32));
-  __m512i h = _mm512_mask_blend_epi32(0xAAAA, even, _mm512_slli_epi64(odd, 32));
-  const __m512i one = _mm512_set1_epi32(1);
-  const __m512i mask = _mm512_sub_epi32(_mm512_sllv_epi32(one, rshift), one);
-  const __m512i rem = _mm512_and_si512(h, mask);
-  const __m512i thr = _mm512_add_epi32(_mm512_srai_epi32(mask, 1), _mm512_srli_epi32(h, 31));
-  h = _mm512_srav_epi32(h, rshift);
-  return _mm512_mask_add_epi32(h, _mm512_cmpgt_epi32_mask(rem, thr), h, one);
+// x * M for 16 lanes, M = multiplier * 2^(shift - 31) with shift <= 0, as
+// quant::multiply_by_quantized_multiplier computes it, for |x| < 2^30 (the callers' bound). Two
+// identities make it short: gemmlowp's SaturatingRoundingDoublingHighMul, (a * b + nudge) / 2^31
+// truncated with a nudge of 2^30 or 1 - 2^30 by sign, is floor((a * b + 2^30) / 2^31) (no
+// saturation case: the multiplier is positive); and RoundingDivideByPOT(h, e), h / 2^e rounded
+// half away from zero, is (h + half - (h < 0 and e > 0)) >> e with half = 2^e / 2 (rounded down),
+// which cannot overflow for |h| < 2^30. `mult_odd` is the multipliers shifted right by 32 (the
+// odd lanes' operands), `half` and `neg` (1 where e > 0) per lane.
+struct Multipliers16 {
+  __m512i mult, mult_odd, rshift, half, neg;
+  Multipliers16() = default;
+  Multipliers16(const std::int32_t* m, const std::int32_t* e) {
+    mult = _mm512_loadu_si512(m), mult_odd = _mm512_srli_epi64(mult, 32), rshift = _mm512_loadu_si512(e);
+    const __m512i one = _mm512_set1_epi32(1);
+    half = _mm512_srli_epi32(_mm512_sllv_epi32(one, rshift), 1);
+    neg = _mm512_min_epi32(rshift, one);
+  }
+};
+inline __m512i multiply16(__m512i x, const Multipliers16& m) {
+  const __m512i round = _mm512_set1_epi64(1LL << 30);
+  const __m512i even = _mm512_srai_epi64(_mm512_add_epi64(_mm512_mul_epi32(x, m.mult), round), 31);
+  const __m512i odd = _mm512_srai_epi64(_mm512_add_epi64(_mm512_mul_epi32(_mm512_srli_epi64(x, 32), m.mult_odd), round), 31);
+  const __m512i h = _mm512_mask_blend_epi32(0xAAAA, even, _mm512_slli_epi64(odd, 32));
+  return _mm512_srav_epi32(_mm512_sub_epi32(_mm512_add_epi32(h, m.half), _mm512_and_si512(_mm512_srli_epi32(h, 31), m.neg)), m.rshift);
 }
 
 // The output code of 16 accumulators: x * M + zero point, clamped to [lo, hi].
-inline __m512i requantize16(__m512i x, __m512i mult, __m512i rshift, __m512i zp, __m512i lo, __m512i hi) {
-  __m512i h = multiply16(x, mult, rshift);
-  // Far outside int8 either way; clamped first so that adding the zero point cannot overflow.
-  h = _mm512_min_epi32(_mm512_max_epi32(h, _mm512_set1_epi32(-(1 << 30))), _mm512_set1_epi32(1 << 30));
-  h = _mm512_add_epi32(h, zp);
-  return _mm512_min_epi32(_mm512_max_epi32(h, lo), hi);
+inline __m512i requantize16(__m512i x, const Multipliers16& m, __m512i zp, __m512i lo, __m512i hi) {
+  return _mm512_min_epi32(_mm512_max_epi32(_mm512_add_epi32(multiply16(x, m), zp), lo), hi);
 }
 
-// MR output pixels x NB * 16 channels, accumulated in registers over T taps x C4 channels.
+// MR output pixels x NB * 16 channels, accumulated in registers over T runs of Cb4 bytes.
 template <int MR, int NB>
 inline void tile_vnni(const Packed& p, const std::uint8_t* rows, const Problem& pr, std::int64_t kb, std::int64_t col0, std::int8_t* out,
                       const std::int32_t* mult, const std::int32_t* rshift) {
-  const std::int64_t C4 = p.C4, T = p.T, steps = C4 / 4;
+  const std::int64_t T = p.T, steps = p.Cb4 / 4;
   __m512i acc[NB][MR];
   for (int b = 0; b < NB; ++b) {
     const __m512i s = _mm512_loadu_si512(p.start.data() + (kb + b) * 16);
     for (int j = 0; j < MR; ++j) acc[b][j] = s;
   }
-  const std::int32_t* idx = pr.index + col0 * T;
+  const std::int64_t* idx = pr.index + col0 * T;
   for (std::int64_t t = 0; t < T; ++t) {
     const std::uint8_t* x[MR];
-    for (int j = 0; j < MR; ++j) x[j] = rows + static_cast<std::int64_t>(idx[j * T + t]) * C4;
+    for (int j = 0; j < MR; ++j) x[j] = rows + idx[j * T + t];
     const std::int8_t* w = p.w.data() + ((kb * T + t) * steps) * 64;
     const std::int64_t wnext = T * steps * 64;  // the next 16 channels
     for (std::int64_t s = 0; s < steps; ++s) {
@@ -173,10 +177,11 @@ inline void tile_vnni(const Packed& p, const std::uint8_t* rows, const Problem& 
   }
   const __m512i zp = _mm512_set1_epi32(p.out_zero_point), lo = _mm512_set1_epi32(p.out_min), hi = _mm512_set1_epi32(p.out_max);
   alignas(64) std::int8_t res[NB * 16];
+  Multipliers16 m16[NB];
+  for (int b = 0; b < NB; ++b) m16[b] = Multipliers16(mult + (kb + b) * 16, rshift + (kb + b) * 16);
   for (int j = 0; j < MR; ++j) {
     for (int b = 0; b < NB; ++b) {
-      const std::int64_t k0 = (kb + b) * 16;
-      const __m512i r = requantize16(acc[b][j], _mm512_loadu_si512(mult + k0), _mm512_loadu_si512(rshift + k0), zp, lo, hi);
+      const __m512i r = requantize16(acc[b][j], m16[b], zp, lo, hi);
       _mm_store_si128(reinterpret_cast<__m128i*>(res + b * 16), _mm512_cvtsepi32_epi8(r));
     }
     std::int8_t* o = out + (col0 + j) * pr.col_stride;
@@ -187,7 +192,7 @@ inline void tile_vnni(const Packed& p, const std::uint8_t* rows, const Problem& 
   }
 }
 
-template <int NB, int MR = 12>
+template <int NB, int MR>
 inline void tile_vnni_n(const Packed& p, const std::uint8_t* rows, const Problem& pr, std::int64_t kb, std::int64_t col0, std::int64_t ncols,
                         std::int8_t* out, const std::int32_t* mult, const std::int32_t* rshift) {
   if constexpr (MR > 0) {
@@ -198,15 +203,20 @@ inline void tile_vnni_n(const Packed& p, const std::uint8_t* rows, const Problem
 // TFLite's int8 add over n elements, 16 at a time (every multiplier below 1, as QAddParams makes them).
 inline void add16(const ops::QAddParams& p, const std::int8_t* a, const std::int8_t* b, std::int8_t* y, std::int64_t n) {
   const __m512i ao = _mm512_set1_epi32(p.a_offset), bo = _mm512_set1_epi32(p.b_offset), oo = _mm512_set1_epi32(p.out_offset);
-  const __m512i am = _mm512_set1_epi32(p.a_mult.multiplier), bm = _mm512_set1_epi32(p.b_mult.multiplier), om = _mm512_set1_epi32(p.out_mult.multiplier);
-  const __m512i as = _mm512_set1_epi32(-p.a_mult.shift), bs = _mm512_set1_epi32(-p.b_mult.shift), os = _mm512_set1_epi32(-p.out_mult.shift);
+  auto lanes = [](quant::FixedPointMultiplier m) {
+    alignas(64) std::int32_t mm[16], ee[16];
+    for (int i = 0; i < 16; ++i) mm[i] = m.multiplier, ee[i] = -m.shift;
+    return Multipliers16(mm, ee);
+  };
+  const Multipliers16 am = lanes(p.a_mult), bm = lanes(p.b_mult), om = lanes(p.out_mult);
   const __m512i lo = _mm512_set1_epi32(p.out_min), hi = _mm512_set1_epi32(p.out_max);
   std::int64_t i = 0;
+  // |(q - zero point) * 2^20| < 2^28 and the sum of two rescaled ones < 2^29: multiply16's bound holds.
   for (; i + 16 <= n; i += 16) {
     const __m512i x = _mm512_slli_epi32(_mm512_add_epi32(_mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(a + i))), ao), ops::QAddParams::left_shift);
     const __m512i z = _mm512_slli_epi32(_mm512_add_epi32(_mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(b + i))), bo), ops::QAddParams::left_shift);
-    const __m512i sum = _mm512_add_epi32(multiply16(x, am, as), multiply16(z, bm, bs));
-    const __m512i r = _mm512_min_epi32(_mm512_max_epi32(_mm512_add_epi32(multiply16(sum, om, os), oo), lo), hi);
+    const __m512i sum = _mm512_add_epi32(multiply16(x, am), multiply16(z, bm));
+    const __m512i r = _mm512_min_epi32(_mm512_max_epi32(_mm512_add_epi32(multiply16(sum, om), oo), lo), hi);
     _mm_storeu_si128(reinterpret_cast<__m128i*>(y + i), _mm512_cvtsepi32_epi8(r));
   }
   for (; i < n; ++i) y[i] = p(a[i], b[i]);
@@ -235,80 +245,93 @@ inline VectorParams vector_params(const Packed& p) {
   return v;
 }
 
-inline constexpr std::int64_t tile_cols = 12;
+// A tile: tile_cols output pixels x tile_blocks * 16 channels in 24 accumulators.
+#ifndef NPUSIM_QCONV_NB
+#define NPUSIM_QCONV_NB 4
+#define NPUSIM_QCONV_MR 6
+#endif
+inline constexpr std::int64_t tile_blocks = NPUSIM_QCONV_NB, tile_cols = NPUSIM_QCONV_MR;
 
 // Runs the GEMM over every output pixel and channel, on the thread pool.
 inline void run(const Packed& p, const VectorParams& vp, const std::uint8_t* rows, const Problem& pr, std::int8_t* out, bool vnni) {
   const std::int64_t col_tiles = (pr.cols + tile_cols - 1) / tile_cols;
-  const std::int64_t pairs = (p.K16 / 16 + 1) / 2;
+  const std::int64_t blocks = p.K16 / 16, groups = (blocks + tile_blocks - 1) / tile_blocks;
   [[maybe_unused]] const bool vec = vnni && p.right_shifts_only;
-  parallel_for(pairs * col_tiles, 4, [&](std::int64_t b, std::int64_t e) {
+  parallel_for(groups * col_tiles, 4, [&](std::int64_t b, std::int64_t e) {
     for (std::int64_t it = b; it < e; ++it) {
-      const std::int64_t kb = (it / col_tiles) * 2, col0 = (it % col_tiles) * tile_cols, n = std::min(tile_cols, pr.cols - col0);
-      const bool two = kb + 1 < p.K16 / 16;
+      const std::int64_t kb = (it / col_tiles) * tile_blocks, col0 = (it % col_tiles) * tile_cols, n = std::min(tile_cols, pr.cols - col0);
+      const std::int64_t nb = std::min(tile_blocks, blocks - kb);
 #if defined(NPUSIM_CPU_QCONV_VNNI)
       if (vec) {
-        if (two) detail::tile_vnni_n<2>(p, rows, pr, kb, col0, n, out, vp.mult.data(), vp.rshift.data());
-        else detail::tile_vnni_n<1>(p, rows, pr, kb, col0, n, out, vp.mult.data(), vp.rshift.data());
+        [&]<int... B>(std::integer_sequence<int, B...>) {
+          ((nb == B + 1 ? detail::tile_vnni_n<B + 1, static_cast<int>(tile_cols)>(p, rows, pr, kb, col0, n, out, vp.mult.data(), vp.rshift.data()) : void()), ...);
+        }(std::make_integer_sequence<int, static_cast<int>(tile_blocks)>{});
         continue;
       }
 #endif
-      detail::tile_portable(p, rows, pr, kb, col0, n, out);
-      if (two) detail::tile_portable(p, rows, pr, kb + 1, col0, n, out);
+      for (std::int64_t i = 0; i < nb; ++i) detail::tile_portable(p, rows, pr, kb + i, col0, n, out);
     }
   });
 }
 
-// The convolution's indirection table: for output pixel (oh, ow) and tap (i, j), the input pixel
-// row (ih * W + iw), or H * W (the padding row) outside the image.
-inline std::vector<std::int32_t> conv_index(std::int64_t H, std::int64_t W, std::int64_t kh, std::int64_t kw, std::int64_t OH, std::int64_t OW,
-                                            const ops::QConv2d::Attrs& a) {
-  std::vector<std::int32_t> idx(static_cast<std::size_t>(OH * OW * kh * kw));
+// A convolution's geometry on the padded image: Hp x Wp pixels of C bytes, and how the GEMM
+// reads it (runs of kw * C bytes, one per kernel row, or one per tap with horizontal dilation).
+struct ConvLayout {
+  std::int64_t C = 0, H = 0, W = 0, ph = 0, pw = 0, Hp = 0, Wp = 0;
+  std::int64_t T = 0, Cb = 0;  // runs per output pixel and bytes per run
+  bool merged = true;          // a run covers a kernel row's kw taps
+  std::int64_t image_bytes() const { return Hp * Wp * C + 4; }  // + the last run's round-up to 4
+};
+
+inline ConvLayout conv_layout(std::int64_t C, std::int64_t H, std::int64_t W, std::int64_t kh, std::int64_t kw, const ops::QConv2d::Attrs& a) {
+  ConvLayout l;
+  l.C = C, l.H = H, l.W = W, l.ph = a.padding[0], l.pw = a.padding[1], l.Hp = H + 2 * l.ph, l.Wp = W + 2 * l.pw;
+  l.merged = a.dilation[1] == 1;
+  l.T = l.merged ? kh : kh * kw, l.Cb = l.merged ? kw * C : C;
+  return l;
+}
+
+// Byte offsets of every output pixel's runs ([OH * OW][T]).
+inline std::vector<std::int64_t> conv_index(const ConvLayout& l, std::int64_t kh, std::int64_t kw, std::int64_t OH, std::int64_t OW, const ops::QConv2d::Attrs& a) {
+  std::vector<std::int64_t> idx(static_cast<std::size_t>(OH * OW * l.T));
   std::size_t at = 0;
   for (std::int64_t oh = 0; oh < OH; ++oh)
     for (std::int64_t ow = 0; ow < OW; ++ow)
       for (std::int64_t i = 0; i < kh; ++i)
-        for (std::int64_t j = 0; j < kw; ++j) {
-          const std::int64_t ih = oh * a.stride[0] - a.padding[0] + i * a.dilation[0], iw = ow * a.stride[1] - a.padding[1] + j * a.dilation[1];
-          idx[at++] = static_cast<std::int32_t>(ih >= 0 && ih < H && iw >= 0 && iw < W ? ih * W + iw : H * W);
-        }
+        for (std::int64_t j = 0; j < (l.merged ? 1 : kw); ++j)
+          idx[at++] = ((oh * a.stride[0] + i * a.dilation[0]) * l.Wp + ow * a.stride[1] + j * a.dilation[1]) * l.C;
   return idx;
 }
 
-// NCHW int8 (one image's C channels) -> pixel rows of C4 bytes, x + 128, then the padding row
-// (x_zero_point + 128). In blocks of 32 pixels, on the thread pool: a block's rows stay in L1
-// while every channel's 32 bytes are spread over them (row by row, each store would miss).
-inline void to_rows(const std::int8_t* x, std::int64_t C, std::int64_t HW, std::int64_t C4, std::int32_t x_zero_point, std::uint8_t* rows) {
-  constexpr std::int64_t P = 32;
-  parallel_for((HW + P - 1) / P, 8, [&](std::int64_t b, std::int64_t e) {
-    for (std::int64_t blk = b; blk < e; ++blk) {
-      const std::int64_t i0 = blk * P, n = std::min(P, HW - i0);
-      std::uint8_t* dst = rows + i0 * C4;
-      if (C4 != C)
-        for (std::int64_t j = 0; j < n; ++j) std::memset(dst + j * C4 + C, 0, static_cast<std::size_t>(C4 - C));
-      for (std::int64_t c = 0; c < C; ++c) {
-        const std::int8_t* src = x + c * HW + i0;
-        for (std::int64_t j = 0; j < n; ++j) dst[j * C4 + c] = static_cast<std::uint8_t>(static_cast<std::uint8_t>(src[j]) ^ 0x80u);
+// The padded image of one image's C channels (x: NCHW planes, or NHWC pixels when channels_last),
+// x + 128, the border x_zero_point + 128; rows of the padded image in parallel.
+inline void to_image(const std::int8_t* x, bool channels_last, const ConvLayout& l, std::int32_t x_zero_point, std::uint8_t* img) {
+  const auto zero = static_cast<std::uint8_t>(x_zero_point + 128);
+  const std::int64_t C = l.C, H = l.H, W = l.W, Wp = l.Wp, HW = H * W;
+  parallel_for(l.Hp, 4, [&](std::int64_t b, std::int64_t e) {
+    for (std::int64_t r = b; r < e; ++r) {
+      std::uint8_t* dst = img + r * Wp * C;
+      const std::int64_t ih = r - l.ph;
+      if (ih < 0 || ih >= H) {
+        std::memset(dst, zero, static_cast<std::size_t>(Wp * C));
+        continue;
+      }
+      std::memset(dst, zero, static_cast<std::size_t>(l.pw * C));
+      std::memset(dst + (l.pw + W) * C, zero, static_cast<std::size_t>((Wp - l.pw - W) * C));
+      std::uint8_t* row = dst + l.pw * C;
+      if (channels_last) {
+        const std::int8_t* src = x + ih * W * C;
+        for (std::int64_t i = 0; i < W * C; ++i) row[i] = static_cast<std::uint8_t>(static_cast<std::uint8_t>(src[i]) ^ 0x80u);
+      } else {
+        // A row of W pixels: each plane's W bytes spread over the pixels (the row stays in L1).
+        for (std::int64_t c = 0; c < C; ++c) {
+          const std::int8_t* src = x + c * HW + ih * W;
+          for (std::int64_t w = 0; w < W; ++w) row[w * C + c] = static_cast<std::uint8_t>(static_cast<std::uint8_t>(src[w]) ^ 0x80u);
+        }
       }
     }
   });
-  std::memset(rows + HW * C4, 0, static_cast<std::size_t>(C4));
-  for (std::int64_t c = 0; c < C; ++c) rows[HW * C4 + c] = static_cast<std::uint8_t>(x_zero_point + 128);
-}
-
-// Channels-last int8 (one image: HW pixels of C channels) -> pixel rows of C4 bytes, x + 128, then
-// the padding row.
-inline void nhwc_to_rows(const std::int8_t* x, std::int64_t C, std::int64_t HW, std::int64_t C4, std::int32_t x_zero_point, std::uint8_t* rows) {
-  parallel_for(HW, 256, [&](std::int64_t b, std::int64_t e) {
-    for (std::int64_t i = b; i < e; ++i) {
-      const std::int8_t* src = x + i * C;
-      std::uint8_t* dst = rows + i * C4;
-      for (std::int64_t c = 0; c < C; ++c) dst[c] = static_cast<std::uint8_t>(static_cast<std::uint8_t>(src[c]) ^ 0x80u);
-      for (std::int64_t c = C; c < C4; ++c) dst[c] = 0;
-    }
-  });
-  std::memset(rows + HW * C4, 0, static_cast<std::size_t>(C4));
-  for (std::int64_t c = 0; c < C; ++c) rows[HW * C4 + c] = static_cast<std::uint8_t>(x_zero_point + 128);
+  std::memset(img + l.Hp * Wp * C, 0, 4);
 }
 
 }  // namespace npusim::inline NPUSIM_ABI::cpu::qconv

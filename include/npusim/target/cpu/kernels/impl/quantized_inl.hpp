@@ -80,35 +80,40 @@ NPUSIM_FUNC Fn bind_qconv2d(Ctx& c, const ops::QConv2d::Attrs& a) {
   const ir::TensorId x = c.in(0), y = c.out();
   const Shape &xs = c.shape(x), &ws = c.shape(c.in(1)), &ys = c.shape(y);
   const std::int64_t N = xs[0], C = xs[1], H = xs[2], W = xs[3], K = ws[0], kh = ws[2], kw = ws[3], OH = ys[2], OW = ys[3];
-  const std::int64_t G = a.groups, Cg = C / G, Kg = K / G, T = kh * kw;
+  const std::int64_t G = a.groups, Cg = C / G, Kg = K / G;
   const ChannelParams cp = channel_params(c);
+  const qconv::ConvLayout l = qconv::conv_layout(Cg, H, W, kh, kw, a);
   struct Group {
     qconv::Packed p;
     qconv::VectorParams v;
   };
   auto groups = c.own(std::vector<Group>());
   for (std::int64_t g = 0; g < G; ++g) {
-    qconv::Packed p = qconv::pack(cp.w + g * Kg * Cg * T, Kg, Cg, T, cp.scale + g * Kg, cp.bias ? cp.bias + g * Kg : nullptr, a);
+    // Run t, byte b: kernel row t, tap b / C, channel b % C (merged); else tap t, channel b.
+    const std::int8_t* wg = cp.w + g * Kg * Cg * kh * kw;
+    auto w_at = [&](std::int64_t k, std::int64_t t, std::int64_t b) -> std::int8_t {
+      const std::int64_t i = l.merged ? t : t / kw, j = l.merged ? b / Cg : t % kw, ch = l.merged ? b % Cg : b;
+      return wg[((k * Cg + ch) * kh + i) * kw + j];
+    };
+    qconv::Packed p = qconv::pack(Kg, l.T, l.Cb, w_at, cp.scale + g * Kg, cp.bias ? cp.bias + g * Kg : nullptr, a);
     qconv::VectorParams v = qconv::vector_params(p);
     groups->push_back({std::move(p), std::move(v)});
   }
-  auto index = c.own(qconv::conv_index(H, W, kh, kw, OH, OW, a));
+  auto index = c.own(qconv::conv_index(l, kh, kw, OH, OW, a));
   const auto* px = c.ptr<const std::int8_t>(x);
   auto* py = c.ptr<std::int8_t>(y);
   const bool vnni = qconv_vnni_chosen();
   const auto zx = static_cast<std::int32_t>(a.x_zero_point);
-  // Channels last (layout.hpp): the input's pixel rows are contiguous, the output's channels too.
+  // Channels last (layout.hpp): the input's pixels are contiguous, the output's channels too.
   const bool in_nhwc = c.is_channels_last(x), out_nhwc = c.is_channels_last(y);
   if ((in_nhwc || out_nhwc) && G != 1) c.unsupported("a grouped int8 convolution on channels-last tensors (npusim bug: layout.hpp)");
   return [=] {
-    const std::int64_t C4 = (*groups)[0].p.C4;
-    auto* rows = const_cast<std::uint8_t*>(qconv_rows_scratch((H * W + 1) * C4));
+    auto* img = const_cast<std::uint8_t*>(qconv_rows_scratch(l.image_bytes()));
     const qconv::Problem pr = out_nhwc ? qconv::Problem{OH * OW, index->data(), 1, K} : qconv::Problem{OH * OW, index->data(), OH * OW, 1};
     for (std::int64_t n = 0; n < N; ++n)
       for (std::int64_t g = 0; g < G; ++g) {
-        if (in_nhwc) qconv::nhwc_to_rows(px + n * H * W * C, Cg, H * W, C4, zx, rows);
-        else qconv::to_rows(px + (n * C + g * Cg) * H * W, Cg, H * W, C4, zx, rows);
-        qconv::run((*groups)[static_cast<std::size_t>(g)].p, (*groups)[static_cast<std::size_t>(g)].v, rows, pr,
+        qconv::to_image(in_nhwc ? px + n * H * W * C : px + (n * C + g * Cg) * H * W, in_nhwc, l, zx, img);
+        qconv::run((*groups)[static_cast<std::size_t>(g)].p, (*groups)[static_cast<std::size_t>(g)].v, img, pr,
                    py + (out_nhwc ? n * OH * OW * K : (n * K + g * Kg) * OH * OW), vnni);
       }
   };
@@ -118,22 +123,19 @@ NPUSIM_FUNC Fn bind_qlinear(Ctx& c, const ops::QLinear::Attrs& a) {
   const ir::TensorId x = c.in(0), y = c.out();
   const std::int64_t Nf = c.shape(c.in(1))[0], Kf = c.shape(c.in(1))[1], M = c.numel(x) / Kf;
   const ChannelParams cp = channel_params(c);
-  auto packed = c.own(qconv::pack(cp.w, Nf, Kf, 1, cp.scale, cp.bias, a));
+  auto w_at = [&](std::int64_t k, std::int64_t, std::int64_t b) { return cp.w[k * Kf + b]; };
+  auto packed = c.own(qconv::pack(Nf, 1, Kf, w_at, cp.scale, cp.bias, a));
   auto vp = c.own(qconv::vector_params(*packed));
-  std::vector<std::int32_t> idx(static_cast<std::size_t>(M));
-  for (std::int64_t m = 0; m < M; ++m) idx[static_cast<std::size_t>(m)] = static_cast<std::int32_t>(m);
+  std::vector<std::int64_t> idx(static_cast<std::size_t>(M));
+  for (std::int64_t m = 0; m < M; ++m) idx[static_cast<std::size_t>(m)] = m * Kf;
   auto index = c.own(std::move(idx));
   const auto* px = c.ptr<const std::int8_t>(x);
   auto* py = c.ptr<std::int8_t>(y);
   const bool vnni = qconv_vnni_chosen();
-  const auto zx = static_cast<std::int32_t>(a.x_zero_point);
   return [=] {
-    const std::int64_t C4 = packed->C4;
-    auto* rows = const_cast<std::uint8_t*>(qconv_rows_scratch((M + 1) * C4));
-    std::memset(rows, 0, static_cast<std::size_t>((M + 1) * C4));
-    for (std::int64_t m = 0; m < M; ++m)
-      for (std::int64_t k = 0; k < Kf; ++k) rows[m * C4 + k] = static_cast<std::uint8_t>(static_cast<std::uint8_t>(px[m * Kf + k]) ^ 0x80u);
-    (void)zx;
+    auto* rows = const_cast<std::uint8_t*>(qconv_rows_scratch(M * Kf + 4));
+    for (std::int64_t i = 0; i < M * Kf; ++i) rows[i] = static_cast<std::uint8_t>(static_cast<std::uint8_t>(px[i]) ^ 0x80u);
+    std::memset(rows + M * Kf, 0, 4);
     const qconv::Problem pr{M, index->data(), 1, Nf};
     qconv::run(*packed, *vp, rows, pr, py, vnni);
   };
