@@ -132,7 +132,8 @@ inline std::vector<bool> blocked_tensors(const ir::Graph& g, const std::vector<K
 // Per tensor of the partition's graph: an int8 activation held channels last (NHWC) between the
 // integer kernels. A rank-4 int8 tensor in the arena is, when qconv2d or qadd writes it and only
 // qconv2d and qadd read it (a qadd's two inputs and output together): each convolution then reads
-// its pixel rows in place of transposing NCHW, and writes its channels contiguously.
+// its pixel rows in place of transposing NCHW, and writes its channels contiguously. Such tensors
+// hold code + 128 as unsigned bytes (compute/qconv.hpp, bias_bit): what the VNNI GEMM reads.
 inline std::vector<bool> int8_channels_last(const ir::Graph& g, const std::vector<Kernel>& kernels, const plan::BufferPlan& plan) {
   const std::size_t n = g.tensors.size();
   auto at = [](ir::TensorId t) { return static_cast<std::size_t>(t); };

@@ -85,7 +85,13 @@ struct Problem {
   std::int64_t cols = 0;
   const std::int64_t* index = nullptr;
   std::int64_t k_stride = 0, col_stride = 0;
+  bool biased_out = false;  // write code + 128 (unsigned), as channels-last int8 tensors are held
 };
+
+// Channels-last int8 tensors between the integer kernels are held biased: code + 128 as an
+// unsigned byte (code ^ 0x80), the form the GEMM reads, so a convolution without padding reads
+// its input where it lies.
+inline constexpr std::uint8_t bias_bit = 0x80;
 
 namespace detail {
 
@@ -109,7 +115,8 @@ inline void tile_portable(const Packed& p, const std::uint8_t* rows, const Probl
           for (int i = 0; i < 4; ++i) acc[l] += static_cast<std::int32_t>(x[c4 * 4 + i]) * static_cast<std::int32_t>(w[l * 4 + i]);
     }
     for (int l = 0; l < 16 && kb * 16 + l < p.K; ++l)
-      out[(kb * 16 + l) * pr.k_stride + (col0 + j) * pr.col_stride] = requantize_one(p, kb * 16 + l, acc[l]);
+      out[(kb * 16 + l) * pr.k_stride + (col0 + j) * pr.col_stride] =
+          static_cast<std::int8_t>(requantize_one(p, kb * 16 + l, acc[l]) ^ (pr.biased_out ? bias_bit : 0));
   }
 }
 
@@ -177,12 +184,13 @@ inline void tile_vnni(const Packed& p, const std::uint8_t* rows, const Problem& 
   }
   const __m512i zp = _mm512_set1_epi32(p.out_zero_point), lo = _mm512_set1_epi32(p.out_min), hi = _mm512_set1_epi32(p.out_max);
   alignas(64) std::int8_t res[NB * 16];
+  const __m128i flip = _mm_set1_epi8(pr.biased_out ? static_cast<char>(bias_bit) : 0);
   Multipliers16 m16[NB];
   for (int b = 0; b < NB; ++b) m16[b] = Multipliers16(mult + (kb + b) * 16, rshift + (kb + b) * 16);
   for (int j = 0; j < MR; ++j) {
     for (int b = 0; b < NB; ++b) {
       const __m512i r = requantize16(acc[b][j], m16[b], zp, lo, hi);
-      _mm_store_si128(reinterpret_cast<__m128i*>(res + b * 16), _mm512_cvtsepi32_epi8(r));
+      _mm_store_si128(reinterpret_cast<__m128i*>(res + b * 16), _mm_xor_si128(_mm512_cvtsepi32_epi8(r), flip));
     }
     std::int8_t* o = out + (col0 + j) * pr.col_stride;
     const std::int64_t kmax = std::min<std::int64_t>(NB * 16, p.K - kb * 16);
@@ -200,8 +208,14 @@ inline void tile_vnni_n(const Packed& p, const std::uint8_t* rows, const Problem
     return tile_vnni_n<NB, MR - 1>(p, rows, pr, kb, col0, ncols, out, mult, rshift);
   }
 }
+inline std::int8_t add_one(const ops::QAddParams& p, std::int8_t a, std::int8_t b, bool biased) {
+  const std::uint8_t f = biased ? bias_bit : 0;
+  return static_cast<std::int8_t>(p(static_cast<std::int8_t>(a ^ f), static_cast<std::int8_t>(b ^ f)) ^ f);
+}
+
 // TFLite's int8 add over n elements, 16 at a time (every multiplier below 1, as QAddParams makes them).
-inline void add16(const ops::QAddParams& p, const std::int8_t* a, const std::int8_t* b, std::int8_t* y, std::int64_t n) {
+inline void add16(const ops::QAddParams& p, const std::int8_t* a, const std::int8_t* b, std::int8_t* y, std::int64_t n, bool biased) {
+  const __m128i flip = _mm_set1_epi8(biased ? static_cast<char>(bias_bit) : 0);
   const __m512i ao = _mm512_set1_epi32(p.a_offset), bo = _mm512_set1_epi32(p.b_offset), oo = _mm512_set1_epi32(p.out_offset);
   auto lanes = [](quant::FixedPointMultiplier m) {
     alignas(64) std::int32_t mm[16], ee[16];
@@ -213,13 +227,15 @@ inline void add16(const ops::QAddParams& p, const std::int8_t* a, const std::int
   std::int64_t i = 0;
   // |(q - zero point) * 2^20| < 2^28 and the sum of two rescaled ones < 2^29: multiply16's bound holds.
   for (; i + 16 <= n; i += 16) {
-    const __m512i x = _mm512_slli_epi32(_mm512_add_epi32(_mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(a + i))), ao), ops::QAddParams::left_shift);
-    const __m512i z = _mm512_slli_epi32(_mm512_add_epi32(_mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(b + i))), bo), ops::QAddParams::left_shift);
+    const __m128i qa = _mm_xor_si128(_mm_loadu_si128(reinterpret_cast<const __m128i*>(a + i)), flip);
+    const __m128i qb = _mm_xor_si128(_mm_loadu_si128(reinterpret_cast<const __m128i*>(b + i)), flip);
+    const __m512i x = _mm512_slli_epi32(_mm512_add_epi32(_mm512_cvtepi8_epi32(qa), ao), ops::QAddParams::left_shift);
+    const __m512i z = _mm512_slli_epi32(_mm512_add_epi32(_mm512_cvtepi8_epi32(qb), bo), ops::QAddParams::left_shift);
     const __m512i sum = _mm512_add_epi32(multiply16(x, am), multiply16(z, bm));
     const __m512i r = _mm512_min_epi32(_mm512_max_epi32(_mm512_add_epi32(multiply16(sum, om), oo), lo), hi);
-    _mm_storeu_si128(reinterpret_cast<__m128i*>(y + i), _mm512_cvtsepi32_epi8(r));
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(y + i), _mm_xor_si128(_mm512_cvtsepi32_epi8(r), flip));
   }
-  for (; i < n; ++i) y[i] = p(a[i], b[i]);
+  for (; i < n; ++i) y[i] = add_one(p, a[i], b[i], biased);
 }
 #pragma GCC diagnostic pop
 #endif
@@ -228,11 +244,12 @@ inline void add16(const ops::QAddParams& p, const std::int8_t* a, const std::int
 
 // TFLite's int8 add of n elements: vectorised where the build has AVX-512 VNNI and every
 // multiplier of p is below 1 (as they are: inputs by at most 1/2, the output by 2^-20 / ...).
-inline void add(const ops::QAddParams& p, const std::int8_t* a, const std::int8_t* b, std::int8_t* y, std::int64_t n) {
+// biased: the three tensors hold code + 128 (channels last).
+inline void add(const ops::QAddParams& p, const std::int8_t* a, const std::int8_t* b, std::int8_t* y, std::int64_t n, bool biased) {
 #if defined(NPUSIM_CPU_QCONV_VNNI)
-  if (p.a_mult.shift <= 0 && p.b_mult.shift <= 0 && p.out_mult.shift <= 0) return detail::add16(p, a, b, y, n);
+  if (p.a_mult.shift <= 0 && p.b_mult.shift <= 0 && p.out_mult.shift <= 0) return detail::add16(p, a, b, y, n, biased);
 #endif
-  for (std::int64_t i = 0; i < n; ++i) y[i] = p(a[i], b[i]);
+  for (std::int64_t i = 0; i < n; ++i) y[i] = detail::add_one(p, a[i], b[i], biased);
 }
 
 // The multipliers split for the vector requantization (lanes of multipliers and right shifts).
@@ -281,6 +298,8 @@ struct ConvLayout {
   std::int64_t T = 0, Cb = 0;  // runs per output pixel and bytes per run
   bool merged = true;          // a run covers a kernel row's kw taps
   std::int64_t image_bytes() const { return Hp * Wp * C + 4; }  // + the last run's round-up to 4
+  // A biased channels-last input is the image itself: no border, and no run read past its end.
+  bool in_place() const { return ph == 0 && pw == 0 && Cb % 4 == 0; }
 };
 
 inline ConvLayout conv_layout(std::int64_t C, std::int64_t H, std::int64_t W, std::int64_t kh, std::int64_t kw, const ops::QConv2d::Attrs& a) {
@@ -303,8 +322,8 @@ inline std::vector<std::int64_t> conv_index(const ConvLayout& l, std::int64_t kh
   return idx;
 }
 
-// The padded image of one image's C channels (x: NCHW planes, or NHWC pixels when channels_last),
-// x + 128, the border x_zero_point + 128; rows of the padded image in parallel.
+// The padded image of one image's C channels (x: NCHW planes, or biased NHWC pixels when
+// channels_last), x + 128, the border x_zero_point + 128; rows of the padded image in parallel.
 inline void to_image(const std::int8_t* x, bool channels_last, const ConvLayout& l, std::int32_t x_zero_point, std::uint8_t* img) {
   const auto zero = static_cast<std::uint8_t>(x_zero_point + 128);
   const std::int64_t C = l.C, H = l.H, W = l.W, Wp = l.Wp, HW = H * W;
@@ -320,8 +339,7 @@ inline void to_image(const std::int8_t* x, bool channels_last, const ConvLayout&
       std::memset(dst + (l.pw + W) * C, zero, static_cast<std::size_t>((Wp - l.pw - W) * C));
       std::uint8_t* row = dst + l.pw * C;
       if (channels_last) {
-        const std::int8_t* src = x + ih * W * C;
-        for (std::int64_t i = 0; i < W * C; ++i) row[i] = static_cast<std::uint8_t>(static_cast<std::uint8_t>(src[i]) ^ 0x80u);
+        std::memcpy(row, x + ih * W * C, static_cast<std::size_t>(W * C));  // already biased
       } else {
         // A row of W pixels: each plane's W bytes spread over the pixels (the row stays in L1).
         for (std::int64_t c = 0; c < C; ++c) {

@@ -109,11 +109,14 @@ NPUSIM_FUNC Fn bind_qconv2d(Ctx& c, const ops::QConv2d::Attrs& a) {
   if ((in_nhwc || out_nhwc) && G != 1) c.unsupported("a grouped int8 convolution on channels-last tensors (npusim bug: layout.hpp)");
   return [=] {
     auto* img = const_cast<std::uint8_t*>(qconv_rows_scratch(l.image_bytes()));
-    const qconv::Problem pr = out_nhwc ? qconv::Problem{OH * OW, index->data(), 1, K} : qconv::Problem{OH * OW, index->data(), OH * OW, 1};
+    const qconv::Problem pr = out_nhwc ? qconv::Problem{OH * OW, index->data(), 1, K, true} : qconv::Problem{OH * OW, index->data(), OH * OW, 1, false};
     for (std::int64_t n = 0; n < N; ++n)
       for (std::int64_t g = 0; g < G; ++g) {
-        qconv::to_image(in_nhwc ? px + n * H * W * C : px + (n * C + g * Cg) * H * W, in_nhwc, l, zx, img);
-        qconv::run((*groups)[static_cast<std::size_t>(g)].p, (*groups)[static_cast<std::size_t>(g)].v, img, pr,
+        const std::int8_t* xn = in_nhwc ? px + n * H * W * C : px + (n * C + g * Cg) * H * W;
+        const bool in_place = in_nhwc && l.in_place();
+        if (!in_place) qconv::to_image(xn, in_nhwc, l, zx, img);
+        qconv::run((*groups)[static_cast<std::size_t>(g)].p, (*groups)[static_cast<std::size_t>(g)].v,
+                   in_place ? reinterpret_cast<const std::uint8_t*>(xn) : img, pr,
                    py + (out_nhwc ? n * OH * OW * K : (n * K + g * Kg) * OH * OW), vnni);
       }
   };
@@ -147,9 +150,10 @@ NPUSIM_FUNC Fn bind_qadd(Ctx& c, const ops::QAdd::Attrs& a) {
   auto* py = c.ptr<std::int8_t>(c.out());
   const std::int64_t n = c.numel(c.out());
   const ops::QAddParams p(a);
+  const bool biased = c.is_channels_last(c.out());  // layout.hpp: then its inputs are too
   return [=] {
     parallel_for(n, 1 << 14, [&](std::int64_t b, std::int64_t e) {
-      qconv::add(p, pa + b, pb + b, py + b, e - b);
+      qconv::add(p, pa + b, pb + b, py + b, e - b, biased);
     });
   };
 }
