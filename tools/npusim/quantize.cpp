@@ -75,6 +75,14 @@ int cmd_quantize(const QuantizeArgs& a, const TargetChoice& tc) {
   }
   program::CompiledProgram p = program::compile(c.graph, target, qo);
   print_compile_summary(p, seconds_since(t0));
+  auto count = [&](const char* k) {
+    const ir::AttrValue* v = p.stats.pass_counts.find(k);
+    return v && v->is_int() ? v->as_int() : std::int64_t{0};
+  };
+  std::printf("int8: %lld integer ops (ReLU/ReLU6 folded into %lld), %lld quantize and %lld dequantize nodes around the float ops%s\n",
+              static_cast<long long>(count("quantize_int8")), static_cast<long long>(count("int8_folded_activations")),
+              static_cast<long long>(count("int8_quantize_nodes")), static_cast<long long>(count("int8_dequantize_nodes")),
+              qo.int8.keep_float.empty() ? "" : (", " + std::to_string(qo.int8.keep_float.size()) + " layer(s) kept in float").c_str());
   const program::EmbeddedWeightsInfo saved = program::save(p, a.output, a.embed ? w : nullptr);
   for (const auto& note : saved.notes) std::printf("%s\n", note.c_str());
   std::printf("wrote %s (%s%s)\n", a.output.c_str(), program::human_bytes(static_cast<std::int64_t>(fs::file_size(a.output))).c_str(),

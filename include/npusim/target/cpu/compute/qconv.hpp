@@ -95,6 +95,11 @@ inline constexpr std::uint8_t bias_bit = 0x80;
 
 namespace detail {
 
+inline std::int8_t add_one(const ops::QAddParams& p, std::int8_t a, std::int8_t b, bool biased) {
+  const std::uint8_t f = biased ? bias_bit : 0;
+  return static_cast<std::int8_t>(p(static_cast<std::int8_t>(a ^ f), static_cast<std::int8_t>(b ^ f)) ^ f);
+}
+
 inline std::int8_t requantize_one(const Packed& p, std::int64_t k, std::int32_t acc) {
   return ops::requantize(acc, p.mult[static_cast<std::size_t>(k)], p.out_zero_point, p.out_min, p.out_max);
 }
@@ -208,11 +213,6 @@ inline void tile_vnni_n(const Packed& p, const std::uint8_t* rows, const Problem
     return tile_vnni_n<NB, MR - 1>(p, rows, pr, kb, col0, ncols, out, mult, rshift);
   }
 }
-inline std::int8_t add_one(const ops::QAddParams& p, std::int8_t a, std::int8_t b, bool biased) {
-  const std::uint8_t f = biased ? bias_bit : 0;
-  return static_cast<std::int8_t>(p(static_cast<std::int8_t>(a ^ f), static_cast<std::int8_t>(b ^ f)) ^ f);
-}
-
 // TFLite's int8 add over n elements, 16 at a time (every multiplier below 1, as QAddParams makes them).
 inline void add16(const ops::QAddParams& p, const std::int8_t* a, const std::int8_t* b, std::int8_t* y, std::int64_t n, bool biased) {
   const __m128i flip = _mm_set1_epi8(biased ? static_cast<char>(bias_bit) : 0);
