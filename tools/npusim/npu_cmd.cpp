@@ -143,9 +143,24 @@ int cmd_simulate(const SimulateArgs& a, TargetChoice tc) {
   // (first listed) dtype.
   c.dtype = !a.dtype.empty() ? parse_npu_dtype(a.dtype, "--dtype") : st && st->description == c.description ? st->dtype : c.description.dtypes.front();
   const npu::Estimate e = estimate_for(c, p);
-  std::printf("%s: %s program (%s), %lld kernels\n", m.name.c_str(), p.target.c_str(), std::string(dtype_short_name(p.compute)).c_str(),
+  // What the program computes in: int8 when `npusim quantize` made it (integer convolutions and
+  // matrix products), else its float type; an estimate in other operands is said to be one.
+  bool int8 = false;
+  for (const auto& part : p.partitions)
+    for (const Kernel& k : part.kernels) int8 = int8 || k.kind == ops::QConv2d::id || k.kind == ops::QLinear::id;
+  std::printf("%s: %s program (%s), %lld kernels\n", m.name.c_str(), p.target.c_str(), int8 ? "int8, float islands in f32" : std::string(dtype_short_name(p.compute)).c_str(),
               static_cast<long long>(p.stats.kernels - p.stats.view_kernels));
   print_npu_header(c);
+  std::string dtype_note;
+  const bool float_unit = std::any_of(c.description.dtypes.begin(), c.description.dtypes.end(), [](DType d) { return is_floating(d); });
+  if (!int8 && !is_floating(c.dtype))
+    dtype_note = float_unit ? "a float program estimated with " + std::string(dtype_short_name(c.dtype)) +
+                                  " operands, as if it were quantized: `npusim quantize` makes the int8 program and says what accuracy it costs"
+                            : c.description.name + " has no float unit: this float program cannot run on it as it is; the estimate assumes its operands quantized to " +
+                                  std::string(dtype_short_name(c.dtype)) + " (`npusim quantize` makes that program and reports the accuracy lost)";
+  else if (int8 && is_floating(c.dtype))
+    dtype_note = "an int8 program estimated with " + std::string(dtype_short_name(c.dtype)) + " operands (--dtype i8 estimates what it computes)";
+  if (!dtype_note.empty()) std::printf("note: %s\n", dtype_note.c_str());
   for (const auto& s : c.description.sources) std::printf("  source: %s: %s\n", s.figure.c_str(), s.source.c_str());
   if (!c.description.assumptions.empty()) std::printf("  assumed: %zu figure(s) (see the description)\n", c.description.assumptions.size());
   std::printf("%s", npu::totals_text(e).c_str());
@@ -164,7 +179,8 @@ int cmd_simulate(const SimulateArgs& a, TargetChoice tc) {
   if (!a.trace.empty()) write_file_atomic(a.trace, npu::trace_json(e, "npusim simulate: " + title)), std::printf("trace: %s (open in https://ui.perfetto.dev)\n", a.trace.c_str());
   if (!a.json.empty()) {
     ir::json j = npu::estimate_json(e, c.description);
-    j["model"] = m.name, j["program_target"] = p.target, j["program_compute"] = dtype_short_name(p.compute), j["description_file"] = c.from;
+    j["model"] = m.name, j["program_target"] = p.target, j["program_compute"] = int8 ? "i8" : dtype_short_name(p.compute), j["description_file"] = c.from;
+    if (!dtype_note.empty()) j["dtype_note"] = dtype_note;
     write_file_atomic(a.json, j.dump(1));
     std::printf("json: %s\n", a.json.c_str());
   }
