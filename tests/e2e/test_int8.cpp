@@ -189,16 +189,33 @@ TEST(Int8Ops, CpuLinearAndAddMatchTheReferenceBitForBit) {
   }
 }
 
+TEST(Int8Ops, CpuQuantizeMatchesTheReference) {
+  // Ties (x / scale = k + 0.5 go to the even k), saturation, both sides of the zero point, and a
+  // length that is not a multiple of the vector; NaN is refused by both.
+  OneNode t;
+  const auto x = t.input("x", {1, 3, 7, 5}, DType::f32);
+  t.node("quantized_decomposed.quantize_per_tensor.default", {x}, {1, 3, 7, 5},
+         attrs({{"scale", ir::AttrValue(0.5)}, {"zero_point", ir::AttrValue(std::int64_t{-3})}, {"dtype", ir::AttrValue(std::string("torch.int8"))}}));
+  Tensor in = Tensor::empty(DType::f32, {1, 3, 7, 5});
+  for (std::int64_t i = 0; i < in.numel(); ++i) in.data<float>()[i] = static_cast<float>(i - 52) * 0.25f * (i % 3 == 0 ? 5.0f : 1.0f);
+  const Tensor cpu = t.run<CpuTarget>({in}), ref = t.run<ReferenceTarget>({in});
+  EXPECT_TRUE(same(cpu, ref));
+  EXPECT_EQ(cpu.to(DType::i32).data<std::int32_t>()[1], -3 + static_cast<int>(std::nearbyint(-51 * 0.25f / 0.5f)));  // -25.5 -> -26
+  in.data<float>()[33] = std::nanf("");
+  EXPECT_THROW(t.run<CpuTarget>({in}), Error);
+  EXPECT_THROW(t.run<ReferenceTarget>({in}), Error);
+}
+
 TEST(Int8Ops, CpuChannelsLastChainMatchesTheReference) {
-  // conv -> conv -> add(residual) -> conv: the tensors between the integer kernels are held
+  // conv -> conv -> conv -> add(residual) -> max pool -> conv: the tensors between the integer kernels are held
   // channels last on the CPU target (cpu/layout.hpp); the result is still the reference's.
   std::mt19937 rng(11);
   OneNode t;
   const auto x = t.input("x", {1, 24, 10, 10});
-  auto conv = [&](ir::TensorId in, std::int64_t cin, std::int64_t cout, std::int64_t k, const std::string& nm, double out_scale) {
+  auto conv = [&](ir::TensorId in, std::int64_t cin, std::int64_t cout, std::int64_t k, const std::string& nm, double out_scale, std::int64_t hw = 10) {
     Tensor s = Tensor::empty(DType::f32, {cout}), b = Tensor::empty(DType::i32, {cout});
     for (std::int64_t i = 0; i < cout; ++i) s.data<float>()[i] = 0.004f + 0.0002f * static_cast<float>(i), b.data<std::int32_t>()[i] = static_cast<std::int32_t>(i * 31 - 400);
-    return t.node("npusim.qconv2d", {in, t.weight(nm + "w", random_i8({cout, cin, k, k}, rng)), t.weight(nm + "s", s), t.weight(nm + "b", b)}, {1, cout, 10, 10},
+    return t.node("npusim.qconv2d", {in, t.weight(nm + "w", random_i8({cout, cin, k, k}, rng)), t.weight(nm + "s", s), t.weight(nm + "b", b)}, {1, cout, hw, hw},
                   attrs({{"padding", ints({k / 2, k / 2})}, {"x_scale", ir::AttrValue(0.05)}, {"x_zero_point", ir::AttrValue(std::int64_t{-3})},
                          {"out_scale", ir::AttrValue(out_scale)}, {"out_zero_point", ir::AttrValue(std::int64_t{-3})}}));
   };
@@ -208,7 +225,9 @@ TEST(Int8Ops, CpuChannelsLastChainMatchesTheReference) {
   const auto sum = t.node("npusim.qadd", {b, r}, {1, 24, 10, 10},
                           attrs({{"a_scale", ir::AttrValue(0.05)}, {"a_zero_point", ir::AttrValue(std::int64_t{-3})}, {"b_scale", ir::AttrValue(0.05)},
                                  {"b_zero_point", ir::AttrValue(std::int64_t{-3})}, {"out_scale", ir::AttrValue(0.08)}, {"out_zero_point", ir::AttrValue(std::int64_t{-3})}}));
-  conv(sum, 24, 20, 3, "c", 0.5);
+  const auto pooled = t.node("npusim.qmax_pool2d", {sum}, {1, 24, 5, 5},
+                             attrs({{"kernel_size", ints({3, 3})}, {"stride", ints({2, 2})}, {"padding", ints({1, 1})}}));
+  conv(pooled, 24, 20, 3, "c", 0.5, 5);
   const Tensor in = random_i8({1, 24, 10, 10}, rng);
   EXPECT_TRUE(same(t.run<CpuTarget>({in}), t.run<ReferenceTarget>({in})));
 }

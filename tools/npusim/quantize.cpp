@@ -79,8 +79,8 @@ int cmd_quantize(const QuantizeArgs& a, const TargetChoice& tc) {
     const ir::AttrValue* v = p.stats.pass_counts.find(k);
     return v && v->is_int() ? v->as_int() : std::int64_t{0};
   };
-  std::printf("int8: %lld integer ops (ReLU/ReLU6 folded into %lld), %lld quantize and %lld dequantize nodes around the float ops%s\n",
-              static_cast<long long>(count("quantize_int8")), static_cast<long long>(count("int8_folded_activations")),
+  std::printf("int8: %lld integer ops (ReLU/ReLU6 folded into %lld) and %lld max pool(s), %lld quantize and %lld dequantize nodes around the float ops%s\n",
+              static_cast<long long>(count("quantize_int8")), static_cast<long long>(count("int8_folded_activations")), static_cast<long long>(count("int8_max_pools")),
               static_cast<long long>(count("int8_quantize_nodes")), static_cast<long long>(count("int8_dequantize_nodes")),
               qo.int8.keep_float.empty() ? "" : (", " + std::to_string(qo.int8.keep_float.size()) + " layer(s) kept in float").c_str());
   const program::EmbeddedWeightsInfo saved = program::save(p, a.output, a.embed ? w : nullptr);

@@ -2,6 +2,7 @@
 //
 //   quantize_per_tensor / dequantize_per_tensor   float <-> int8 at a float island's edges; the
 //       names and meaning of PyTorch's quantized_decomposed ops (what PT2E quantization exports)
+//   qmax_pool2d                                     max pooling of int8 codes (the input's parameters)
 //   qconv2d, qlinear, qadd                          npusim's integer kernels: int8 in, int8 out, an
 //       int32 accumulator requantized by TFLite's fixed-point multiplier (core/quant.hpp), so
 //       every target computes the same bits; the activation after them (ReLU, ReLU6) is the
@@ -16,6 +17,7 @@
 
 #include "npusim/core/quant.hpp"
 #include "npusim/ops/op_base.hpp"
+#include "npusim/ops/pool.hpp"
 
 namespace npusim::inline NPUSIM_ABI::ops {
 
@@ -209,6 +211,21 @@ struct QAdd {
     if (!(in[0].shape == in[1].shape))
       throw Error(ErrorCode::shape, "qadd inputs differ in shape", {.expected = to_string(in[0].shape), .found = to_string(in[1].shape)});
     return {{in[0].shape, DType::i8}};
+  }
+};
+
+// max_pool2d of int8 codes: the maximum commutes with the affine map, so the output has the
+// input's parameters and the pool needs none (the taps outside the input take no part, as the
+// float op's -inf padding).
+struct QMaxPool2d {
+  static constexpr std::string_view id = "qmax_pool2d";
+  static constexpr std::array aten{"npusim.qmax_pool2d"sv};
+  static constexpr OpClass op_class = OpClass::pool;
+  using Attrs = MaxPool2d::Attrs;
+  static Specs infer(const Attrs& a, InSpecs in) {
+    expect_arity(in, 1, 1, id);
+    detail::expect_int8(in[0], id, "input");
+    return MaxPool2d::infer(a, in);
   }
 };
 

@@ -2,7 +2,8 @@
 // with each activation's observed range, convolutions, linears and residual adds become the
 // integer ops of ops/quantized.hpp (int8 weights per output channel, symmetric; int8 activations
 // per tensor, asymmetric; int32 biases; the ReLU / ReLU6 after them folded into the output clamp),
-// and every other op keeps computing in float between explicit quantize_per_tensor and
+// max pooling of an int8 result stays int8 (qmax_pool2d), and every other op keeps computing in
+// float between explicit quantize_per_tensor and
 // dequantize_per_tensor nodes. The int8 weights are recipes (weights/recipes.hpp,
 // "quantize_per_channel") of the float ones, so any float checkpoint still binds.
 //
@@ -50,7 +51,7 @@ std::vector<std::string> int8_observed_tensors(const ir::Graph& g, const Int8Opt
 inline std::string int8_name(const std::string& float_name) { return float_name + ".int8"; }
 
 struct Int8Result {
-  std::int64_t integer_ops = 0, quantize_nodes = 0, dequantize_nodes = 0, folded_activations = 0;
+  std::int64_t integer_ops = 0, quantize_nodes = 0, dequantize_nodes = 0, folded_activations = 0, int8_pools = 0;
 };
 
 Int8Result quantize_int8(ir::Graph& g, std::vector<weights::Recipe>& recipes, const Int8Options& opt);

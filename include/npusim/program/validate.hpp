@@ -235,8 +235,8 @@ inline void check_semantics(const Partition& p, DType compute) {
       case ops::OpClass::matmul:
         count = info.id == ops::QConv2d::id || info.id == ops::QLinear::id ? 0 : n.inputs.size();  // int8 ops: their own checks
         break;
-      case ops::OpClass::normalization:
-      case ops::OpClass::pool: count = n.inputs.size(); break;
+      case ops::OpClass::normalization: count = n.inputs.size(); break;
+      case ops::OpClass::pool: count = info.id == ops::QMaxPool2d::id ? 0 : n.inputs.size(); break;
       case ops::OpClass::attention: count = std::min<std::size_t>(3, n.inputs.size()); break;
       case ops::OpClass::reduction: count = info.id == "softmax" || info.id == "log_softmax" ? std::min<std::size_t>(1, n.inputs.size()) : 0; break;
       default: break;

@@ -80,7 +80,7 @@ NPUSIM_FUNC VectorOps node_vector_ops(const ir::Graph& g, const ir::Node& n, boo
       if (info.id == "adaptive_avg_pool2d") {
         v.simple = in();
       } else {
-        const auto a = info.id == "max_pool2d" ? ops::read_attrs<ops::MaxPool2d::Attrs>(n.attrs, n.op_type).kernel_size
+        const auto a = info.id == "max_pool2d" || info.id == ops::QMaxPool2d::id ? ops::read_attrs<ops::MaxPool2d::Attrs>(n.attrs, n.op_type).kernel_size
                                                : ops::read_attrs<ops::AvgPool2d::Attrs>(n.attrs, n.op_type).kernel_size;
         v.simple = out() * static_cast<double>(a.at(0) * a.at(1));
       }

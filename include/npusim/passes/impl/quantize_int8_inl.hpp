@@ -89,6 +89,12 @@ NPUSIM_FUNC std::vector<Int8Site> int8_sites(const ir::Graph& g, const Int8Optio
     if (!used[i])
       throw Error(ErrorCode::unsupported, "--keep-float '" + opt.keep_float[i] + "' names no convolution, linear or add that int8 would compute",
                   {.found = opt.keep_float[i]});
+  for (const auto& [name, bits] : opt.weight_bits) {
+    bool found = false;
+    for (const Int8Site& s : sites)
+      found = found || (g.nodes[static_cast<std::size_t>(s.node)].name == name && ops_of[static_cast<std::size_t>(s.node)] != ops::op_index_v<ops::Add>);
+    if (!found) throw Error(ErrorCode::unsupported, "--weight-bits '" + name + "' names no convolution or linear that int8 computes", {.found = name});
+  }
   return sites;
 }
 
@@ -167,6 +173,16 @@ NPUSIM_FUNC Int8Result quantize_int8(ir::Graph& g, std::vector<weights::Recipe>&
   for (std::size_t i = 0; i < old.size(); ++i) {
     if (absorbed[i]) continue;
     const ir::Node& n = old[i];
+    if (site_of[i] < 0 && ops_of[i] == ops::op_index_v<ops::MaxPool2d> && twin.count(n.inputs.at(0))) {
+      // Max pooling of an int8 result: the codes' maximum, with the input's parameters.
+      const TensorId in = twin.at(n.inputs[0]), out = n.outputs.at(0);
+      const TensorId q = new_tensor(int8_name(g.tensor(out).name), g.tensor(out).shape, DType::i8, ir::TensorKind::intermediate);
+      nodes.push_back({n.name, "npusim.qmax_pool2d", {in}, {q}, n.attrs});
+      twin[out] = q, params[q] = params.at(in);
+      float_missing.insert(out);
+      ++res.int8_pools;
+      continue;
+    }
     if (site_of[i] < 0) {
       for (TensorId t : n.inputs) need_float(t);
       nodes.push_back(n);

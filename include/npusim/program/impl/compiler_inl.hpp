@@ -46,6 +46,7 @@ NPUSIM_FUNC passes::DTypePolicy run_passes(ir::Graph& g, const partition::Target
     p.stats.pass_counts.set("int8_quantize_nodes", ir::AttrValue(r.quantize_nodes));
     p.stats.pass_counts.set("int8_dequantize_nodes", ir::AttrValue(r.dequantize_nodes));
     p.stats.pass_counts.set("int8_folded_activations", ir::AttrValue(r.folded_activations));
+    p.stats.pass_counts.set("int8_max_pools", ir::AttrValue(r.int8_pools));
   }
   if (!opt.weight_quant.format.empty() || !opt.weight_quant.keep.empty())
     count("quantize_weights", passes::quantize_linear_weights(g, opt.weight_quant));

@@ -137,7 +137,7 @@ inline std::vector<bool> blocked_tensors(const ir::Graph& g, const std::vector<K
 inline std::vector<bool> int8_channels_last(const ir::Graph& g, const std::vector<Kernel>& kernels, const plan::BufferPlan& plan) {
   const std::size_t n = g.tensors.size();
   auto at = [](ir::TensorId t) { return static_cast<std::size_t>(t); };
-  auto integer = [](const Kernel& k) { return k.kind == ops::QConv2d::id || k.kind == ops::QAdd::id; };
+  auto integer = [](const Kernel& k) { return k.kind == ops::QConv2d::id || k.kind == ops::QAdd::id || k.kind == ops::QMaxPool2d::id; };
   std::vector<bool> cl(n, false);
   for (std::size_t t = 0; t < n; ++t)
     cl[t] = g.tensors[t].dtype == DType::i8 && g.tensors[t].shape.size() == 4 && plan.tensors[t].place == plan::Place::arena;
@@ -150,14 +150,16 @@ inline std::vector<bool> int8_channels_last(const ir::Graph& g, const std::vecto
     for (ir::TensorId t : k.outputs)
       if (!ok) cl[at(t)] = false;
   }
-  for (bool changed = true; changed;) {  // a qadd's tensors share one layout
+  for (bool changed = true; changed;) {  // a qadd's and a qmax_pool2d's tensors share one layout
     changed = false;
     for (const Kernel& k : kernels) {
-      if (k.kind != ops::QAdd::id) continue;
-      const bool all = cl[at(k.inputs[0])] && cl[at(k.inputs[1])] && cl[at(k.outputs[0])];
+      if (k.kind != ops::QAdd::id && k.kind != ops::QMaxPool2d::id) continue;
+      bool all = cl[at(k.outputs[0])];
+      for (ir::TensorId t : k.inputs) all = all && cl[at(t)];
       if (all) continue;
-      for (ir::TensorId t : {k.inputs[0], k.inputs[1], k.outputs[0]})
+      for (ir::TensorId t : k.inputs)
         if (cl[at(t)]) cl[at(t)] = false, changed = true;
+      if (cl[at(k.outputs[0])]) cl[at(k.outputs[0])] = false, changed = true;
     }
   }
   return cl;

@@ -188,20 +188,27 @@ inline void tile_vnni(const Packed& p, const std::uint8_t* rows, const Problem& 
     }
   }
   const __m512i zp = _mm512_set1_epi32(p.out_zero_point), lo = _mm512_set1_epi32(p.out_min), hi = _mm512_set1_epi32(p.out_max);
-  alignas(64) std::int8_t res[NB * 16];
+  alignas(64) std::int8_t res[MR][NB * 16];  // [pixel][channel]
   const __m128i flip = _mm_set1_epi8(pr.biased_out ? static_cast<char>(bias_bit) : 0);
   Multipliers16 m16[NB];
   for (int b = 0; b < NB; ++b) m16[b] = Multipliers16(mult + (kb + b) * 16, rshift + (kb + b) * 16);
-  for (int j = 0; j < MR; ++j) {
+  for (int j = 0; j < MR; ++j)
     for (int b = 0; b < NB; ++b) {
       const __m512i r = requantize16(acc[b][j], m16[b], zp, lo, hi);
-      _mm_store_si128(reinterpret_cast<__m128i*>(res + b * 16), _mm_xor_si128(_mm512_cvtsepi32_epi8(r), flip));
+      _mm_store_si128(reinterpret_cast<__m128i*>(res[j] + b * 16), _mm_xor_si128(_mm512_cvtsepi32_epi8(r), flip));
     }
-    std::int8_t* o = out + (col0 + j) * pr.col_stride;
-    const std::int64_t kmax = std::min<std::int64_t>(NB * 16, p.K - kb * 16);
-    if (pr.k_stride == 1) std::memcpy(o + kb * 16, res, static_cast<std::size_t>(kmax));
-    else
-      for (std::int64_t l = 0; l < kmax; ++l) o[(kb * 16 + l) * pr.k_stride] = res[l];
+  const std::int64_t kmax = std::min<std::int64_t>(NB * 16, p.K - kb * 16);
+  if (pr.k_stride == 1) {  // channels contiguous: a run per pixel
+    for (int j = 0; j < MR; ++j) std::memcpy(out + (col0 + j) * pr.col_stride + kb * 16, res[j], static_cast<std::size_t>(kmax));
+  } else {  // NCHW: a run of MR pixels per channel
+    for (std::int64_t l = 0; l < kmax; ++l) {
+      std::int8_t run[MR];
+      for (int j = 0; j < MR; ++j) run[j] = res[j][l];
+      std::int8_t* o = out + (kb * 16 + l) * pr.k_stride + col0 * pr.col_stride;
+      if (pr.col_stride == 1) std::memcpy(o, run, MR);
+      else
+        for (int j = 0; j < MR; ++j) o[j * pr.col_stride] = run[j];
+    }
   }
 }
 

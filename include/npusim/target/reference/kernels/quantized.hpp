@@ -127,4 +127,27 @@ struct kernel<ops::QAdd, ReferenceTarget> {
   }
 };
 
+template <>
+struct kernel<ops::QMaxPool2d, ReferenceTarget> {
+  static constexpr bool provided = true;
+  static void run(const ops::QMaxPool2d::Attrs& a, ref::Args& args) {
+    const Tensor& x = args.x();
+    Tensor& y = args.alloc(0);
+    const std::int64_t NC = x.shape()[0] * x.shape()[1], H = x.shape()[2], W = x.shape()[3], OH = y.shape()[2], OW = y.shape()[3];
+    const std::int64_t* px = x.data<std::int64_t>();
+    std::int64_t* py = y.data<std::int64_t>();
+    for (std::int64_t c = 0; c < NC; ++c)
+      for (std::int64_t oh = 0; oh < OH; ++oh)
+        for (std::int64_t ow = 0; ow < OW; ++ow) {
+          std::int64_t m = INT64_MIN;
+          for (std::int64_t i = 0; i < a.kernel_size[0]; ++i)
+            for (std::int64_t j = 0; j < a.kernel_size[1]; ++j) {
+              const std::int64_t ih = oh * a.stride[0] - a.padding[0] + i * a.dilation[0], iw = ow * a.stride[1] - a.padding[1] + j * a.dilation[1];
+              if (ih >= 0 && ih < H && iw >= 0 && iw < W) m = std::max(m, px[(c * H + ih) * W + iw]);
+            }
+          py[(c * OH + oh) * OW + ow] = m;  // every window holds a tap (window_output_size)
+        }
+  }
+};
+
 }  // namespace npusim::inline NPUSIM_ABI
