@@ -17,7 +17,9 @@
 #include "npusim/runtime/program_runner.hpp"
 #include "npusim/target/cpu/compute/qconv.hpp"
 #include "npusim/target/describe.hpp"
+#include "npusim/ir/json.hpp"
 #include "npusim/weights/recipes.hpp"
+#include "npusim/weights/safetensors.hpp"
 
 using namespace npusim;
 namespace fs = std::filesystem;
@@ -276,6 +278,72 @@ TEST(Int8Ops, PortableAndVnniGemmAgree) {
   cpu::qconv::run(p, vp, rows.data(), pr, y0.data(), false);
   cpu::qconv::run(p, vp, rows.data(), pr, y1.data(), true);
   EXPECT_EQ(y0, y1);
+}
+
+// PyTorch's own quantized kernels (tools/int8_fixtures.py: Debian's torch 1.13, onednn engine) on
+// the same codes and parameters: every target within one step of the code. onednn requantizes in
+// float and adds the bias in float, where npusim's integer ops requantize in fixed point with the
+// bias rounded to int32, so single codes may differ by one; more than one is a bug.
+TEST(Int8Ops, MatchPyTorchQuantizedKernelsWithinOneStep) {
+  const ir::json cases = ir::json::parse(test::read_text(test::data("int8/cases.json")));
+  int compared = 0;
+  for (const auto& cs : cases.at("cases")) {
+    const std::string name = cs.at("name");
+    const auto f = weights::SafetensorsFile::open(test::data("int8/" + name + ".safetensors"));
+    const std::string op = cs.at("op");
+    OneNode t;
+    std::vector<Tensor> ins;
+    const Tensor want = f.tensor("y");
+    if (op == "conv" || op == "linear") {
+      const Tensor x = f.tensor("x"), w = f.tensor("w"), ws = f.tensor("w_scale"), bias = f.tensor("bias");
+      const double xs = cs.at("x_scale");
+      Tensor b = Tensor::empty(DType::i32, {w.shape()[0]});
+      for (std::int64_t c = 0; c < w.shape()[0]; ++c)  // as the quantize_per_channel recipe rounds it
+        b.data<std::int32_t>()[c] = static_cast<std::int32_t>(std::nearbyint(bias.data<float>()[c] * (1.0f / (static_cast<float>(xs) * ws.data<float>()[c]))));
+      const std::int64_t zp = cs.at("out_zero_point");
+      ir::AttrMap a = attrs({{"x_scale", ir::AttrValue(xs)}, {"x_zero_point", ir::AttrValue(cs.at("x_zero_point").get<std::int64_t>())},
+                             {"out_scale", ir::AttrValue(cs.at("out_scale").get<double>())}, {"out_zero_point", ir::AttrValue(zp)},
+                             {"out_min", ir::AttrValue(cs.at("relu").get<bool>() ? zp : std::int64_t{-128})}});
+      if (op == "conv") {
+        const std::int64_t st = cs.at("stride"), pd = cs.at("padding");
+        a.set("stride", ints({st, st}));
+        a.set("padding", ints({pd, pd}));
+      }
+      const auto xi = t.input("x", x.shape());
+      t.node(op == "conv" ? "npusim.qconv2d" : "npusim.qlinear", {xi, t.weight("w", w), t.weight("s", ws), t.weight("b", b)}, want.shape(), a);
+      ins = {x};
+    } else if (op == "add") {
+      const std::int64_t zp = cs.at("out_zero_point");
+      const auto a = t.input("a", f.tensor("a").shape()), b = t.input("b", f.tensor("b").shape());
+      t.node("npusim.qadd", {a, b}, want.shape(),
+             attrs({{"a_scale", ir::AttrValue(cs.at("a_scale").get<double>())}, {"a_zero_point", ir::AttrValue(cs.at("a_zero_point").get<std::int64_t>())},
+                    {"b_scale", ir::AttrValue(cs.at("b_scale").get<double>())}, {"b_zero_point", ir::AttrValue(cs.at("b_zero_point").get<std::int64_t>())},
+                    {"out_scale", ir::AttrValue(cs.at("out_scale").get<double>())}, {"out_zero_point", ir::AttrValue(zp)},
+                    {"out_min", ir::AttrValue(cs.at("relu").get<bool>() ? zp : std::int64_t{-128})}}));
+      ins = {f.tensor("a"), f.tensor("b")};
+    } else {
+      const std::int64_t k = cs.at("kernel"), st = cs.at("stride"), pd = cs.at("padding");
+      const auto x = t.input("x", f.tensor("x").shape());
+      t.node("npusim.qmax_pool2d", {x}, want.shape(), attrs({{"kernel_size", ints({k, k})}, {"stride", ints({st, st})}, {"padding", ints({pd, pd})}}));
+      ins = {f.tensor("x")};
+    }
+    for (const Tensor& got : {t.run<ReferenceTarget>(ins), t.run<CpuTarget>(ins)}) {
+      const Tensor g = got.to(DType::i32), e = want.to(DType::i32);
+      ASSERT_EQ(g.shape(), e.shape()) << name;
+      std::int64_t off = 0;
+      for (std::int64_t i = 0; i < g.numel(); ++i) {
+        const int d = std::abs(g.data<std::int32_t>()[i] - e.data<std::int32_t>()[i]);
+        EXPECT_LE(d, 1) << name << " element " << i;
+        off += d != 0;
+      }
+      EXPECT_LE(off * 20, g.numel()) << name << ": more than 5% of the codes differ by one";
+      if (op == "max_pool" || op == "add") {
+        EXPECT_EQ(off, 0) << name;  // no requantization choice there: exact
+      }
+    }
+    ++compared;
+  }
+  EXPECT_EQ(compared, 7);
 }
 
 TEST(Int8Recipe, QuantizePerChannelHandValues) {
