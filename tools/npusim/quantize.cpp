@@ -73,8 +73,9 @@ int cmd_quantize(const QuantizeArgs& a, const TargetChoice& tc) {
     std::printf("\n--auto-keep %lld: in float: %s\n", static_cast<long long>(a.auto_keep), list.c_str());
     rep = report(qo);
   }
+  const auto tc0 = clock_type::now();
   program::CompiledProgram p = program::compile(c.graph, target, qo);
-  print_compile_summary(p, seconds_since(t0));
+  print_compile_summary(p, seconds_since(tc0));
   auto count = [&](const char* k) {
     const ir::AttrValue* v = p.stats.pass_counts.find(k);
     return v && v->is_int() ? v->as_int() : std::int64_t{0};
@@ -85,6 +86,7 @@ int cmd_quantize(const QuantizeArgs& a, const TargetChoice& tc) {
               qo.int8.keep_float.empty() ? "" : (", " + std::to_string(qo.int8.keep_float.size()) + " layer(s) kept in float").c_str());
   const program::EmbeddedWeightsInfo saved = program::save(p, a.output, a.embed ? w : nullptr);
   for (const auto& note : saved.notes) std::printf("%s\n", note.c_str());
+  std::printf("quantize took %.1f s in all\n", seconds_since(t0));
   std::printf("wrote %s (%s%s)\n", a.output.c_str(), program::human_bytes(static_cast<std::int64_t>(fs::file_size(a.output))).c_str(),
               a.embed ? ", weights embedded" : ", no weights: run it with --weights (the float checkpoint)");
   if (!a.report_json.empty()) {
