@@ -74,6 +74,7 @@ struct IndexCheck {
   std::string tensor;  // its index tensor
   std::int64_t size = 0;
   bool negatives = true;  // negative indices count from the end
+  std::string message;    // not an index: what the element found is (quantize: "NaN"), reported as such
 };
 
 class Binder {
@@ -135,7 +136,7 @@ class Binder {
   // Registers a device-side index check of node n's index tensor: the kernel gets the executor's
   // error buffer and the returned code (pass both, as index_check_args does).
   cl_int index_check(const ir::Node& n, ir::TensorId idx, std::string what, std::int64_t size, bool negatives) {
-    checks_.push_back({std::move(what), n.name, g_.tensor(idx).name, size, negatives});
+    checks_.push_back({std::move(what), n.name, g_.tensor(idx).name, size, negatives, {}});
     return static_cast<cl_int>(checks_.size());
   }
   cl_mem errors() const { return errors_; }
@@ -147,6 +148,21 @@ class Binder {
     dev_.write(m.get(), 0, bytes, p, true);
     keep_.push_back(std::move(m));
     return keep_.back().get();
+  }
+
+  // A device-side check of node n that is not an index (message: what was found, e.g. "NaN"):
+  // the kernel reports the element; the run then fails with that message, naming node and tensor.
+  cl_int value_check(const ir::Node& n, ir::TensorId t, std::string message) {
+    checks_.push_back({n.op_type, n.name, g_.tensor(t).name, 0, false, std::move(message)});
+    return static_cast<cl_int>(checks_.size());
+  }
+
+  // The host value of weight t as bound (per-channel parameters a kernel derives at bind time).
+  void set_host(std::function<const Tensor*(ir::TensorId)> f) { host_ = std::move(f); }
+  const Tensor& host(ir::TensorId t) const {
+    const Tensor* h = host_ ? host_(t) : nullptr;
+    if (!h) unsupported("needs the value of a weight at bind time, and it is not a weight: " + g_.tensor(t).name);
+    return *h;
   }
 
   // The packed blocks of weight t, when a q8_0/q4_0 linear reads it (nullptr otherwise).
@@ -219,6 +235,7 @@ class Binder {
   cl_mem errors_;
   std::map<std::string, cl_program> sources_;
   std::function<const PackedWeight*(ir::TensorId)> packed_;
+  std::function<const Tensor*(ir::TensorId)> host_;
   std::map<int, std::pair<cl_mem, std::size_t>> reusable_;
   const Kernel* k_ = nullptr;
   std::size_t index_ = 0;

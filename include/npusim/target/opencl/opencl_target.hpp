@@ -1,7 +1,7 @@
 // The OpenCL target's policy: OpenCL C 1.2 kernels (cl/*.cl, embedded at build time) on any
 // OpenCL device (PoCL on CPUs, NVIDIA's driver on GPUs), f16/bf16 storage with float32
-// arithmetic, the compiler's fusion and arena. What it refuses (integer arithmetic, float64,
-// unusual addmm) runs on its fallback, the reference target.
+// arithmetic, the compiler's fusion and arena; the affine int8 ops in integer arithmetic. What it
+// refuses (other integer arithmetic, float64, unusual addmm) runs on its fallback, the reference target.
 //
 //   opencl_target.hpp   OpenCLTarget: op and pattern lists, dtypes, refusals, fallback
 //   kernels/*.hpp       kernel<Op, OpenCLTarget> by op family, each binding its launches
@@ -29,7 +29,8 @@ struct OpenCLTarget {
                                  meta::list<ops::Where, ops::AssertMetadata, ops::ToDtype, ops::Linear, ops::Matmul, ops::Addmm, ops::Conv2d,
                                             ops::MaxPool2d, ops::AvgPool2d, ops::AdaptiveAvgPool2d, ops::BatchNorm, ops::LayerNorm, ops::Mean,
                                             ops::Sum, ops::Amax, ops::Amin, ops::Argmax, ops::Argmin, ops::Softmax, ops::LogSoftmax,
-                                            ops::Embedding, ops::IndexCopy, ops::IndexSelect, ops::ScaledDotProductAttention, ops::RotaryHop>>;
+                                            ops::Embedding, ops::IndexCopy, ops::IndexSelect, ops::ScaledDotProductAttention, ops::RotaryHop,
+                                            ops::QuantizePerTensor, ops::DequantizePerTensor, ops::QConv2d, ops::QLinear, ops::QAdd, ops::QMaxPool2d>>;
   using pattern_list = meta::list<fusion::Attention, fusion::GqaMatmul, fusion::MaskedSoftmax, fusion::RmsNorm, fusion::SiluGate, fusion::Rotary,
                                   fusion::ConvBnRelu, fusion::AddRelu, fusion::MatmulTransB, fusion::EltwiseChain>;
   static constexpr DType dtypes[] = {DType::f32, DType::f16, DType::bf16};

@@ -15,6 +15,7 @@
 #include "npusim/target/opencl/kernels/movement.hpp"
 #include "npusim/target/opencl/kernels/nn.hpp"
 #include "npusim/target/opencl/kernels/pointwise.hpp"
+#include "npusim/target/opencl/kernels/quant.hpp"
 
 namespace npusim::inline NPUSIM_ABI {
 static_assert(check_target<OpenCLTarget>(OpenCLTarget::op_list{}));
@@ -98,6 +99,10 @@ class Executor final : public PartitionExecutor {
     Binder b(*dev_, g, plan, [this](ir::TensorId t) { return refs_.at(static_cast<std::size_t>(t)); }, dummy_.get(), launches_, keep_, checks_,
              errors_.get());
     b.set_packed([this](ir::TensorId t) { return packed(t); });
+    b.set_host([&bound](ir::TensorId t) -> const Tensor* {
+      auto it = bound.tensors.find(t);
+      return it == bound.tensors.end() ? nullptr : &it->second;
+    });
     for (std::size_t k = 0; k < part_.kernels.size(); ++k) labels_.push_back("k" + std::to_string(k) + " " + part_.kernels[k].kind);
     for (std::size_t k = 0; k < part_.kernels.size();) {
       const Kernel& kr = part_.kernels[k];
@@ -221,6 +226,9 @@ class Executor final : public PartitionExecutor {
     if (code < 1 || code > checks_.size())
       throw Error(ErrorCode::runtime, "OpenCL index check reported an unknown check (npusim bug)", {.file = part_.graph.source, .found = std::to_string(code)});
     const IndexCheck& c = checks_[code - 1];
+    if (!c.message.empty())
+      throw Error(ErrorCode::runtime, "cannot " + std::string(c.what == "quantized_decomposed.quantize_per_tensor.default" ? "quantize" : "compute") + " " + c.message,
+                  {.file = part_.graph.source, .node = c.node, .tensor = c.tensor, .found = "element " + std::to_string(found)});
     throw ops::index_out_of_range(c.what, found, c.size, c.negatives).with_node(c.node).with_tensor(c.tensor).with_file(part_.graph.source);
   }
 

@@ -19,6 +19,10 @@ NPUSIM_FUNC std::optional<std::string> OpenCLTarget::refuse(const ir::Graph& g, 
     return false;
   };
   if (any([](DType t) { return t == DType::f64; })) return "the OpenCL target does not compute in float64";
+  // The affine int8 ops (ops/quantized.hpp) have integer kernels of their own (cl/quant.cl).
+  if (info.op_class == ops::OpClass::quantization || op == ops::op_index_v<ops::QConv2d> || op == ops::op_index_v<ops::QLinear> ||
+      op == ops::op_index_v<ops::QMaxPool2d>)
+    return std::nullopt;
   const bool int_in = std::any_of(n.inputs.begin(), n.inputs.end(), [&](auto t) { return is_integral(g.tensor(t).dtype); });
   if (info.op_class == ops::OpClass::elementwise && info.id != "to_dtype" && any([](DType t) { return is_integral(t); }))
     return "the OpenCL target runs pointwise ops in float32 only (integer arithmetic falls back)";

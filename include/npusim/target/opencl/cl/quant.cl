@@ -1,0 +1,116 @@
+// Affine int8 kernels (ops/quantized.hpp) in plain integer arithmetic: the reference target's
+// integers on any OpenCL device. The requantization is core/quant.hpp's, operation for operation
+// (gemmlowp's SaturatingRoundingDoublingHighMul and RoundingDivideByPOT; TFLite's left shift done
+// in 64 bits and saturated). Per-channel multipliers and shifts come from the host (bind time).
+
+inline int q_srdhm(int a, int b) {
+  const long ab = (long)a * (long)b;
+  const long nudge = ab >= 0 ? (1L << 30) : (1L - (1L << 30));
+  return (int)((ab + nudge) / (1L << 31));  // the multiplier is positive: no saturation case
+}
+inline int q_rdbpot(int x, int e) {
+  const int mask = (int)((1L << e) - 1);
+  const int rem = x & mask;
+  const int thr = (mask >> 1) + (x < 0 ? 1 : 0);
+  return (x >> e) + (rem > thr ? 1 : 0);
+}
+inline int q_mbqm(int x, int mult, int shift) {
+  if (shift <= 0) return q_rdbpot(q_srdhm(x, mult), -shift);
+  const long p = (long)x * (long)mult;
+  const int s = 31 - shift;
+  const long r = (p + (1L << (s - 1))) >> s;
+  return (int)clamp(r, (long)INT_MIN, (long)INT_MAX);
+}
+inline char q_requant(int acc, int mult, int shift, int zp, int lo, int hi) {
+  const long v = (long)q_mbqm(acc, mult, shift) + zp;
+  return (char)clamp(v, (long)lo, (long)hi);
+}
+
+// clamp(round_half_even(x * (1 / scale)) + zero_point) in float; NaN reports through err.
+__kernel void quantize(__global const uchar* xb, ulong xo, int xt, __global uchar* yb, ulong yo, long n, float inv, float zp, float lo, float hi,
+                       __global int* err, int code) {
+  const long i = get_global_id(0);
+  if (i >= n) return;
+  const float v = ldf(CGPTR(xb, xo), xt, i);
+  if (isnan(v)) {
+    report_index(err, code, i);
+    return;
+  }
+  ((__global char*)GPTR(yb, yo))[i] = (char)clamp(rint(v * inv) + zp, lo, hi);
+}
+
+__kernel void dequantize(__global const uchar* xb, ulong xo, __global uchar* yb, ulong yo, int yt, long n, float scale, int zp) {
+  const long i = get_global_id(0);
+  if (i >= n) return;
+  stf(GPTR(yb, yo), yt, i, scale * (float)(((__global const char*)CGPTR(xb, xo))[i] - zp));
+}
+
+// One work-item per output (n, k, oh, ow). d: N C H W K kh kw OH OW sh sw ph pw dh dw G x_zp out_zp out_min out_max.
+__kernel void qconv2d(__global const uchar* xb, ulong xo, __global const uchar* wb, ulong wo, __global const uchar* bb, ulong bo, int has_bias,
+                      __constant const int* mult, __constant const int* shift, __constant const long* d, __global uchar* yb, ulong yo) {
+  const long i = get_global_id(0);
+  const long N = d[0], C = d[1], H = d[2], W = d[3], K = d[4], kh = d[5], kw = d[6], OH = d[7], OW = d[8];
+  if (i >= N * K * OH * OW) return;
+  const long ow = i % OW, oh = (i / OW) % OH, k = (i / (OW * OH)) % K, n = i / (OW * OH * K);
+  const long G = d[15], Cg = C / G, g = k / (K / G);
+  const int xzp = (int)d[16];
+  __global const char* x = (__global const char*)CGPTR(xb, xo) + (n * C + g * Cg) * H * W;
+  __global const char* w = (__global const char*)CGPTR(wb, wo) + k * Cg * kh * kw;
+  int acc = has_bias ? ((__global const int*)CGPTR(bb, bo))[k] : 0;
+  for (long c = 0; c < Cg; ++c)
+    for (long r = 0; r < kh; ++r) {
+      const long ih = oh * d[9] - d[11] + r * d[13];
+      if (ih < 0 || ih >= H) continue;
+      for (long s = 0; s < kw; ++s) {
+        const long iw = ow * d[10] - d[12] + s * d[14];
+        if (iw < 0 || iw >= W) continue;
+        acc += ((int)x[(c * H + ih) * W + iw] - xzp) * (int)w[(c * kh + r) * kw + s];
+      }
+    }
+  ((__global char*)GPTR(yb, yo))[i] = q_requant(acc, mult[k], shift[k], (int)d[17], (int)d[18], (int)d[19]);
+}
+
+// One work-item per output (m, n). d: M K N x_zp out_zp out_min out_max.
+__kernel void qlinear(__global const uchar* xb, ulong xo, __global const uchar* wb, ulong wo, __global const uchar* bb, ulong bo, int has_bias,
+                      __constant const int* mult, __constant const int* shift, __constant const long* d, __global uchar* yb, ulong yo) {
+  const long i = get_global_id(0);
+  const long M = d[0], Kd = d[1], Nd = d[2];
+  if (i >= M * Nd) return;
+  const long m = i / Nd, o = i % Nd;
+  const int xzp = (int)d[3];
+  __global const char* x = (__global const char*)CGPTR(xb, xo) + m * Kd;
+  __global const char* w = (__global const char*)CGPTR(wb, wo) + o * Kd;
+  int acc = has_bias ? ((__global const int*)CGPTR(bb, bo))[o] : 0;
+  for (long k = 0; k < Kd; ++k) acc += ((int)x[k] - xzp) * (int)w[k];
+  ((__global char*)GPTR(yb, yo))[i] = q_requant(acc, mult[o], shift[o], (int)d[4], (int)d[5], (int)d[6]);
+}
+
+// TFLite's int8 add. p: a_offset b_offset out_offset out_min out_max a_mult a_shift b_mult b_shift out_mult out_shift.
+__kernel void qadd(__global const uchar* ab, ulong ao, __global const uchar* bb, ulong bo, __global uchar* yb, ulong yo, long n, __constant const int* p) {
+  const long i = get_global_id(0);
+  if (i >= n) return;
+  const int qa = ((__global const char*)CGPTR(ab, ao))[i], qb = ((__global const char*)CGPTR(bb, bo))[i];
+  const int sa = q_mbqm((qa + p[0]) * (1 << 20), p[5], p[6]);
+  const int sb = q_mbqm((qb + p[1]) * (1 << 20), p[7], p[8]);
+  const int r = q_mbqm(sa + sb, p[9], p[10]) + p[2];
+  ((__global char*)GPTR(yb, yo))[i] = (char)clamp(r, p[3], p[4]);
+}
+
+// Max pooling of int8 codes. d: NC H W OH OW kh kw sh sw ph pw dh dw.
+__kernel void qmax_pool2d(__global const uchar* xb, ulong xo, __global uchar* yb, ulong yo, __constant const long* d) {
+  const long i = get_global_id(0);
+  const long NC = d[0], H = d[1], W = d[2], OH = d[3], OW = d[4];
+  if (i >= NC * OH * OW) return;
+  const long ow = i % OW, oh = (i / OW) % OH, c = i / (OW * OH);
+  __global const char* x = (__global const char*)CGPTR(xb, xo) + c * H * W;
+  int m = -128;
+  for (long r = 0; r < d[5]; ++r) {
+    const long ih = oh * d[7] - d[9] + r * d[11];
+    if (ih < 0 || ih >= H) continue;
+    for (long s = 0; s < d[6]; ++s) {
+      const long iw = ow * d[8] - d[10] + s * d[12];
+      if (iw >= 0 && iw < W) m = max(m, (int)x[ih * W + iw]);
+    }
+  }
+  ((__global char*)GPTR(yb, yo))[i] = (char)m;
+}
