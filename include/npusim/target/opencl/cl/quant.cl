@@ -114,3 +114,84 @@ __kernel void qmax_pool2d(__global const uchar* xb, ulong xo, __global uchar* yb
   }
   ((__global char*)GPTR(yb, yo))[i] = (char)m;
 }
+
+// ---- convolutions on a padded image of 4-channel words: dp4a ------------------------------------
+// d4(a, b, c) = c + the dot product of a's and b's four signed bytes: one PTX dp4a on NVIDIA GPUs
+// (compute capability >= 6.1), the same sum in plain arithmetic elsewhere.
+inline int q_dot4(int a, int b, int c) {
+#ifdef Q_DP4A_PTX
+  int d;
+  asm volatile("dp4a.s32.s32 %0, %1, %2, %3;" : "=r"(d) : "r"(a), "r"(b), "r"(c));
+  return d;
+#else
+  const char4 x = as_char4(a), y = as_char4(b);
+  return c + (int)x.s0 * (int)y.s0 + (int)x.s1 * (int)y.s1 + (int)x.s2 * (int)y.s2 + (int)x.s3 * (int)y.s3;
+#endif
+}
+
+// NCHW int8 -> the padded image img[((n * Hp + hp) * Wp + wp) * C4w + c4]: channels 4 c4 .. 4 c4 + 3
+// of a pixel in one word; the border holds the input's zero point (the value 0), channels past C 0
+// (their weights are 0). d: N C H W Hp Wp ph pw C4w x_zp.
+__kernel void q_image(__global const uchar* xb, ulong xo, __global int* img, __constant const long* d) {
+  const long i = get_global_id(0);
+  const long N = d[0], C = d[1], H = d[2], W = d[3], Hp = d[4], Wp = d[5], C4w = d[8];
+  if (i >= N * Hp * Wp * C4w) return;
+  const long c4 = i % C4w, wp = (i / C4w) % Wp, hp = (i / (C4w * Wp)) % Hp, n = i / (C4w * Wp * Hp);
+  const long h = hp - d[6], w = wp - d[7];
+  const bool inside = h >= 0 && h < H && w >= 0 && w < W;
+  __global const char* x = (__global const char*)CGPTR(xb, xo) + n * C * H * W + h * W + w;
+  uint word = 0;
+  for (int b = 0; b < 4; ++b) {
+    const long c = c4 * 4 + b;
+    const char v = c >= C ? (char)0 : inside ? x[c * H * W] : (char)d[9];
+    word |= ((uint)(uchar)v) << (8 * b);
+  }
+  img[i] = (int)word;
+}
+
+// A work-item: QTK output channels x QTP consecutive output pixels of one row, accumulated with
+// dp4a over the kernel's taps and the image's words. w4[k][r][s][c4] words; start[k] = bias -
+// x_zp * sum(w) (the image holds codes, not codes minus the zero point).
+// d: N K OH OW kh kw sh sw dh dw Hp Wp C4w out_zp out_min out_max.
+#define QTK 8
+#define QTP 4
+__kernel void qconv2d_dp4a(__global const int* img, __global const int* w4, __global const int* start, __global const int* mult,
+                           __global const int* shift, __constant const long* d, __global uchar* yb, ulong yo) {
+  const long i = get_global_id(0);
+  const long N = d[0], K = d[1], OH = d[2], OW = d[3], kh = d[4], kw = d[5], C4w = d[12], Wp = d[11], Hp = d[10];
+  const long OWt = (OW + QTP - 1) / QTP, Kt = (K + QTK - 1) / QTK;
+  if (i >= N * Kt * OH * OWt) return;
+  const long owt = i % OWt, oh = (i / OWt) % OH, kt = (i / (OWt * OH)) % Kt, n = i / (OWt * OH * Kt);
+  const long k0 = kt * QTK, ow0 = owt * QTP;
+  int acc[QTK][QTP];
+  for (int t = 0; t < QTK; ++t)
+    for (int p = 0; p < QTP; ++p) acc[t][p] = k0 + t < K ? start[k0 + t] : 0;
+  const long wstride = kh * kw * C4w;
+  for (long r = 0; r < kh; ++r)
+    for (long s = 0; s < kw; ++s) {
+      long xb[QTP];
+      for (int p = 0; p < QTP; ++p) {
+        const long ow = min(ow0 + p, OW - 1);
+        xb[p] = ((n * Hp + oh * d[6] + r * d[8]) * Wp + ow * d[7] + s * d[9]) * C4w;
+      }
+      const long wb = (r * kw + s) * C4w;
+      for (long c4 = 0; c4 < C4w; ++c4) {
+        int xv[QTP];
+        for (int p = 0; p < QTP; ++p) xv[p] = img[xb[p] + c4];
+        for (int t = 0; t < QTK; ++t) {
+          const int wv = w4[min(k0 + t, K - 1) * wstride + wb + c4];
+          for (int p = 0; p < QTP; ++p) acc[t][p] = q_dot4(xv[p], wv, acc[t][p]);
+        }
+      }
+    }
+  __global char* y = (__global char*)GPTR(yb, yo);
+  for (int t = 0; t < QTK; ++t) {
+    const long k = k0 + t;
+    if (k >= K) break;
+    for (int p = 0; p < QTP; ++p) {
+      const long ow = ow0 + p;
+      if (ow >= OW) break;
+      y[((n * K + k) * OH + oh) * OW + ow] = q_requant(acc[t][p], mult[k], shift[k], (int)d[13], (int)d[14], (int)d[15]);
+    }
+  }
+}

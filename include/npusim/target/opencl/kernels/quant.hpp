@@ -1,5 +1,7 @@
-// Affine int8 kernels of the OpenCL target (ops/quantized.hpp; cl/quant.cl): plain integer
-// arithmetic, one work-item per output, the reference target's integers bit for bit. The
+// Affine int8 kernels of the OpenCL target (ops/quantized.hpp; cl/quant.cl): integer arithmetic,
+// the reference target's integers bit for bit. Single-group convolutions run on a padded image of
+// 4-channel words with dp4a (inline PTX on NVIDIA, plain arithmetic elsewhere); the rest one
+// work-item per output. The
 // per-channel requantization multipliers are computed on the host at bind time (core/quant.hpp),
 // the same numbers every target uses.
 #pragma once
@@ -13,7 +15,13 @@ namespace npusim::inline NPUSIM_ABI {
 struct OpenCLTarget;
 
 namespace ocl {
-inline cl_program quant_program(Binder& b) { return b.program("quant", cl_source::quant); }
+// dp4a through inline PTX on NVIDIA GPUs that have it (compute capability >= 6.1), plain
+// arithmetic elsewhere (cl/quant.cl, q_dot4).
+inline cl_program quant_program(Binder& b) {
+  const DeviceInfo& i = b.device().info();
+  const bool ptx = i.platform_name.find("NVIDIA") != std::string::npos && (i.cc_major > 6 || (i.cc_major == 6 && i.cc_minor >= 1));
+  return b.program("quant", cl_source::quant, ptx ? " -DQ_DP4A_PTX=1" : "");
+}
 
 // Per output channel: the fixed-point multipliers and shifts, as two __constant int arrays.
 inline std::pair<cl_mem, cl_mem> channel_multipliers(Binder& b, const ops::QuantOutAttrs& a, ir::TensorId w_scale) {
@@ -51,11 +59,53 @@ struct kernel<ops::DequantizePerTensor, OpenCLTarget> {
   }
 };
 
+namespace ocl {
+// A single-group convolution: the input copied into a padded image of 4-channel words (q_image),
+// then qconv2d_dp4a (8 channels x 4 pixels a work-item). Weights packed on the host as words of 4
+// input channels per tap, each channel's accumulator starting at bias - x_zp * sum(w).
+inline void bind_qconv2d_dp4a(Binder& b, const ops::QConv2d::Attrs& a) {
+  const ir::Node& n = b.node();
+  const ir::TensorId x = n.inputs.at(0), y = b.out();
+  const Shape &xs = b.shape(x), &ys = b.shape(y);
+  const Tensor w = b.host(n.inputs.at(1)).to(DType::i8);
+  const std::int64_t N = xs[0], C = xs[1], H = xs[2], W = xs[3], K = w.shape()[0], kh = w.shape()[2], kw = w.shape()[3], OH = ys[2], OW = ys[3];
+  const std::int64_t C4w = (C + 3) / 4, Hp = H + 2 * a.padding[0], Wp = W + 2 * a.padding[1];
+  std::vector<std::uint32_t> w4(static_cast<std::size_t>(K * kh * kw * C4w), 0);
+  std::vector<cl_int> start(static_cast<std::size_t>(K));
+  const std::int8_t* pw = w.data<std::int8_t>();
+  const Tensor* bias = n.inputs.size() == 4 ? &b.host(n.inputs[3]) : nullptr;
+  const Tensor bias32 = bias ? bias->to(DType::i32) : Tensor();
+  for (std::int64_t k = 0; k < K; ++k) {
+    std::int64_t sum = 0;
+    for (std::int64_t c = 0; c < C; ++c)
+      for (std::int64_t r = 0; r < kh; ++r)
+        for (std::int64_t s = 0; s < kw; ++s) {
+          const std::int8_t v = pw[((k * C + c) * kh + r) * kw + s];
+          sum += v;
+          w4[static_cast<std::size_t>(((k * kh + r) * kw + s) * C4w + c / 4)] |= static_cast<std::uint32_t>(static_cast<std::uint8_t>(v)) << (8 * (c % 4));
+        }
+    start[static_cast<std::size_t>(k)] = static_cast<cl_int>((bias ? bias32.data<std::int32_t>()[k] : 0) - a.x_zero_point * sum);
+  }
+  const auto [mult, shift] = channel_multipliers(b, a, n.inputs.at(2));
+  cl_program p = quant_program(b);
+  const std::size_t image_bytes = static_cast<std::size_t>(N * Hp * Wp * C4w) * 4;
+  cl_mem img = b.reusable(100, image_bytes);
+  I64 di{N, C, H, W, Hp, Wp, a.padding[0], a.padding[1], C4w, a.x_zero_point};
+  b.launch1d(p, "q_image", N * Hp * Wp * C4w, 128, b.ptr(x), img, b.desc(di));
+  I64 d{N, K, OH, OW, kh, kw, a.stride[0], a.stride[1], a.dilation[0], a.dilation[1], Hp, Wp, C4w, a.out_zero_point, a.out_min, a.out_max};
+  const std::int64_t items = N * ((K + 7) / 8) * OH * ((OW + 3) / 4);
+  b.launch1d(p, "qconv2d_dp4a", items, 64, img, b.constant(w4.data(), w4.size() * 4), b.constant(start.data(), start.size() * 4), mult, shift, b.desc(d),
+             b.ptr(y));
+}
+}  // namespace ocl
+
 template <>
 struct kernel<ops::QConv2d, OpenCLTarget> {
   static constexpr bool provided = true;
   static void bind(ocl::Binder& b) {
     const auto a = b.attrs<ops::QConv2d>();
+    if (a.groups == 1) return ocl::bind_qconv2d_dp4a(b, a);
+    // Grouped: one work-item per output, direct.
     const ir::Node& n = b.node();
     const ir::TensorId x = n.inputs.at(0), w = n.inputs.at(1), y = b.out();
     const Shape &xs = b.shape(x), &ws = b.shape(w), &ys = b.shape(y);
