@@ -149,49 +149,71 @@ __kernel void q_image(__global const uchar* xb, ulong xo, __global int* img, __c
   img[i] = (int)word;
 }
 
-// A work-item: QTK output channels x QTP consecutive output pixels of one row, accumulated with
-// dp4a over the kernel's taps and the image's words. w4[k][r][s][c4] words; start[k] = bias -
-// x_zp * sum(w) (the image holds codes, not codes minus the zero point).
+// A work-group of 64 items: 64 output channels x 32 output pixels (of the flattened OH x OW),
+// each item 8 channels x 4 pixels. Per kernel tap, the image's words (4 channels each) go through
+// local memory 8 at a time (32 pixels x 8 words and 64 channels x 8 words), then every item adds
+// its 8 x 4 x 8 dp4a. w4[k][r][s][c4] words; start[k] = bias - x_zp * sum(w) (the image holds
+// codes, not codes minus the zero point). Words past C4w and channels past K read as 0.
 // d: N K OH OW kh kw sh sw dh dw Hp Wp C4w out_zp out_min out_max.
-#define QTK 8
-#define QTP 4
-__kernel void qconv2d_dp4a(__global const int* img, __global const int* w4, __global const int* start, __global const int* mult,
-                           __global const int* shift, __constant const long* d, __global uchar* yb, ulong yo) {
-  const long i = get_global_id(0);
-  const long N = d[0], K = d[1], OH = d[2], OW = d[3], kh = d[4], kw = d[5], C4w = d[12], Wp = d[11], Hp = d[10];
-  const long OWt = (OW + QTP - 1) / QTP, Kt = (K + QTK - 1) / QTK;
-  if (i >= N * Kt * OH * OWt) return;
-  const long owt = i % OWt, oh = (i / OWt) % OH, kt = (i / (OWt * OH)) % Kt, n = i / (OWt * OH * Kt);
-  const long k0 = kt * QTK, ow0 = owt * QTP;
-  int acc[QTK][QTP];
-  for (int t = 0; t < QTK; ++t)
-    for (int p = 0; p < QTP; ++p) acc[t][p] = k0 + t < K ? start[k0 + t] : 0;
-  const long wstride = kh * kw * C4w;
+#define QTK 64
+#define QTP 32
+#define QKB 8
+#define QRK 8
+#define QRP 4
+__kernel __attribute__((reqd_work_group_size(64, 1, 1))) void qconv2d_dp4a(__global const int* img, __global const int* w4, __global const int* start,
+                                                                          __global const int* mult, __global const int* shift, __constant const long* d,
+                                                                          __global uchar* yb, ulong yo) {
+  const long N = d[0], K = d[1], OH = d[2], OW = d[3], kh = d[4], kw = d[5], Hp = d[10], Wp = d[11], C4w = d[12];
+  const long P = OH * OW, Pt = (P + QTP - 1) / QTP, Kt = (K + QTK - 1) / QTK;
+  const long grp = get_group_id(0);
+  const int l = (int)get_local_id(0);
+  const long pt = grp % Pt, kt = (grp / Pt) % Kt, n = grp / (Pt * Kt);
+  if (n >= N) return;
+  __local int xs[QTP][QKB + 1];
+  __local int ws[QTK][QKB + 1];
+  const int kk = l / 8, pp = l % 8;  // this item's 8 channels and 4 pixels
+  int acc[QRK][QRP];
+  for (int t = 0; t < QRK; ++t) {
+    const long k = kt * QTK + kk * QRK + t;
+    for (int p = 0; p < QRP; ++p) acc[t][p] = k < K ? start[k] : 0;
+  }
+  // Loading: item l brings 4 words of pixel l % 32 (the first or second half of the 8) and the
+  // 8 words of channel l.
+  const int lp = l % QTP, lw = (l / QTP) * 4;
+  const long pg = pt * QTP + lp;
+  const bool pvalid = pg < P;
+  const long poh = pvalid ? pg / OW : 0, pw = pvalid ? pg % OW : 0;
+  const long kl = min(kt * QTK + l, K - 1);
   for (long r = 0; r < kh; ++r)
     for (long s = 0; s < kw; ++s) {
-      long xb[QTP];
-      for (int p = 0; p < QTP; ++p) {
-        const long ow = min(ow0 + p, OW - 1);
-        xb[p] = ((n * Hp + oh * d[6] + r * d[8]) * Wp + ow * d[7] + s * d[9]) * C4w;
-      }
-      const long wb = (r * kw + s) * C4w;
-      for (long c4 = 0; c4 < C4w; ++c4) {
-        int xv[QTP];
-        for (int p = 0; p < QTP; ++p) xv[p] = img[xb[p] + c4];
-        for (int t = 0; t < QTK; ++t) {
-          const int wv = w4[min(k0 + t, K - 1) * wstride + wb + c4];
-          for (int p = 0; p < QTP; ++p) acc[t][p] = q_dot4(xv[p], wv, acc[t][p]);
+      const long xbase = ((n * Hp + poh * d[6] + r * d[8]) * Wp + pw * d[7] + s * d[9]) * C4w;
+      const long wbase = ((kl * kh + r) * kw + s) * C4w;
+      for (long c0 = 0; c0 < C4w; c0 += QKB) {
+        for (int j = 0; j < 4; ++j) {
+          const long c = c0 + lw + j;
+          xs[lp][lw + j] = pvalid && c < C4w ? img[xbase + c] : 0;
         }
+        for (int j = 0; j < QKB; ++j) ws[l][j] = c0 + j < C4w ? w4[wbase + c0 + j] : 0;
+        barrier(CLK_LOCAL_MEM_FENCE);
+        for (int j = 0; j < QKB; ++j) {
+          int xv[QRP];
+          for (int p = 0; p < QRP; ++p) xv[p] = xs[pp * QRP + p][j];
+          for (int t = 0; t < QRK; ++t) {
+            const int wv = ws[kk * QRK + t][j];
+            for (int p = 0; p < QRP; ++p) acc[t][p] = q_dot4(xv[p], wv, acc[t][p]);
+          }
+        }
+        barrier(CLK_LOCAL_MEM_FENCE);
       }
     }
   __global char* y = (__global char*)GPTR(yb, yo);
-  for (int t = 0; t < QTK; ++t) {
-    const long k = k0 + t;
+  for (int t = 0; t < QRK; ++t) {
+    const long k = kt * QTK + kk * QRK + t;
     if (k >= K) break;
-    for (int p = 0; p < QTP; ++p) {
-      const long ow = ow0 + p;
-      if (ow >= OW) break;
-      y[((n * K + k) * OH + oh) * OW + ow] = q_requant(acc[t][p], mult[k], shift[k], (int)d[13], (int)d[14], (int)d[15]);
+    for (int p = 0; p < QRP; ++p) {
+      const long q = pt * QTP + pp * QRP + p;
+      if (q >= P) break;
+      y[(n * K + k) * P + q] = q_requant(acc[t][p], mult[k], shift[k], (int)d[13], (int)d[14], (int)d[15]);
     }
   }
 }

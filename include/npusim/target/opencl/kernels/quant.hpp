@@ -1,7 +1,7 @@
 // Affine int8 kernels of the OpenCL target (ops/quantized.hpp; cl/quant.cl): integer arithmetic,
 // the reference target's integers bit for bit. Single-group convolutions run on a padded image of
-// 4-channel words with dp4a (inline PTX on NVIDIA, plain arithmetic elsewhere); the rest one
-// work-item per output. The
+// 4-channel words with dp4a (inline PTX on NVIDIA, plain arithmetic elsewhere), 64 channels x 32
+// pixels a work-group; the rest one work-item per output. The
 // per-channel requantization multipliers are computed on the host at bind time (core/quant.hpp),
 // the same numbers every target uses.
 #pragma once
@@ -61,7 +61,7 @@ struct kernel<ops::DequantizePerTensor, OpenCLTarget> {
 
 namespace ocl {
 // A single-group convolution: the input copied into a padded image of 4-channel words (q_image),
-// then qconv2d_dp4a (8 channels x 4 pixels a work-item). Weights packed on the host as words of 4
+// then qconv2d_dp4a (64 channels x 32 pixels a work-group, through local memory). Weights packed on the host as words of 4
 // input channels per tap, each channel's accumulator starting at bias - x_zp * sum(w).
 inline void bind_qconv2d_dp4a(Binder& b, const ops::QConv2d::Attrs& a) {
   const ir::Node& n = b.node();
@@ -93,8 +93,8 @@ inline void bind_qconv2d_dp4a(Binder& b, const ops::QConv2d::Attrs& a) {
   I64 di{N, C, H, W, Hp, Wp, a.padding[0], a.padding[1], C4w, a.x_zero_point};
   b.launch1d(p, "q_image", N * Hp * Wp * C4w, 128, b.ptr(x), img, b.desc(di));
   I64 d{N, K, OH, OW, kh, kw, a.stride[0], a.stride[1], a.dilation[0], a.dilation[1], Hp, Wp, C4w, a.out_zero_point, a.out_min, a.out_max};
-  const std::int64_t items = N * ((K + 7) / 8) * OH * ((OW + 3) / 4);
-  b.launch1d(p, "qconv2d_dp4a", items, 64, img, b.constant(w4.data(), w4.size() * 4), b.constant(start.data(), start.size() * 4), mult, shift, b.desc(d),
+  const std::int64_t groups = N * ((K + 63) / 64) * ((OH * OW + 31) / 32);
+  b.launch1d(p, "qconv2d_dp4a", groups * 64, 64, img, b.constant(w4.data(), w4.size() * 4), b.constant(start.data(), start.size() * 4), mult, shift, b.desc(d),
              b.ptr(y));
 }
 }  // namespace ocl
