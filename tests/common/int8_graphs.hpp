@@ -12,6 +12,7 @@
 
 #include "test_util.hpp"
 #include "npusim/ir/json.hpp"
+#include "npusim/program/compiler.hpp"
 #include "npusim/runtime/program_runner.hpp"
 #include "npusim/target/describe.hpp"
 #include "npusim/target/reference/reference_target.hpp"

@@ -277,7 +277,7 @@ inline VectorParams vector_params(const Packed& p) {
 inline constexpr std::int64_t tile_blocks = NPUSIM_QCONV_NB, tile_cols = NPUSIM_QCONV_MR;
 
 // Runs the GEMM over every output pixel and channel, on the thread pool.
-inline void run(const Packed& p, const VectorParams& vp, const std::uint8_t* rows, const Problem& pr, std::int8_t* out, bool vnni) {
+inline void run(const Packed& p, [[maybe_unused]] const VectorParams& vp, const std::uint8_t* rows, const Problem& pr, std::int8_t* out, bool vnni) {
   const std::int64_t col_tiles = (pr.cols + tile_cols - 1) / tile_cols;
   const std::int64_t blocks = p.K16 / 16, groups = (blocks + tile_blocks - 1) / tile_blocks;
   [[maybe_unused]] const bool vec = vnni && p.right_shifts_only;

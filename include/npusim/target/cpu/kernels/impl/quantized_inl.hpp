@@ -18,20 +18,20 @@ NPUSIM_FUNC bool qconv_applies(std::size_t i, std::string* why) {
   return true;
 }
 
-namespace {
-const std::uint8_t* qconv_rows_scratch(std::int64_t bytes) {
+namespace qconv_detail {
+inline const std::uint8_t* qconv_rows_scratch(std::int64_t bytes) {
   thread_local std::vector<std::uint8_t> rows;
   if (static_cast<std::int64_t>(rows.size()) < bytes) rows.resize(static_cast<std::size_t>(bytes));
   return rows.data();
 }
-bool qconv_vnni_chosen() { return choose(qconv_candidates, [](std::size_t i, std::string* why) { return qconv_applies(i, why); }) == 0; }
+inline bool qconv_vnni_chosen() { return choose(qconv_candidates, [](std::size_t i, std::string* why) { return qconv_applies(i, why); }) == 0; }
 
 struct ChannelParams {
   const std::int8_t* w;
   const float* scale;
   const std::int32_t* bias;
 };
-ChannelParams channel_params(Ctx& c) {
+inline ChannelParams channel_params(Ctx& c) {
   const Tensor& w = require_weight(c, c.in(1), "qconv2d/qlinear weight");
   const Tensor& s = require_weight(c, c.in(2), "weight scales");
   const Tensor* b = c.k.inputs.size() == 4 ? &require_weight(c, c.in(3), "bias") : nullptr;
@@ -39,7 +39,8 @@ ChannelParams channel_params(Ctx& c) {
     c.unsupported("int8 weights, float32 scales and int32 bias expected as loaded");
   return {w.data<std::int8_t>(), s.data<float>(), b ? b->data<std::int32_t>() : nullptr};
 }
-}  // namespace
+}  // namespace qconv_detail
+using namespace qconv_detail;
 
 NPUSIM_FUNC Fn bind_quantize(Ctx& c, const ops::QuantizePerTensor::Attrs& a) {
   const ir::TensorId x = c.in(0), y = c.out();
