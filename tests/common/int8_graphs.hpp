@@ -95,6 +95,67 @@ inline bool same(const Tensor& a, const Tensor& b) {
 }
 
 
+// A qconv2d of random int8 weights, scales and biases on a random input: Target against the
+// reference, bit for bit.
+struct QConvCase {
+  std::int64_t n, c, h, w, k, kh, stride, pad, dil, groups;
+  double out_scale;  // small: multipliers above 1
+  std::int64_t out_min;
+};
+template <class Target>
+void expect_qconv_matches_reference(const QConvCase& cs, std::mt19937& rng) {
+  OneNode t;
+  const auto x = t.input("x", {cs.n, cs.c, cs.h, cs.w});
+  Tensor s = Tensor::empty(DType::f32, {cs.k}), b = Tensor::empty(DType::i32, {cs.k});
+  std::uniform_real_distribution<float> sd(0.001f, 0.02f);
+  std::uniform_int_distribution<int> bd(-5000, 5000);
+  for (std::int64_t i = 0; i < cs.k; ++i) s.data<float>()[i] = sd(rng), b.data<std::int32_t>()[i] = bd(rng);
+  const std::int64_t oh = (cs.h + 2 * cs.pad - cs.dil * (cs.kh - 1) - 1) / cs.stride + 1, ow = (cs.w + 2 * cs.pad - cs.dil * (cs.kh - 1) - 1) / cs.stride + 1;
+  t.node("npusim.qconv2d", {x, t.weight("w", random_i8({cs.k, cs.c / cs.groups, cs.kh, cs.kh}, rng)), t.weight("s", s), t.weight("b", b)},
+         {cs.n, cs.k, oh, ow},
+         attrs({{"stride", ints({cs.stride, cs.stride})}, {"padding", ints({cs.pad, cs.pad})}, {"dilation", ints({cs.dil, cs.dil})},
+                {"groups", ir::AttrValue(cs.groups)}, {"x_scale", ir::AttrValue(0.05)}, {"x_zero_point", ir::AttrValue(std::int64_t{-7})},
+                {"out_scale", ir::AttrValue(cs.out_scale)}, {"out_zero_point", ir::AttrValue(std::int64_t{5})}, {"out_min", ir::AttrValue(cs.out_min)}}));
+  const Tensor in = random_i8({cs.n, cs.c, cs.h, cs.w}, rng);
+  EXPECT_TRUE(same(t.run<Target>({in}), t.run<ReferenceTarget>({in}))) << "conv " << cs.c << " -> " << cs.k << ", " << cs.kh << "x" << cs.kh;
+}
+
+// The geometries every target's convolution is held to: the stem's shape with odd sizes and a
+// partial channel block, batch 2 with a ReLU-like clamp, dilation with groups, 1x1 with C not a
+// multiple of 4 and multipliers above 1.
+inline constexpr QConvCase qconv_cases[] = {
+    {1, 3, 17, 15, 20, 7, 2, 3, 1, 1, 2.0, -128},
+    {2, 64, 9, 9, 40, 3, 1, 1, 1, 1, 4.0, -100},
+    {1, 16, 8, 8, 16, 3, 2, 1, 2, 2, 3.0, -128},
+    {1, 5, 6, 7, 33, 1, 1, 0, 1, 1, 0.002, -128},
+};
+
+// A qlinear (3 rows) and a qadd followed by a qmax_pool2d on random codes: Target against the reference.
+template <class Target>
+void expect_linear_add_pool_match_reference(std::mt19937& rng) {
+  {
+    OneNode t;
+    const auto x = t.input("x", {3, 70});
+    Tensor s = Tensor::empty(DType::f32, {37}), b = Tensor::empty(DType::i32, {37});
+    for (std::int64_t i = 0; i < 37; ++i) s.data<float>()[i] = 0.003f + 0.0001f * static_cast<float>(i), b.data<std::int32_t>()[i] = static_cast<std::int32_t>(i * 97 - 1800);
+    t.node("npusim.qlinear", {x, t.weight("w", random_i8({37, 70}, rng)), t.weight("s", s), t.weight("b", b)}, {3, 37},
+           attrs({{"x_scale", ir::AttrValue(0.1)}, {"x_zero_point", ir::AttrValue(std::int64_t{3})}, {"out_scale", ir::AttrValue(0.5)},
+                  {"out_zero_point", ir::AttrValue(std::int64_t{-2})}}));
+    const Tensor in = random_i8({3, 70}, rng);
+    EXPECT_TRUE(same(t.run<Target>({in}), t.run<ReferenceTarget>({in}))) << "qlinear";
+  }
+  {
+    OneNode t;
+    const auto a = t.input("a", {1, 8, 7, 9}), b = t.input("b", {1, 8, 7, 9});
+    const auto sum = t.node("npusim.qadd", {a, b}, {1, 8, 7, 9},
+                            attrs({{"a_scale", ir::AttrValue(0.031)}, {"a_zero_point", ir::AttrValue(std::int64_t{-20})}, {"b_scale", ir::AttrValue(0.017)},
+                                   {"b_zero_point", ir::AttrValue(std::int64_t{11})}, {"out_scale", ir::AttrValue(0.04)}, {"out_zero_point", ir::AttrValue(std::int64_t{-128})}}));
+    t.node("npusim.qmax_pool2d", {sum}, {1, 8, 4, 5}, attrs({{"kernel_size", ints({3, 3})}, {"stride", ints({2, 2})}, {"padding", ints({1, 1})}}));
+    const Tensor x = random_i8({1, 8, 7, 9}, rng), y = random_i8({1, 8, 7, 9}, rng);
+    EXPECT_TRUE(same(t.run<Target>({x, y}), t.run<ReferenceTarget>({x, y}))) << "qadd + qmax_pool2d";
+  }
+}
+
 // Every case of tests/data/int8 (PyTorch's quantized kernels, onednn engine) on Target: within one
 // step of PyTorch's code everywhere, at most 5% of the codes one step off, the add and the max
 // pool exact (onednn requantizes in float and adds the bias in float, where npusim's integer ops

@@ -14,45 +14,8 @@ using namespace npusim::test;
 
 TEST(OpenCLInt8, ConvolutionsLinearAddAndPoolMatchTheReference) {
   std::mt19937 rng(5);
-  struct Case {
-    std::int64_t c, hw, k, kh, stride, pad, dil, groups;
-    double out_scale;
-  };
-  for (const Case& cs : {Case{3, 17, 20, 7, 2, 3, 1, 1, 2.0}, Case{64, 9, 40, 3, 1, 1, 1, 1, 4.0}, Case{16, 8, 16, 3, 2, 1, 2, 2, 3.0},
-                         Case{5, 7, 33, 1, 1, 0, 1, 1, 0.002}}) {
-    OneNode t;
-    const auto x = t.input("x", {1, cs.c, cs.hw, cs.hw});
-    Tensor s = Tensor::empty(DType::f32, {cs.k}), b = Tensor::empty(DType::i32, {cs.k});
-    for (std::int64_t i = 0; i < cs.k; ++i) s.data<float>()[i] = 0.002f + 0.0007f * static_cast<float>(i % 17), b.data<std::int32_t>()[i] = static_cast<std::int32_t>(i * 211 - 3000);
-    const std::int64_t o = (cs.hw + 2 * cs.pad - cs.dil * (cs.kh - 1) - 1) / cs.stride + 1;
-    t.node("npusim.qconv2d", {x, t.weight("w", random_i8({cs.k, cs.c / cs.groups, cs.kh, cs.kh}, rng)), t.weight("s", s), t.weight("b", b)}, {1, cs.k, o, o},
-           attrs({{"stride", ints({cs.stride, cs.stride})}, {"padding", ints({cs.pad, cs.pad})}, {"dilation", ints({cs.dil, cs.dil})},
-                  {"groups", ir::AttrValue(cs.groups)}, {"x_scale", ir::AttrValue(0.05)}, {"x_zero_point", ir::AttrValue(std::int64_t{-7})},
-                  {"out_scale", ir::AttrValue(cs.out_scale)}, {"out_zero_point", ir::AttrValue(std::int64_t{5})}, {"out_min", ir::AttrValue(std::int64_t{-100})}}));
-    const Tensor in = random_i8({1, cs.c, cs.hw, cs.hw}, rng);
-    EXPECT_TRUE(same(t.run<OpenCLTarget>({in}), t.run<ReferenceTarget>({in}))) << "conv " << cs.c << " -> " << cs.k;
-  }
-  {
-    OneNode t;
-    const auto x = t.input("x", {3, 70});
-    Tensor s = Tensor::empty(DType::f32, {37}), b = Tensor::empty(DType::i32, {37});
-    for (std::int64_t i = 0; i < 37; ++i) s.data<float>()[i] = 0.003f + 0.0001f * static_cast<float>(i), b.data<std::int32_t>()[i] = static_cast<std::int32_t>(i * 97 - 1800);
-    t.node("npusim.qlinear", {x, t.weight("w", random_i8({37, 70}, rng)), t.weight("s", s), t.weight("b", b)}, {3, 37},
-           attrs({{"x_scale", ir::AttrValue(0.1)}, {"x_zero_point", ir::AttrValue(std::int64_t{3})}, {"out_scale", ir::AttrValue(0.5)},
-                  {"out_zero_point", ir::AttrValue(std::int64_t{-2})}}));
-    const Tensor in = random_i8({3, 70}, rng);
-    EXPECT_TRUE(same(t.run<OpenCLTarget>({in}), t.run<ReferenceTarget>({in})));
-  }
-  {
-    OneNode t;
-    const auto a = t.input("a", {1, 8, 7, 9}), b = t.input("b", {1, 8, 7, 9});
-    const auto sum = t.node("npusim.qadd", {a, b}, {1, 8, 7, 9},
-                            attrs({{"a_scale", ir::AttrValue(0.031)}, {"a_zero_point", ir::AttrValue(std::int64_t{-20})}, {"b_scale", ir::AttrValue(0.017)},
-                                   {"b_zero_point", ir::AttrValue(std::int64_t{11})}, {"out_scale", ir::AttrValue(0.04)}, {"out_zero_point", ir::AttrValue(std::int64_t{-128})}}));
-    t.node("npusim.qmax_pool2d", {sum}, {1, 8, 4, 5}, attrs({{"kernel_size", ints({3, 3})}, {"stride", ints({2, 2})}, {"padding", ints({1, 1})}}));
-    const Tensor x = random_i8({1, 8, 7, 9}, rng), y = random_i8({1, 8, 7, 9}, rng);
-    EXPECT_TRUE(same(t.run<OpenCLTarget>({x, y}), t.run<ReferenceTarget>({x, y})));
-  }
+  for (const QConvCase& cs : qconv_cases) expect_qconv_matches_reference<OpenCLTarget>(cs, rng);
+  expect_linear_add_pool_match_reference<OpenCLTarget>(rng);
 }
 
 TEST(OpenCLInt8, QuantizeAndDequantizeMatchTheReference) {

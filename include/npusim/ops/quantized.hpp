@@ -16,6 +16,7 @@
 #include <optional>
 
 #include "npusim/core/quant.hpp"
+#include "npusim/ops/conv.hpp"
 #include "npusim/ops/op_base.hpp"
 #include "npusim/ops/pool.hpp"
 
@@ -68,21 +69,14 @@ struct DequantizePerTensor {
   static constexpr std::string_view id = "dequantize_per_tensor";
   static constexpr std::array aten{"quantized_decomposed.dequantize_per_tensor.default"sv};
   static constexpr OpClass op_class = OpClass::quantization;
-  struct Attrs {
-    double scale = 1.0;
-    std::int64_t zero_point = 0, quant_min = -128, quant_max = 127;
-    DType dtype = DType::i8;
+  // quantize_per_tensor's parameters, and the float type of the result.
+  struct Attrs : QuantizePerTensor::Attrs {
     std::optional<DType> out_dtype;
-    template <class V> void visit(V& v) {
-      v("scale", scale), v("zero_point", zero_point), v("quant_min", quant_min), v("quant_max", quant_max), v("dtype", dtype),
-          v("out_dtype", out_dtype);
-    }
+    template <class V> void visit(V& v) { QuantizePerTensor::Attrs::visit(v), v("out_dtype", out_dtype); }
     void check() const {
-      detail::check_affine(scale, zero_point, quant_min, quant_max, "");
-      if (dtype != DType::i8) throw unsupported_attr("dtype", std::string(dtype_name(dtype)), "torch.int8");
+      QuantizePerTensor::Attrs::check();
       if (out_dtype && !is_floating(*out_dtype)) throw unsupported_attr("out_dtype", std::string(dtype_name(*out_dtype)), "a float type");
     }
-    quant::Affine affine() const { return QuantizePerTensor::Attrs{scale, zero_point, quant_min, quant_max, dtype}.affine(); }
   };
   static Specs infer(const Attrs& a, InSpecs in) {
     expect_arity(in, 1, 1, id);
@@ -128,23 +122,10 @@ struct QConv2d {
   static constexpr std::string_view id = "qconv2d";
   static constexpr std::array aten{"npusim.qconv2d"sv};
   static constexpr OpClass op_class = OpClass::conv;
-  struct Attrs : QuantOutAttrs {
-    Ints stride{1, 1}, padding{0, 0}, dilation{1, 1};
-    std::int64_t groups = 1;
-    template <class V> void visit(V& v) {
-      v("stride", stride), v("padding", padding), v("dilation", dilation), v("groups", groups);
-      QuantOutAttrs::visit(v);
-    }
-    void check() {
-      auto pair = [](Ints& x, const char* nm) {
-        if (x.size() == 1) x.push_back(x[0]);
-        if (x.size() != 2) throw unsupported_attr(nm, to_string(x), "one or two integers");
-      };
-      pair(stride, "stride"), pair(padding, "padding"), pair(dilation, "dilation");
-      expect_window_attr(stride, 1, "stride"), expect_window_attr(dilation, 1, "dilation"), expect_window_attr(padding, 0, "padding");
-      if (groups <= 0) throw unsupported_attr("groups", std::to_string(groups), "a positive integer");
-      QuantOutAttrs::check();
-    }
+  // A convolution's geometry (conv2d's attributes and checks), then the quantization's.
+  struct Attrs : Conv2d::Attrs, QuantOutAttrs {
+    template <class V> void visit(V& v) { Conv2d::Attrs::visit(v), QuantOutAttrs::visit(v); }
+    void check() { Conv2d::Attrs::check(), QuantOutAttrs::check(); }
   };
   static Specs infer(const Attrs& a, InSpecs in) {
     expect_arity(in, 3, 4, id);

@@ -159,10 +159,7 @@ NPUSIM_FUNC Workload analyze_kernel(const ir::Graph& g, const Kernel& k, DType e
     const ir::Node& n = g.nodes[static_cast<std::size_t>(conv)];
     // qconv2d (int8) has a convolution's geometry and its own quantization attributes.
     const bool q = ops::op_info(ops::require_op(n)).id == ops::QConv2d::id;
-    const ops::Conv2d::Attrs at = q ? [&] {
-      const auto qa = ops::read_attrs<ops::QConv2d::Attrs>(n.attrs, n.op_type);
-      return ops::Conv2d::Attrs{qa.stride, qa.padding, qa.dilation, qa.groups};
-    }() : ops::read_attrs<ops::Conv2d::Attrs>(n.attrs, n.op_type);
+    const ops::Conv2d::Attrs at = q ? ops::Conv2d::Attrs(ops::read_attrs<ops::QConv2d::Attrs>(n.attrs, n.op_type)) : ops::read_attrs<ops::Conv2d::Attrs>(n.attrs, n.op_type);
     ConvWork& c = w.conv;
     const Shape &x = g.tensor(n.inputs.at(0)).shape, &wt = g.tensor(n.inputs.at(1)).shape, &y = g.tensor(n.outputs.at(0)).shape;
     c.batch = x[0], c.cin = x[1], c.h = x[2], c.w = x[3], c.cout = wt[0], c.kh = wt[2], c.kw = wt[3], c.oh = y[2], c.ow = y[3], c.groups = at.groups;

@@ -101,5 +101,28 @@ inline Tensor strided_copy(const Tensor& src, const Shape& shape, const Strides&
 
 inline std::size_t uidx(std::int64_t i) { return static_cast<std::size_t>(i); }
 
+// A convolution's im2col of one image's group: row (c, i, j) of Cg * kh * kw, column (oh, ow) of
+// OH * OW; dst[row * OH * OW + col] = value(x[c][ih][iw]) where the tap is inside the input, else
+// `outside` (the real value 0). `src` points at the group's first channel plane of H x W.
+template <class S, class D, class F>
+void im2col(const S* src, std::int64_t Cg, std::int64_t H, std::int64_t W, std::int64_t kh, std::int64_t kw, std::int64_t OH, std::int64_t OW,
+            const std::vector<std::int64_t>& stride, const std::vector<std::int64_t>& padding, const std::vector<std::int64_t>& dilation, D outside,
+            F&& value, D* dst) {
+  const std::int64_t cols = OH * OW;
+  for (std::int64_t c = 0; c < Cg; ++c)
+    for (std::int64_t i = 0; i < kh; ++i)
+      for (std::int64_t j = 0; j < kw; ++j) {
+        D* row = dst + ((c * kh + i) * kw + j) * cols;
+        const S* plane = src + c * H * W;
+        for (std::int64_t oh = 0; oh < OH; ++oh) {
+          const std::int64_t ih = oh * stride[0] - padding[0] + i * dilation[0];
+          for (std::int64_t ow = 0; ow < OW; ++ow) {
+            const std::int64_t iw = ow * stride[1] - padding[1] + j * dilation[1];
+            row[oh * OW + ow] = (ih >= 0 && ih < H && iw >= 0 && iw < W) ? value(plane[ih * W + iw]) : outside;
+          }
+        }
+      }
+}
+
 }  // namespace ref
 }  // namespace npusim::inline NPUSIM_ABI

@@ -147,20 +147,8 @@ struct kernel<ops::Conv2d, ReferenceTarget> {
     float* py = y.data<float>();
     for (std::int64_t n = 0; n < N; ++n) {
       for (std::int64_t g = 0; g < G; ++g) {
-        // im2col: row (c, i, j), column (oh, ow).
-        for (std::int64_t c = 0; c < Cg; ++c)
-          for (std::int64_t i = 0; i < kh; ++i)
-            for (std::int64_t j = 0; j < kw; ++j) {
-              float* dst = col.data() + ((c * kh + i) * kw + j) * cols;
-              const float* src = px + ((n * C + g * Cg + c) * H) * W;
-              for (std::int64_t oh = 0; oh < OH; ++oh) {
-                const std::int64_t ih = oh * a.stride[0] - a.padding[0] + i * a.dilation[0];
-                for (std::int64_t ow = 0; ow < OW; ++ow) {
-                  const std::int64_t iw = ow * a.stride[1] - a.padding[1] + j * a.dilation[1];
-                  dst[oh * OW + ow] = (ih >= 0 && ih < H && iw >= 0 && iw < W) ? src[ih * W + iw] : 0.0f;
-                }
-              }
-            }
+        ref::im2col(px + (n * C + g * Cg) * H * W, Cg, H, W, kh, kw, OH, OW, a.stride, a.padding, a.dilation, 0.0f, [](float v) { return v; },
+                    col.data());
         ref::MapC Wg(w.data<float>() + g * Kg * rows, Kg, rows), Col(col.data(), rows, cols);
         ref::Map Yg(py + (n * K + g * Kg) * cols, Kg, cols);
         Yg.noalias() = Wg * Col;

@@ -71,19 +71,8 @@ struct kernel<ops::QConv2d, ReferenceTarget> {
     for (std::int64_t n = 0; n < N; ++n)
       for (std::int64_t g = 0; g < G; ++g) {
         // im2col of x - x_zero_point: a padded tap is the real value 0.
-        for (std::int64_t c = 0; c < Cg; ++c)
-          for (std::int64_t i = 0; i < kh; ++i)
-            for (std::int64_t j = 0; j < kw; ++j) {
-              std::int32_t* dst = col.data() + ((c * kh + i) * kw + j) * cols;
-              const std::int64_t* src = px + ((n * C + g * Cg + c) * H) * W;
-              for (std::int64_t oh = 0; oh < OH; ++oh) {
-                const std::int64_t ih = oh * a.stride[0] - a.padding[0] + i * a.dilation[0];
-                for (std::int64_t ow = 0; ow < OW; ++ow) {
-                  const std::int64_t iw = ow * a.stride[1] - a.padding[1] + j * a.dilation[1];
-                  dst[oh * OW + ow] = (ih >= 0 && ih < H && iw >= 0 && iw < W) ? static_cast<std::int32_t>(src[ih * W + iw]) - zx : 0;
-                }
-              }
-            }
+        ref::im2col(px + (n * C + g * Cg) * H * W, Cg, H, W, kh, kw, OH, OW, a.stride, a.padding, a.dilation, std::int32_t{0},
+                    [zx](std::int64_t v) { return static_cast<std::int32_t>(v) - zx; }, col.data());
         acc.noalias() = wm.middleRows(g * Kg, Kg) * col;
         for (std::int64_t k = 0; k < Kg; ++k) {
           const std::int64_t ch = g * Kg + k;
