@@ -130,7 +130,8 @@ inline constexpr QConvCase qconv_cases[] = {
     {1, 5, 6, 7, 33, 1, 1, 0, 1, 1, 0.002, -128},
 };
 
-// A qlinear (3 rows) and a qadd followed by a qmax_pool2d on random codes: Target against the reference.
+// A qlinear (3 rows), a qadd followed by a qmax_pool2d and a qcat on random codes: Target against
+// the reference.
 template <class Target>
 void expect_linear_add_pool_match_reference(std::mt19937& rng) {
   {
@@ -153,6 +154,23 @@ void expect_linear_add_pool_match_reference(std::mt19937& rng) {
     t.node("npusim.qmax_pool2d", {sum}, {1, 8, 4, 5}, attrs({{"kernel_size", ints({3, 3})}, {"stride", ints({2, 2})}, {"padding", ints({1, 1})}}));
     const Tensor x = random_i8({1, 8, 7, 9}, rng), y = random_i8({1, 8, 7, 9}, rng);
     EXPECT_TRUE(same(t.run<Target>({x, y}), t.run<ReferenceTarget>({x, y}))) << "qadd + qmax_pool2d";
+  }
+  {
+    // qcat along the channels: one input rescaled down, one up (a multiplier above 1), one with
+    // the output's parameters (copied).
+    OneNode t;
+    const auto a = t.input("a", {2, 3, 4, 5}), b = t.input("b", {2, 5, 4, 5}), c = t.input("c", {2, 1, 4, 5});
+    ir::AttrList scales{ir::AttrValue(0.08), ir::AttrValue(0.01), ir::AttrValue(0.03)}, zps{ir::AttrValue(std::int64_t{4}), ir::AttrValue(std::int64_t{-9}),
+                                                                                           ir::AttrValue(std::int64_t{-1})};
+    t.node("npusim.qcat", {a, b, c}, {2, 9, 4, 5},
+           attrs({{"dim", ir::AttrValue(std::int64_t{1})}, {"scales", ir::AttrValue(scales)}, {"zero_points", ir::AttrValue(zps)},
+                  {"out_scale", ir::AttrValue(0.03)}, {"out_zero_point", ir::AttrValue(std::int64_t{-1})}}));
+    const Tensor x = random_i8({2, 3, 4, 5}, rng), y = random_i8({2, 5, 4, 5}, rng), z = random_i8({2, 1, 4, 5}, rng);
+    const Tensor got = t.run<Target>({x, y, z});
+    EXPECT_TRUE(same(got, t.run<ReferenceTarget>({x, y, z}))) << "qcat";
+    // The third input, with the output's parameters, is copied: channel 8 of the output is z.
+    const Tensor g = got.to(DType::i32), zi = z.to(DType::i32);
+    for (std::int64_t i = 0; i < 20; ++i) EXPECT_EQ(g.data<std::int32_t>()[8 * 20 + i], zi.data<std::int32_t>()[i]);
   }
 }
 

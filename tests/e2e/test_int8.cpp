@@ -240,9 +240,9 @@ TEST(Int8Quantize, Resnet18CalibrateReportAndRank) {
   EXPECT_GE(r.outputs[0].top5_overlap / 4, 0.6);
   ASSERT_EQ(r.layers.size(), 29u);
   for (const auto& l : r.layers) EXPECT_GT(l.own.cosine(), 0.99) << l.node;
-  // A layer whose weights have 3 bits ranks first by its own error.
+  // A layer whose weights have 4 bits ranks first by its own error.
   const std::string victim = r.layers.back().node;
-  q.int8.weight_bits[victim] = 3;
+  q.int8.weight_bits[victim] = 4;
   const runtime::Int8Report r3 = runtime::accuracy_report(m.c.graph, m.target, m.opt, q, m.make, eval);
   EXPECT_EQ(r3.layers.front().node, victim);
   // Kept in float: one integer op fewer.
@@ -251,6 +251,33 @@ TEST(Int8Quantize, Resnet18CalibrateReportAndRank) {
   EXPECT_EQ(program::compile(m.c.graph, m.target, q).stats.pass_counts.find("quantize_int8")->as_int(), 28);
   q.int8.keep_float = {"no_such_layer"};
   EXPECT_THROW(program::compile(m.c.graph, m.target, q), Error);
+}
+
+TEST(Int8Quantize, ConcatenationBecomesQcat) {
+  // The cat_slice fixture: cat(slice(x0), x1). Both operands quantized with their own ranges,
+  // rescaled to the output's by qcat; the report compares it with the float cat.
+  const runtime::ModelDir c = runtime::ModelDir::open(test::data("ops/cat_slice"), "auto");
+  std::vector<program::IoSpec> ins;
+  for (auto t : c.graph.inputs) ins.push_back({c.graph.tensor(t).name, c.graph.tensor(t).shape, c.graph.tensor(t).dtype});
+  program::CompileOptions o;
+  o.evaluator = &ref::evaluate_node;
+  const auto target = describe_target<CpuTarget>();
+  runtime::RunnerFactory make = [&](const program::CompiledProgram& p) -> std::unique_ptr<Runner> {
+    return std::make_unique<runtime::ProgramRunner>(p, c.weights.get(), runtime::factories_for<CpuTarget>());
+  };
+  const auto calib = runtime::int8_inputs("synthetic:4", ins, 0, 0, 0), eval = runtime::int8_inputs("synthetic:4", ins, 0, 0, 1);
+  program::CompileOptions q = o;
+  q.int8.ranges = runtime::calibrate(c.graph, target, o, make, calib.sets, {}).ranges;
+  const program::CompiledProgram p = program::compile(c.graph, target, q);
+  int qcat = 0;
+  for (const auto& part : p.partitions)
+    for (const auto& n : part.graph.nodes) qcat += n.op_type == "npusim.qcat";
+  EXPECT_EQ(qcat, 1);
+  const runtime::Int8Report r = runtime::accuracy_report(c.graph, target, o, q, make, eval);
+  ASSERT_EQ(r.layers.size(), 1u);
+  EXPECT_EQ(r.layers[0].op, "qcat");
+  EXPECT_GT(r.outputs.at(0).err.cosine(), 0.999);
+  EXPECT_LT(r.outputs.at(0).err.rel_l2(), 0.02);
 }
 
 TEST(Int8Quantize, BadCalibrationInputsAreRefused) {

@@ -73,6 +73,10 @@ struct QuantizeArgs {
   bool embed = false, no_report = false;
 };
 
+// An int8 program's float islands (docs/quantization.md): the ops that compute in float on
+// dequantized values, each with the int8 tensor it reads; nothing for a float program.
+void print_float_islands(const program::CompiledProgram& p, FILE* out = stdout);
+
 int cmd_run(const RunArgs& a, TargetChoice tc, ProfileArgs prof);
 int cmd_quantize(const QuantizeArgs& a, const TargetChoice& tc);
 int cmd_generate(const GenerateArgs& a, const TargetChoice& tc);

@@ -64,4 +64,30 @@ Prepared prepare(const TargetChoice& tc, const ir::Graph& g, const weights::Weig
   return r;
 }
 
+void print_float_islands(const program::CompiledProgram& p, FILE* out) {
+  std::size_t islands = 0, integer = 0;
+  for (const program::Partition& part : p.partitions) {
+    const ir::Graph& g = part.graph;
+    for (const ir::Node& n : g.nodes) {
+      if (n.op_type.starts_with("npusim.q")) ++integer;
+      const ops::OpInfo& info = ops::op_info(ops::require_op(n));
+      if (info.op_class == ops::OpClass::view || info.op_class == ops::OpClass::noop || info.op_class == ops::OpClass::quantization) continue;
+      for (ir::TensorId t : n.inputs) {
+        // Through views back to a dequantize: this op computes in float on int8 values.
+        for (std::int32_t q = g.tensor(t).producer; q >= 0;) {
+          const ir::Node& prod = g.nodes[static_cast<std::size_t>(q)];
+          if (prod.op_type == "quantized_decomposed.dequantize_per_tensor.default") {
+            if (!islands++) std::fprintf(out, "in float between dequantize and quantize (no integer kernel):\n");
+            std::fprintf(out, "  float  %-32s %-34s reads %s\n", n.name.c_str(), n.op_type.c_str(), g.tensor(prod.inputs.at(0)).name.c_str());
+            break;
+          }
+          if (ops::op_info(ops::require_op(prod)).op_class != ops::OpClass::view) break;
+          q = g.tensor(prod.inputs.at(0)).producer;
+        }
+      }
+    }
+  }
+  if (integer) std::fprintf(out, "%zu integer op(s), %zu float op(s) on dequantized values\n", integer, islands);
+}
+
 }  // namespace npusim::cli

@@ -61,7 +61,27 @@ void print_implementations(const program::CompiledProgram& p, const TargetChoice
   }
 }
 
-int cmd_explain(const std::string& ir_path, const TargetChoice& tc, bool kernels, NpuArgs npu_args) {
+int cmd_explain(const std::string& ir_path, const TargetChoice& tc_in, bool kernels, NpuArgs npu_args) {
+  TargetChoice tc = tc_in;
+  if (is_npubin_path(ir_path)) {
+    // A compiled program: its fallback partitions as they are, and an int8 program's float ops.
+    const program::CompiledProgram p = program::load(ir_path);
+    std::printf("%s: %s program, %zu partition(s)\n", ir_path.c_str(), p.target.c_str(), p.partitions.size());
+    std::size_t fallback = 0;
+    for (const program::Partition& part : p.partitions)
+      if (part.fallback)
+        for (const ir::Node& n : part.graph.nodes) {
+          ++fallback;
+          std::printf("  fallback  %-32s %-34s on %s\n", n.name.c_str(), n.op_type.c_str(), part.target.c_str());
+        }
+    std::printf("%zu node(s) fall back to %s\n", fallback, fallback ? "the reference target" : "nothing");
+    print_float_islands(p);
+    if (kernels) {
+      tc.target = p.target;
+      print_implementations(p, tc);
+    }
+    return 0;
+  }
   validate(tc);
   load_npu(npu_args);
   ir::Graph g = runtime::ModelDir::open(ir_path, "none").graph;

@@ -179,7 +179,7 @@ int main(int argc, char** argv) {
   std::string e_ir;
   bool e_kernels = false;
   auto* expl = app.add_subcommand("explain", "list every node that falls back to the reference target, and why");
-  expl->add_option("model", e_ir, "case directory or torch_ir JSON file")->required();
+  expl->add_option("model", e_ir, "case directory, torch_ir JSON file, or a .npubin (its fallback partitions, an int8 program's float ops)")->required();
   expl->add_flag("--kernels", e_kernels, "also print the implementation each kernel runs and why the better candidates declined");
   cli::NpuArgs e_npu;
   auto* e_npu_opt = expl->add_option("--npu", e_npu.npu, cli::npu_help("also list the kernels this NPU leaves to its host, and why"));

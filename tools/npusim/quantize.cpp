@@ -86,6 +86,7 @@ int cmd_quantize(const QuantizeArgs& a, const TargetChoice& tc) {
               qo.int8.keep_float.empty() ? "" : (", " + std::to_string(qo.int8.keep_float.size()) + " layer(s) kept in float").c_str());
   const program::EmbeddedWeightsInfo saved = program::save(p, a.output, a.embed ? w : nullptr);
   for (const auto& note : saved.notes) std::printf("%s\n", note.c_str());
+  print_float_islands(p);
   std::printf("quantize took %.1f s in all\n", seconds_since(t0));
   std::printf("wrote %s (%s%s)\n", a.output.c_str(), program::human_bytes(static_cast<std::int64_t>(fs::file_size(a.output))).c_str(),
               a.embed ? ", weights embedded" : ", no weights: run it with --weights (the float checkpoint)");

@@ -96,6 +96,13 @@ void convert(std::string_view name, const ir::AttrValue& v, T& out) {
     } else {
       throw attr_error(name, "wrong type", "a list of integers", v);
     }
+  } else if constexpr (std::is_same_v<T, std::vector<double>>) {
+    out.clear();
+    if (!v.is_list()) throw attr_error(name, "wrong type", "a list of numbers", v);
+    for (const auto& e : v.as_list()) {
+      if (!e.is_number()) throw attr_error(name, "wrong element type", "a list of numbers", v);
+      out.push_back(e.as_double());
+    }
   } else if constexpr (std::is_same_v<T, Ignored>) {
     (void)v;
   } else {
@@ -162,6 +169,10 @@ struct AttrDescriber {
     else if constexpr (std::is_same_v<T, Ints>) {
       std::string s = "[";
       for (std::size_t i = 0; i < v.size(); ++i) s += (i ? ", " : "") + std::to_string(v[i]);
+      return s + "]";
+    } else if constexpr (std::is_same_v<T, std::vector<double>>) {
+      std::string s = "[";
+      for (std::size_t i = 0; i < v.size(); ++i) s += (i ? ", " : "") + ir::format_double(v[i]);
       return s + "]";
     } else if constexpr (std::is_same_v<T, Ignored>) return "(ignored)";
     else return "?";

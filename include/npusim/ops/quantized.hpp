@@ -3,6 +3,7 @@
 //   quantize_per_tensor / dequantize_per_tensor   float <-> int8 at a float island's edges; the
 //       names and meaning of PyTorch's quantized_decomposed ops (what PT2E quantization exports)
 //   qmax_pool2d                                     max pooling of int8 codes (the input's parameters)
+//   qcat                                            concatenation, each input rescaled to the output's parameters
 //   qconv2d, qlinear, qadd                          npusim's integer kernels: int8 in, int8 out, an
 //       int32 accumulator requantized by TFLite's fixed-point multiplier (core/quant.hpp), so
 //       every target computes the same bits; the activation after them (ReLU, ReLU6) is the
@@ -19,6 +20,7 @@
 #include "npusim/ops/conv.hpp"
 #include "npusim/ops/op_base.hpp"
 #include "npusim/ops/pool.hpp"
+#include "npusim/ops/shape.hpp"
 
 namespace npusim::inline NPUSIM_ABI::ops {
 
@@ -210,6 +212,36 @@ struct QMaxPool2d {
   }
 };
 
+// cat of int8 tensors, each with its own parameters: every input rescaled to the output's
+// (out_zero_point + (q - zero_point_i) * scale_i / out_scale, as a fixed-point multiplier), then
+// concatenated along dim; inputs with the output's parameters are copied as they are.
+struct QCat {
+  static constexpr std::string_view id = "qcat";
+  static constexpr std::array aten{"npusim.qcat"sv};
+  static constexpr OpClass op_class = OpClass::quantization;
+  struct Attrs {
+    std::int64_t dim = 0;
+    std::vector<double> scales;
+    Ints zero_points;
+    double out_scale = 1.0;
+    std::int64_t out_zero_point = 0;
+    template <class V> void visit(V& v) {
+      v("dim", dim), v("scales", scales), v("zero_points", zero_points), v("out_scale", out_scale), v("out_zero_point", out_zero_point);
+    }
+    void check() const {
+      if (scales.size() != zero_points.size()) throw unsupported_attr("scales", std::to_string(scales.size()) + " value(s)", "one scale per zero point");
+      for (std::size_t i = 0; i < scales.size(); ++i) detail::check_affine(scales[i], zero_points[i], -128, 127, "");
+      detail::check_affine(out_scale, out_zero_point, -128, 127, "out_");
+    }
+  };
+  static Specs infer(const Attrs& a, InSpecs in) {
+    if (in.size() != a.scales.size())
+      throw Error(ErrorCode::graph, "qcat has one scale and zero point per input", {.expected = std::to_string(a.scales.size()), .found = std::to_string(in.size())});
+    for (const auto& t : in) detail::expect_int8(t, id, "input");
+    return Cat::infer(Cat::Attrs{a.dim}, in);
+  }
+};
+
 // ---- the integer arithmetic every target's kernels share ------------------------------------------
 
 // qconv2d/qlinear requantization of one output channel: M = x_scale * w_scale / out_scale.
@@ -226,6 +258,39 @@ inline std::int8_t requantize(std::int32_t acc, quant::FixedPointMultiplier m, s
 }
 
 // TFLite's int8 add (reference_integer_ops::AddElementwise) with its parameters precomputed.
+// qcat's rescaling of input i: code -> out_zero_point + (code - zero_point_i) * M_i, clamped.
+struct QCatRescale {
+  quant::FixedPointMultiplier m;
+  std::int32_t zero_point = 0, out_zero_point = 0;
+  bool identity = false;  // the output's parameters: a copy
+  std::int8_t operator()(std::int32_t q) const {
+    if (identity) return static_cast<std::int8_t>(q);
+    const std::int64_t v = std::int64_t{quant::multiply_by_quantized_multiplier(q - zero_point, m)} + out_zero_point;
+    return static_cast<std::int8_t>(std::clamp<std::int64_t>(v, -128, 127));
+  }
+};
+inline std::vector<QCatRescale> qcat_rescales(const QCat::Attrs& a) {
+  std::vector<QCatRescale> r;
+  const double os = static_cast<float>(a.out_scale);
+  for (std::size_t i = 0; i < a.scales.size(); ++i) {
+    QCatRescale q;
+    q.zero_point = static_cast<std::int32_t>(a.zero_points[i]), q.out_zero_point = static_cast<std::int32_t>(a.out_zero_point);
+    q.identity = static_cast<float>(a.scales[i]) == static_cast<float>(a.out_scale) && a.zero_points[i] == a.out_zero_point;
+    q.m = quant::quantize_multiplier(static_cast<double>(static_cast<float>(a.scales[i])) / os);
+    r.push_back(q);
+  }
+  return r;
+}
+
+// The (outer, inner) split of a cat along dim: outer = product of dims before it, inner = after.
+inline std::pair<std::int64_t, std::int64_t> cat_split(const Shape& out, std::int64_t dim) {
+  const auto d = static_cast<std::size_t>(normalize_dim(dim, static_cast<std::int64_t>(out.size())));
+  std::int64_t outer = 1, inner = 1;
+  for (std::size_t i = 0; i < d; ++i) outer *= out[i];
+  for (std::size_t i = d + 1; i < out.size(); ++i) inner *= out[i];
+  return {outer, inner};
+}
+
 struct QAddParams {
   static constexpr int left_shift = 20;
   std::int32_t a_offset, b_offset, out_offset, out_min, out_max;

@@ -33,7 +33,7 @@ using other_ops = meta::list<Where, AssertMetadata, ToDtype, Linear, Matmul, Add
                              AdaptiveAvgPool2d, BatchNorm, LayerNorm, Mean, Sum, Amax, Amin, Argmax, Argmin, Softmax,
                              LogSoftmax, Embedding, IndexCopy, IndexSelect, ScaledDotProductAttention, Full, Zeros, Ones,
                              Arange, ScalarTensor, RotaryHop, QuantizePerTensor, DequantizePerTensor, QConv2d,
-                             QLinear, QAdd, QMaxPool2d>;
+                             QLinear, QAdd, QMaxPool2d, QCat>;
 using all_ops = meta::concat_t<unary_ops, binary_ops, view_ops, movement_ops, other_ops>;
 
 template <class Op>

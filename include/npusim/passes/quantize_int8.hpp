@@ -1,6 +1,6 @@
 // Post-training int8 quantization of a float graph (`npusim quantize`, docs/quantization.md):
-// with each activation's observed range, convolutions, linears and residual adds become the
-// integer ops of ops/quantized.hpp (int8 weights per output channel, symmetric; int8 activations
+// with each activation's observed range, convolutions, linears, residual adds and concatenations
+// become the integer ops of ops/quantized.hpp (int8 weights per output channel, symmetric; int8 activations
 // per tensor, asymmetric; int32 biases; the ReLU / ReLU6 after them folded into the output clamp),
 // max pooling of an int8 result stays int8 (qmax_pool2d), and every other op keeps computing in
 // float between explicit quantize_per_tensor and

@@ -69,13 +69,18 @@ NPUSIM_FUNC std::vector<Int8Site> int8_sites(const ir::Graph& g, const Int8Optio
       if (!(g.tensor(n.inputs[0]).shape == g.tensor(n.inputs[1]).shape) || !(g.tensor(n.inputs[0]).shape == g.tensor(n.outputs[0]).shape)) continue;
       if (ops::read_attrs<ops::Add::Attrs>(n.attrs, n.op_type).alpha.value != 1.0) continue;
       s.inputs = {n.inputs[0], n.inputs[1]};
+    } else if (op == ops::op_index_v<ops::Cat>) {
+      bool ok = !n.inputs.empty() && is_floating(g.tensor(n.outputs.at(0)).dtype);
+      for (TensorId t : n.inputs) ok = ok && is_activation(g, t);
+      if (!ok) continue;
+      s.inputs = n.inputs;
     } else {
       continue;
     }
     if (kept_float(opt, n, used)) continue;
     s.output = n.outputs.at(0);
     const auto& readers = uses[static_cast<std::size_t>(s.output)];
-    if (readers.size() == 1 && !outs[static_cast<std::size_t>(s.output)]) {
+    if (op != ops::op_index_v<ops::Cat> && readers.size() == 1 && !outs[static_cast<std::size_t>(s.output)]) {  // qcat has no clamp
       const auto r = static_cast<std::size_t>(readers[0]);
       if (!absorbed[r] && activation_clamp(g.nodes[r], ops_of[r])) {
         s.act = readers[0];
@@ -87,12 +92,13 @@ NPUSIM_FUNC std::vector<Int8Site> int8_sites(const ir::Graph& g, const Int8Optio
   }
   for (std::size_t i = 0; i < used.size(); ++i)
     if (!used[i])
-      throw Error(ErrorCode::unsupported, "--keep-float '" + opt.keep_float[i] + "' names no convolution, linear or add that int8 would compute",
+      throw Error(ErrorCode::unsupported, "--keep-float '" + opt.keep_float[i] + "' names no convolution, linear, add or cat that int8 would compute",
                   {.found = opt.keep_float[i]});
   for (const auto& [name, bits] : opt.weight_bits) {
     bool found = false;
     for (const Int8Site& s : sites)
-      found = found || (g.nodes[static_cast<std::size_t>(s.node)].name == name && ops_of[static_cast<std::size_t>(s.node)] != ops::op_index_v<ops::Add>);
+      found = found || (g.nodes[static_cast<std::size_t>(s.node)].name == name && ops_of[static_cast<std::size_t>(s.node)] != ops::op_index_v<ops::Add> &&
+                        ops_of[static_cast<std::size_t>(s.node)] != ops::op_index_v<ops::Cat>);
     if (!found) throw Error(ErrorCode::unsupported, "--weight-bits '" + name + "' names no convolution or linear that int8 computes", {.found = name});
   }
   return sites;
@@ -201,6 +207,27 @@ NPUSIM_FUNC Int8Result quantize_int8(ir::Graph& g, std::vector<weights::Recipe>&
     }
     const TensorId q = new_tensor(int8_name(g.tensor(s.output).name), g.tensor(s.output).shape, DType::i8, ir::TensorKind::intermediate);
     ir::Node qn{n.name, "", {}, {q}, {}};
+    if (op == ops::op_index_v<ops::Cat>) {
+      // Each input rescaled to the output's parameters (TFLite requires them equal; npusim rescales).
+      qn.op_type = "npusim.qcat";
+      ir::AttrList scales, zps;
+      for (TensorId t : s.inputs) {
+        const auto [q8, pq] = need_int8(t);
+        qn.inputs.push_back(q8);
+        scales.push_back(ir::AttrValue(static_cast<double>(pq.scale)));
+        zps.push_back(ir::AttrValue(static_cast<std::int64_t>(pq.zero_point)));
+      }
+      qn.attrs.set("dim", ir::AttrValue(ops::read_attrs<ops::Cat::Attrs>(n.attrs, n.op_type).dim));
+      qn.attrs.set("scales", ir::AttrValue(std::move(scales)));
+      qn.attrs.set("zero_points", ir::AttrValue(std::move(zps)));
+      qn.attrs.set("out_scale", ir::AttrValue(static_cast<double>(out.scale)));
+      qn.attrs.set("out_zero_point", ir::AttrValue(static_cast<std::int64_t>(out.zero_point)));
+      nodes.push_back(std::move(qn));
+      twin[s.output] = q, params[q] = out;
+      float_missing.insert(s.output);
+      ++res.integer_ops;
+      continue;
+    }
     if (op == ops::op_index_v<ops::Add>) {
       const auto [a, pa] = need_int8(s.inputs[0]);
       const auto [b, pb] = need_int8(s.inputs[1]);

@@ -263,7 +263,8 @@ NPUSIM_FUNC Int8Report accuracy_report(const ir::Graph& g, const partition::Targ
   fo.int8 = {}, fo.observe.clear(), qo.observe.clear();
   std::set<std::string> float_seen;
   for (const ir::Node& n : gq.nodes) {
-    if (n.op_type != "npusim.qconv2d" && n.op_type != "npusim.qlinear" && n.op_type != "npusim.qadd") continue;  // qmax_pool2d is exact
+    if (n.op_type != "npusim.qconv2d" && n.op_type != "npusim.qlinear" && n.op_type != "npusim.qadd" && n.op_type != "npusim.qcat")
+      continue;  // qmax_pool2d is exact
     Site s;
     s.node = &n;
     s.twin = gq.tensor(n.outputs.at(0)).name;

@@ -30,7 +30,7 @@ struct OpenCLTarget {
                                             ops::MaxPool2d, ops::AvgPool2d, ops::AdaptiveAvgPool2d, ops::BatchNorm, ops::LayerNorm, ops::Mean,
                                             ops::Sum, ops::Amax, ops::Amin, ops::Argmax, ops::Argmin, ops::Softmax, ops::LogSoftmax,
                                             ops::Embedding, ops::IndexCopy, ops::IndexSelect, ops::ScaledDotProductAttention, ops::RotaryHop,
-                                            ops::QuantizePerTensor, ops::DequantizePerTensor, ops::QConv2d, ops::QLinear, ops::QAdd, ops::QMaxPool2d>>;
+                                            ops::QuantizePerTensor, ops::DequantizePerTensor, ops::QConv2d, ops::QLinear, ops::QAdd, ops::QMaxPool2d, ops::QCat>>;
   using pattern_list = meta::list<fusion::Attention, fusion::GqaMatmul, fusion::MaskedSoftmax, fusion::RmsNorm, fusion::SiluGate, fusion::Rotary,
                                   fusion::ConvBnRelu, fusion::AddRelu, fusion::MatmulTransB, fusion::EltwiseChain>;
   static constexpr DType dtypes[] = {DType::f32, DType::f16, DType::bf16};

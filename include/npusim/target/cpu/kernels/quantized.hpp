@@ -18,6 +18,7 @@ Fn bind_qconv2d(Ctx& c, const ops::QConv2d::Attrs& a);
 Fn bind_qlinear(Ctx& c, const ops::QLinear::Attrs& a);
 Fn bind_qadd(Ctx& c, const ops::QAdd::Attrs& a);
 Fn bind_qmax_pool2d(Ctx& c, const ops::QMaxPool2d::Attrs& a);
+Fn bind_qcat(Ctx& c, const ops::QCat::Attrs& a);
 
 // Whether qconv_candidates[i] runs a problem (why: the reason it declines, when asked).
 bool qconv_applies(std::size_t i, std::string* why);
@@ -56,6 +57,12 @@ template <>
 struct kernel<ops::QMaxPool2d, CpuTarget> {
   static constexpr bool provided = true;
   static cpu::Fns bind(cpu::Ctx& c) { return {cpu::bind_qmax_pool2d(c, c.attrs<ops::QMaxPool2d>())}; }
+};
+
+template <>
+struct kernel<ops::QCat, CpuTarget> {
+  static constexpr bool provided = true;
+  static cpu::Fns bind(cpu::Ctx& c) { return {cpu::bind_qcat(c, c.attrs<ops::QCat>())}; }
 };
 
 }  // namespace npusim::inline NPUSIM_ABI

@@ -96,6 +96,17 @@ __kernel void qadd(__global const uchar* ab, ulong ao, __global const uchar* bb,
   ((__global char*)GPTR(yb, yo))[i] = (char)clamp(r, p[3], p[4]);
 }
 
+// One input of a qcat: its outer x len codes into the output rows (row codes each) at offset at,
+// rescaled. p: identity multiplier shift zero_point out_zero_point.
+__kernel void qcat_part(__global const uchar* xb, ulong xo, __global uchar* yb, ulong yo, long outer, long len, long row, long at, __constant const int* p) {
+  const long i = get_global_id(0);
+  if (i >= outer * len) return;
+  const long o = i / len, j = i % len;
+  const int q = ((__global const char*)CGPTR(xb, xo))[i];
+  const long v = p[0] ? (long)q : clamp((long)q_mbqm(q - p[3], p[1], p[2]) + p[4], -128L, 127L);
+  ((__global char*)GPTR(yb, yo))[o * row + at + j] = (char)v;
+}
+
 // Max pooling of int8 codes. d: NC H W OH OW kh kw sh sw ph pw dh dw.
 __kernel void qmax_pool2d(__global const uchar* xb, ulong xo, __global uchar* yb, ulong yo, __constant const long* d) {
   const long i = get_global_id(0);

@@ -158,4 +158,28 @@ struct kernel<ops::QMaxPool2d, OpenCLTarget> {
   }
 };
 
+template <>
+struct kernel<ops::QCat, OpenCLTarget> {
+  static constexpr bool provided = true;
+  static void bind(ocl::Binder& b) {
+    const auto a = b.attrs<ops::QCat>();
+    const ir::TensorId y = b.out();
+    const Shape& ys = b.shape(y);
+    const auto rescale = ops::qcat_rescales(a);
+    const auto [outer, inner] = ops::cat_split(ys, a.dim);
+    const auto d = static_cast<std::size_t>(normalize_dim(a.dim, static_cast<std::int64_t>(ys.size())));
+    const std::int64_t row = ys.empty() ? 0 : ys[d] * inner;
+    std::int64_t at = 0;
+    for (std::size_t i = 0; i < b.node().inputs.size(); ++i) {
+      const ir::TensorId x = b.node().inputs[i];
+      const std::int64_t len = b.shape(x).empty() ? 0 : b.shape(x)[d] * inner;
+      const ops::QCatRescale& r = rescale[i];
+      const cl_int p[] = {r.identity, r.m.multiplier, r.m.shift, r.zero_point, r.out_zero_point};
+      b.launch1d(ocl::quant_program(b), "qcat_part", outer * len, 256, b.ptr(x), b.ptr(y), static_cast<cl_long>(outer), static_cast<cl_long>(len),
+                 static_cast<cl_long>(row), static_cast<cl_long>(at), b.constant(p, sizeof p));
+      at += len;
+    }
+  }
+};
+
 }  // namespace npusim::inline NPUSIM_ABI

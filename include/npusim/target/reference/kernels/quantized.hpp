@@ -139,4 +139,25 @@ struct kernel<ops::QMaxPool2d, ReferenceTarget> {
   }
 };
 
+template <>
+struct kernel<ops::QCat, ReferenceTarget> {
+  static constexpr bool provided = true;
+  static void run(const ops::QCat::Attrs& a, ref::Args& args) {
+    Tensor& y = args.alloc(0);
+    const auto rescale = ops::qcat_rescales(a);
+    const auto [outer, inner] = ops::cat_split(y.shape(), a.dim);
+    const auto d = static_cast<std::size_t>(normalize_dim(a.dim, static_cast<std::int64_t>(y.rank())));
+    std::int64_t* py = y.data<std::int64_t>();
+    std::int64_t at = 0;
+    for (std::size_t i = 0; i < args.in.size(); ++i) {
+      const Tensor& x = args.x(i);
+      const std::int64_t len = x.rank() ? x.shape()[d] * inner : 0;
+      const std::int64_t* px = x.data<std::int64_t>();
+      for (std::int64_t o = 0; o < outer; ++o)
+        for (std::int64_t j = 0; j < len; ++j) py[o * y.shape()[d] * inner + at + j] = rescale[i](static_cast<std::int32_t>(px[o * len + j]));
+      at += len;
+    }
+  }
+};
+
 }  // namespace npusim::inline NPUSIM_ABI

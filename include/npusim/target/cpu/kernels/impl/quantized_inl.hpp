@@ -176,6 +176,39 @@ NPUSIM_FUNC Fn bind_qadd(Ctx& c, const ops::QAdd::Attrs& a) {
   };
 }
 
+NPUSIM_FUNC Fn bind_qcat(Ctx& c, const ops::QCat::Attrs& a) {
+  const ir::TensorId y = c.out();
+  const Shape& ys = c.shape(y);
+  const auto rescale = ops::qcat_rescales(a);
+  const auto [outer, inner] = ops::cat_split(ys, a.dim);
+  const auto d = static_cast<std::size_t>(normalize_dim(a.dim, static_cast<std::int64_t>(ys.size())));
+  struct Part {
+    const std::int8_t* x;
+    std::int64_t len, at;
+    ops::QCatRescale r;
+  };
+  std::vector<Part> parts;
+  std::int64_t at = 0;
+  for (std::size_t i = 0; i < c.node().inputs.size(); ++i) {
+    const ir::TensorId x = c.node().inputs[i];
+    const std::int64_t len = c.shape(x).empty() ? 0 : c.shape(x)[d] * inner;
+    parts.push_back({c.ptr<const std::int8_t>(x), len, at, rescale[i]});
+    at += len;
+  }
+  auto* py = c.ptr<std::int8_t>(y);
+  const std::int64_t row = ys.empty() ? 0 : ys[d] * inner;
+  return [=] {
+    for (const Part& p : parts)
+      for (std::int64_t o = 0; o < outer; ++o) {
+        std::int8_t* dst = py + o * row + p.at;
+        const std::int8_t* src = p.x + o * p.len;
+        if (p.r.identity) std::memcpy(dst, src, static_cast<std::size_t>(p.len));
+        else
+          for (std::int64_t j = 0; j < p.len; ++j) dst[j] = p.r(src[j]);
+      }
+  };
+}
+
 NPUSIM_FUNC Fn bind_qmax_pool2d(Ctx& c, const ops::QMaxPool2d::Attrs& a) {
   const ir::TensorId x = c.in(0), y = c.out();
   const Shape &xs = c.shape(x), &ys = c.shape(y);
