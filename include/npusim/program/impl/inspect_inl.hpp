@@ -30,8 +30,10 @@ NPUSIM_FUNC std::string embedded_text(const EmbeddedWeightsInfo& w) {
 
 NPUSIM_FUNC std::string inspect_text(const CompiledProgram& p, const InspectOptions& o) {
   std::ostringstream s;
-  s << "npubin  model " << p.model_name << "  target " << p.target << "  compute " << dtype_name(p.compute) << "  npusim "
-    << p.npusim_version << "\n";
+  s << "npubin  model " << p.model_name << "  target " << p.target << "  compute " << dtype_name(p.compute);
+  if (const ir::AttrValue* q = p.stats.pass_counts.find("quantize_int8"); q && q->is_int() && q->as_int() > 0)
+    s << " (int8: " << q->as_int() << " integer ops, the others in " << dtype_name(p.compute) << ")";
+  s << "  npusim " << p.npusim_version << "\n";
   s << "source  " << p.source << "\n";
   if (o.embedded) s << embedded_text(*o.embedded);
   s << "inputs ";
