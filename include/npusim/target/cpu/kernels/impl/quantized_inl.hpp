@@ -180,7 +180,8 @@ NPUSIM_FUNC Fn bind_qcat(Ctx& c, const ops::QCat::Attrs& a) {
   const ir::TensorId y = c.out();
   const Shape& ys = c.shape(y);
   const auto rescale = ops::qcat_rescales(a);
-  const auto [outer, inner] = ops::cat_split(ys, a.dim);
+  const auto split = ops::cat_split(ys, a.dim);  // not a structured binding: the lambda captures them (Clang 14)
+  const std::int64_t outer = split.first, inner = split.second;
   const auto d = static_cast<std::size_t>(normalize_dim(a.dim, static_cast<std::int64_t>(ys.size())));
   struct Part {
     const std::int8_t* x;
