@@ -13,6 +13,8 @@
 #include "test_util.hpp"
 #include "npusim/ir/json.hpp"
 #include "npusim/program/compiler.hpp"
+#include "npusim/runtime/int8.hpp"
+#include "npusim/runtime/model_dir.hpp"
 #include "npusim/runtime/program_runner.hpp"
 #include "npusim/target/describe.hpp"
 #include "npusim/target/reference/reference_target.hpp"
@@ -94,6 +96,30 @@ inline bool same(const Tensor& a, const Tensor& b) {
   return true;
 }
 
+
+// A case directory to quantize on Target: its graph and weights, the float compile options, a
+// runner factory over Target's executors, and its inputs' specs.
+template <class Target>
+struct Int8Model {
+  runtime::ModelDir c;
+  partition::TargetInfo target = describe_target<Target>();
+  program::CompileOptions opt;
+  runtime::RunnerFactory make;
+  std::vector<program::IoSpec> ins;
+  explicit Int8Model(const std::string& case_dir) : c(runtime::ModelDir::open(data(case_dir), "auto")) {
+    opt.evaluator = &ref::evaluate_node;
+    make = [this](const program::CompiledProgram& p) -> std::unique_ptr<Runner> {
+      return std::make_unique<runtime::ProgramRunner>(p, c.weights.get(), runtime::factories_for<Target>());
+    };
+    for (auto t : c.graph.inputs) ins.push_back({c.graph.tensor(t).name, c.graph.tensor(t).shape, c.graph.tensor(t).dtype});
+  }
+  // The int8 compile options from `calib_spec`'s calibration (int8_inputs: synthetic:N or a folder).
+  program::CompileOptions int8_options(const std::string& calib_spec) const {
+    program::CompileOptions q = opt;
+    q.int8.ranges = runtime::calibrate(c.graph, target, opt, make, runtime::int8_inputs(calib_spec, ins, 0, 0, 0).sets, {}).ranges;
+    return q;
+  }
+};
 
 // A qconv2d of random int8 weights, scales and biases on a random input: Target against the
 // reference, bit for bit.

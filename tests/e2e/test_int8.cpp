@@ -191,19 +191,8 @@ TEST(Int8Recipe, QuantizePerChannelHandValues) {
 }
 
 namespace {
-struct Resnet {
-  runtime::ModelDir c = runtime::ModelDir::open(test::data("models/resnet18"), "auto");
-  partition::TargetInfo target = describe_target<CpuTarget>();
-  program::CompileOptions opt;
-  runtime::RunnerFactory make;
-  std::vector<program::IoSpec> ins;
-  Resnet() {
-    opt.evaluator = &ref::evaluate_node;
-    make = [this](const program::CompiledProgram& p) -> std::unique_ptr<Runner> {
-      return std::make_unique<runtime::ProgramRunner>(p, c.weights.get(), runtime::factories_for<CpuTarget>());
-    };
-    for (auto t : c.graph.inputs) ins.push_back({c.graph.tensor(t).name, c.graph.tensor(t).shape, c.graph.tensor(t).dtype});
-  }
+struct Resnet : Int8Model<CpuTarget> {
+  Resnet() : Int8Model("models/resnet18") {}
 };
 }  // namespace
 
@@ -256,24 +245,17 @@ TEST(Int8Quantize, Resnet18CalibrateReportAndRank) {
 TEST(Int8Quantize, ConcatenationBecomesQcat) {
   // The cat_slice fixture: cat(slice(x0), x1). Both operands quantized with their own ranges,
   // rescaled to the output's by qcat; the report compares it with the float cat.
-  const runtime::ModelDir c = runtime::ModelDir::open(test::data("ops/cat_slice"), "auto");
-  std::vector<program::IoSpec> ins;
-  for (auto t : c.graph.inputs) ins.push_back({c.graph.tensor(t).name, c.graph.tensor(t).shape, c.graph.tensor(t).dtype});
-  program::CompileOptions o;
-  o.evaluator = &ref::evaluate_node;
-  const auto target = describe_target<CpuTarget>();
-  runtime::RunnerFactory make = [&](const program::CompiledProgram& p) -> std::unique_ptr<Runner> {
-    return std::make_unique<runtime::ProgramRunner>(p, c.weights.get(), runtime::factories_for<CpuTarget>());
-  };
-  const auto calib = runtime::int8_inputs("synthetic:4", ins, 0, 0, 0), eval = runtime::int8_inputs("synthetic:4", ins, 0, 0, 1);
-  program::CompileOptions q = o;
-  q.int8.ranges = runtime::calibrate(c.graph, target, o, make, calib.sets, {}).ranges;
+  const Int8Model<CpuTarget> m("ops/cat_slice");
+  const program::CompileOptions q = m.int8_options("synthetic:4");
+  const auto eval = runtime::int8_inputs("synthetic:4", m.ins, 0, 0, 1);
+  const auto& c = m.c;
+  const auto& target = m.target;
   const program::CompiledProgram p = program::compile(c.graph, target, q);
   int qcat = 0;
   for (const auto& part : p.partitions)
     for (const auto& n : part.graph.nodes) qcat += n.op_type == "npusim.qcat";
   EXPECT_EQ(qcat, 1);
-  const runtime::Int8Report r = runtime::accuracy_report(c.graph, target, o, q, make, eval);
+  const runtime::Int8Report r = runtime::accuracy_report(c.graph, target, m.opt, q, m.make, eval);
   ASSERT_EQ(r.layers.size(), 1u);
   EXPECT_EQ(r.layers[0].op, "qcat");
   EXPECT_GT(r.outputs.at(0).err.cosine(), 0.999);

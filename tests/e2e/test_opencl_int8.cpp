@@ -43,16 +43,10 @@ TEST(OpenCLInt8, MatchesPyTorchQuantizedKernels) { EXPECT_EQ(expect_pytorch_int8
 TEST(OpenCLInt8, Resnet18Int8MatchesTheReference) {
   // The int8 program of the CPU calibration, compiled for OpenCL and for the reference: the
   // integer ops agree, the float average pool to float rounding.
-  const runtime::ModelDir c = runtime::ModelDir::open(test::data("models/resnet18"), "auto");
-  std::vector<program::IoSpec> ins;
-  for (auto t : c.graph.inputs) ins.push_back({c.graph.tensor(t).name, c.graph.tensor(t).shape, c.graph.tensor(t).dtype});
-  program::CompileOptions o;
-  o.evaluator = &ref::evaluate_node;
-  runtime::RunnerFactory make = [&](const program::CompiledProgram& p) -> std::unique_ptr<Runner> {
-    return std::make_unique<runtime::ProgramRunner>(p, c.weights.get(), runtime::factories_for<ReferenceTarget>());
-  };
-  const auto calib = runtime::int8_inputs("synthetic:1", ins, 0);
-  o.int8.ranges = runtime::calibrate(c.graph, describe_target<ReferenceTarget>(), o, make, calib.sets, {}).ranges;
+  const Int8Model<ReferenceTarget> m("models/resnet18");
+  const program::CompileOptions o = m.int8_options("synthetic:1");
+  const auto calib = runtime::int8_inputs("synthetic:1", m.ins, 0);
+  const auto& c = m.c;
   const program::CompiledProgram pr = program::compile(c.graph, describe_target<ReferenceTarget>(), o);
   const program::CompiledProgram po = program::compile(c.graph, describe_target<OpenCLTarget>(), o);
   std::size_t fallback = 0;
