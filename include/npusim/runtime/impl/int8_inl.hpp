@@ -323,10 +323,13 @@ NPUSIM_FUNC Int8Report accuracy_report(const ir::Graph& g, const partition::Targ
   for (std::size_t si = 0; si < inputs.sets.size(); ++si) {
     const auto& set = inputs.sets[si];
     const std::vector<Tensor> of = rf->run(set), oq = rq->run(set);
-    auto float_value = [&](const std::string& name) -> Tensor {
-      if (auto it = fat.find(name); it != fat.end()) return of.at(it->second).to(DType::f32);
+    // Each observed float tensor as f32, converted once per input set (sites share inputs).
+    std::map<std::string, Tensor, std::less<>> f32;
+    auto float_value = [&](const std::string& name) -> const Tensor& {
+      if (auto hit = f32.find(name); hit != f32.end()) return hit->second;
+      if (auto it = fat.find(name); it != fat.end()) return f32.emplace(name, of.at(it->second).to(DType::f32)).first->second;
       for (std::size_t k = 0; k < pf.inputs.size(); ++k)
-        if (pf.inputs[k].name == name) return set.at(k).to(DType::f32);
+        if (pf.inputs[k].name == name) return f32.emplace(name, set.at(k).to(DType::f32)).first->second;
       throw Error(ErrorCode::graph, "a float tensor of the report is not observed (npusim bug)", {.tensor = name});
     };
     for (std::size_t i = 0; i < model_outputs; ++i) {
@@ -347,7 +350,7 @@ NPUSIM_FUNC Int8Report accuracy_report(const ir::Graph& g, const partition::Targ
     }
     for (std::size_t k = 0; k < sites.size(); ++k) {
       const Site& s = sites[k];
-      const Tensor fy = float_value(s.float_output);
+      const Tensor& fy = float_value(s.float_output);
       const Tensor qy = dequantize_tensor(oq.at(qat.at(s.twin)), s.out_affine);
       r.layers[k].out.add(fy.data<float>(), qy.data<float>(), fy.numel());
       std::vector<Tensor> ins;

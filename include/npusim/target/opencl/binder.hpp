@@ -74,7 +74,7 @@ struct IndexCheck {
   std::string tensor;  // its index tensor
   std::int64_t size = 0;
   bool negatives = true;  // negative indices count from the end
-  std::string message;    // not an index: what the element found is (quantize: "NaN"), reported as such
+  std::string message;    // not an index: the error to report for the element found ("cannot quantize NaN")
 };
 
 class Binder {
@@ -150,8 +150,9 @@ class Binder {
     return keep_.back().get();
   }
 
-  // A device-side check of node n that is not an index (message: what was found, e.g. "NaN"):
-  // the kernel reports the element; the run then fails with that message, naming node and tensor.
+  // A device-side check of node n that is not an index (message: the error, e.g. "cannot quantize
+  // NaN"): the kernel reports the element; the run then fails with that message, naming node,
+  // tensor and element.
   cl_int value_check(const ir::Node& n, ir::TensorId t, std::string message) {
     checks_.push_back({n.op_type, n.name, g_.tensor(t).name, 0, false, std::move(message)});
     return static_cast<cl_int>(checks_.size());

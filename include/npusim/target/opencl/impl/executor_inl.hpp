@@ -227,8 +227,7 @@ class Executor final : public PartitionExecutor {
       throw Error(ErrorCode::runtime, "OpenCL index check reported an unknown check (npusim bug)", {.file = part_.graph.source, .found = std::to_string(code)});
     const IndexCheck& c = checks_[code - 1];
     if (!c.message.empty())
-      throw Error(ErrorCode::runtime, "cannot " + std::string(c.what == "quantized_decomposed.quantize_per_tensor.default" ? "quantize" : "compute") + " " + c.message,
-                  {.file = part_.graph.source, .node = c.node, .tensor = c.tensor, .found = "element " + std::to_string(found)});
+      throw Error(ErrorCode::runtime, c.message, {.file = part_.graph.source, .node = c.node, .tensor = c.tensor, .found = "element " + std::to_string(found)});
     throw ops::index_out_of_range(c.what, found, c.size, c.negatives).with_node(c.node).with_tensor(c.tensor).with_file(part_.graph.source);
   }
 

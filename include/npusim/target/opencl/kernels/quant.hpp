@@ -42,7 +42,7 @@ struct kernel<ops::QuantizePerTensor, OpenCLTarget> {
     const auto a = b.attrs<ops::QuantizePerTensor>().affine();
     const ir::TensorId x = b.in(0);
     const std::int64_t n = b.numel(x);
-    const cl_int code = b.value_check(b.node(), x, "NaN");
+    const cl_int code = b.value_check(b.node(), x, "cannot quantize NaN");
     b.launch1d(ocl::quant_program(b), "quantize", n, 256, b.typed(x), b.ptr(b.out()), static_cast<cl_long>(n), 1.0f / a.scale,
                static_cast<cl_float>(a.zero_point), static_cast<cl_float>(a.qmin), static_cast<cl_float>(a.qmax), b.errors(), code);
   }

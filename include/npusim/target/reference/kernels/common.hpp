@@ -101,6 +101,15 @@ inline Tensor strided_copy(const Tensor& src, const Shape& shape, const Strides&
 
 inline std::size_t uidx(std::int64_t i) { return static_cast<std::size_t>(i); }
 
+// A convolution's sizes: input [N, C, H, W], weight [K, C / G, kh, kw], output [N, K, OH, OW];
+// per group Cg input and Kg output channels, rows = Cg * kh * kw of im2col, cols = OH * OW.
+struct ConvDims {
+  std::int64_t N, C, H, W, K, kh, kw, OH, OW, G, Cg, Kg, rows, cols;
+  ConvDims(const Shape& x, const Shape& w, const Shape& y, std::int64_t groups)
+      : N(x[0]), C(x[1]), H(x[2]), W(x[3]), K(w[0]), kh(w[2]), kw(w[3]), OH(y[2]), OW(y[3]), G(groups), Cg(C / G), Kg(K / G), rows(Cg * kh * kw),
+        cols(OH * OW) {}
+};
+
 // A convolution's im2col of one image's group: row (c, i, j) of Cg * kh * kw, column (oh, ow) of
 // OH * OW; dst[row * OH * OW + col] = value(x[c][ih][iw]) where the tap is inside the input, else
 // `outside` (the real value 0). `src` points at the group's first channel plane of H x W.

@@ -57,10 +57,7 @@ struct kernel<ops::QConv2d, ReferenceTarget> {
   static void run(const ops::QConv2d::Attrs& a, ref::Args& args) {
     const Tensor &x = args.x(0), &w = args.x(1);
     Tensor& y = args.alloc(0);
-    const std::int64_t N = x.shape()[0], C = x.shape()[1], H = x.shape()[2], W = x.shape()[3];
-    const std::int64_t K = w.shape()[0], kh = w.shape()[2], kw = w.shape()[3];
-    const std::int64_t OH = y.shape()[2], OW = y.shape()[3], G = a.groups, Cg = C / G, Kg = K / G;
-    const std::int64_t rows = Cg * kh * kw, cols = OH * OW;
+    const auto [N, C, H, W, K, kh, kw, OH, OW, G, Cg, Kg, rows, cols] = ref::ConvDims(x.shape(), w.shape(), y.shape(), a.groups);
     const auto mult = ref::channel_multipliers(a, args.x(2));
     const auto bias = ref::channel_bias(args, K);
     ref::IMat wm(K, rows), col(rows, cols), acc;
