@@ -5,6 +5,8 @@ bf16 weights): prefill of 128 tokens (eager) and one decode step with a 2048-ent
 at position 128, eager through HF transformers and, as a lower bound, a minimal hand-written decode
 step in eager mode and as a CUDA-graph replay. Wall time per call with a device synchronisation,
 median of many after warm-up. Prints one line per measurement: PEER <name> <ms>.
+Arguments pick sections (default all): resnet, hf (transformers prefill/decode), minimal (the
+hand-written decode step, eager and CUDA graph).
 """
 import sys
 import time
@@ -14,6 +16,11 @@ import torch
 torch.backends.cuda.matmul.allow_tf32 = False
 torch.backends.cudnn.allow_tf32 = False
 dev = torch.device("cuda")
+only = set(sys.argv[1:])
+
+
+def wanted(section):
+    return not only or section in only
 
 
 def bench(fn, warm=10, iters=50):
@@ -55,6 +62,8 @@ def graphed(fn):
 
 
 try:
+    if not wanted("resnet"):
+        raise ImportError("section not asked for")
     import torchvision
 
     for name in ("resnet18", "resnet50"):
@@ -76,6 +85,8 @@ except Exception as e:
 # ---- Qwen2.5-1.5B bf16 --------------------------------------------------------------------------
 H, I, L, NH, NKV, D, V, CACHE, POS = 1536, 8960, 28, 12, 2, 128, 151936, 2048, 128
 try:
+    if not wanted("hf"):
+        raise ImportError("section not asked for")
     from transformers import Qwen2Config, Qwen2ForCausalLM
 
     cfg = Qwen2Config(hidden_size=H, intermediate_size=I, num_hidden_layers=L, num_attention_heads=NH, num_key_value_heads=NKV,
@@ -107,6 +118,8 @@ except Exception as e:
 # A minimal Qwen2 decode step (same math: RMSNorm, q/k/v with bias, rotate-half RoPE, GQA attention
 # over the whole 2048-entry cache with an additive mask, SiLU MLP, tied lm_head).
 try:
+    if not wanted("minimal"):
+        raise ImportError("section not asked for")
     g = torch.Generator(device=dev).manual_seed(0)
 
     def w(*s):

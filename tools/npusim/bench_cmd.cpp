@@ -3,6 +3,7 @@
 
 #include <charconv>
 #include <cstdio>
+#include <ctime>
 #include <map>
 #include <optional>
 
@@ -23,8 +24,15 @@ ir::json stats_json(const bench::Stats& s) {
   return {{"median_ms", s.median_ms}, {"p10_ms", s.p10_ms}, {"p90_ms", s.p90_ms}, {"min_ms", s.min_ms}, {"mean_ms", s.mean_ms}, {"runs", s.runs}};
 }
 
+// The machine, and when it was measured (UTC).
 ir::json machine_json(const bench::Machine& m) {
-  return {{"cpu", m.cpu}, {"logical_cpus", m.cores}, {"threads", m.threads}, {"memory_gib", m.memory_gib}, {"kernel", m.kernel}, {"device", m.device}};
+  const std::time_t now = std::time(nullptr);
+  std::tm utc{};
+  gmtime_r(&now, &utc);
+  char date[32];
+  std::strftime(date, sizeof date, "%Y-%m-%dT%H:%M:%SZ", &utc);
+  return {{"cpu", m.cpu},       {"logical_cpus", m.cores}, {"threads", m.threads}, {"memory_gib", m.memory_gib},
+          {"kernel", m.kernel}, {"device", m.device},      {"date", date}};
 }
 
 bench::Machine machine_for(const TargetChoice& tc) {
@@ -161,18 +169,25 @@ int cmd_bench_llm(const std::string& pdir, const std::string& ddir, const Target
   bench::ReadProbe probe(mach.threads);
   const double bw = probe.gbs();
   const std::int64_t wbytes = decode_weight_bytes(dp);
-  // The floor is host memory bandwidth: it bounds targets that read weights from host memory
-  // (cpu, reference); a device target's weights live in device memory, so it gets none.
+  // The floor of a target that reads its weights from host memory (cpu, reference) is the host's
+  // read bandwidth, measured around each position; a device target's (opencl) is the device's copy
+  // bandwidth (read + written), measured once here.
   const bool host_target = tc.target == "cpu" || tc.target == "reference";
-  auto floor_at = [&](double gbs) { return host_target ? static_cast<double>(wbytes) / (gbs * 1e9) * 1e3 : 0.0; };
-  const double floor_ms = floor_at(bw);
+  const double device_bw = host_target ? 0.0 : opencl_copy_bandwidth_gbs();
+  const bool has_floor = host_target || device_bw > 0;
+  auto floor_at = [&](double gbs) { return gbs > 0 ? static_cast<double>(wbytes) / (gbs * 1e9) * 1e3 : 0.0; };
+  const double floor_ms = floor_at(host_target ? bw : device_bw);
   std::printf("%s + %s on %s (%s): compile %.0f ms, weights %.1f s\n", pc.name.c_str(), dc.name.c_str(), tc.target.c_str(), tc.dtype.c_str(), compile_ms,
               load_ms / 1000);
   if (host_target)
     std::printf("memory read bandwidth %.1f GB/s (this run); weights read per decode step %.1f MB -> floor %.1f ms/token (%.2f tok/s)\n", bw,
                 static_cast<double>(wbytes) / 1e6, floor_ms, 1000.0 / floor_ms);
+  else if (has_floor)
+    std::printf("device copy bandwidth %.1f GB/s (read + written, this run); weights read per decode step %.1f MB -> floor %.2f ms/token "
+                "(GB/s column: weights read per step / step time)\n",
+                device_bw, static_cast<double>(wbytes) / 1e6, floor_ms);
   else
-    std::printf("weights read per decode step %.1f MB (from device memory: no host-bandwidth floor)\n", static_cast<double>(wbytes) / 1e6);
+    std::printf("weights read per decode step %.1f MB (no bandwidth floor on this target)\n", static_cast<double>(wbytes) / 1e6);
 
   // Time to first token: the prefill of a full-length prompt.
   std::vector<std::int64_t> prompt(static_cast<std::size_t>(s.prefill_length()));
@@ -237,16 +252,19 @@ int cmd_bench_llm(const std::string& pdir, const std::string& ddir, const Target
           s.step(tok);
         },
         0, a.repeats);
-    const double bw_here = host_target ? (bw_before + probe.gbs(3)) / 2 : 0.0, floor_here = floor_at(bw_here);
+    const double bw_here = host_target ? (bw_before + probe.gbs(3)) / 2 : device_bw, floor_here = floor_at(bw_here);
+    // GB/s: the host's read bandwidth there (host targets), the weight bytes a step reads per its time (device).
+    const double gbs_col = host_target ? bw_here : static_cast<double>(wbytes) / (st.median_ms * 1e6);
     char fl[32] = "        -       -";
-    if (host_target) std::snprintf(fl, sizeof fl, "%8.1f%% %7.1f", 100.0 * floor_here / st.median_ms, bw_here);
+    if (has_floor) std::snprintf(fl, sizeof fl, "%8.1f%% %7.1f", 100.0 * floor_here / st.median_ms, gbs_col);
     std::printf("%8lld %10.2f %8.2f %8.2f %8.2f %s %s\n", static_cast<long long>(p), st.median_ms, st.p10_ms, st.p90_ms, 1000.0 / st.median_ms, fl,
                 check.c_str());
     std::fflush(stdout);
     series.points.emplace_back(static_cast<double>(p), st.median_ms);
-    if (host_target) floor_series.points.emplace_back(static_cast<double>(p), floor_here);
+    if (has_floor) floor_series.points.emplace_back(static_cast<double>(p), floor_here);
     ir::json jp = {{"position", p}, {"step", stats_json(st)}, {"tokens_per_s", 1000.0 / st.median_ms}};
     if (host_target) jp["floor_fraction"] = floor_here / st.median_ms, jp["read_bandwidth_gbs"] = bw_here, jp["floor_ms"] = floor_here;
+    if (!host_target && has_floor) jp["floor_fraction"] = floor_here / st.median_ms, jp["achieved_gbs"] = gbs_col, jp["floor_ms"] = floor_here;
     if (ref) jp["check"] = jc;
     jpos.push_back(jp);
   }
@@ -254,13 +272,14 @@ int cmd_bench_llm(const std::string& pdir, const std::string& ddir, const Target
     ir::json j = {{"prefill", pc.name}, {"decode", dc.name}, {"target", tc.target}, {"dtype", tc.dtype}, {"machine", machine_json(mach)},
                   {"compile_ms", compile_ms}, {"weights_ms", load_ms}, {"read_bandwidth_gbs", bw}, {"decode_weight_bytes", wbytes},
                   {"floor_ms", floor_ms}, {"ttft", stats_json(ttft)}, {"prefill_tokens", s.prefill_length()}, {"positions", jpos}};
+    if (!host_target) j["device_copy_bandwidth_gbs"] = device_bw;
     write_file_atomic(a.json, j.dump(1));
     std::printf("json: %s\n", a.json.c_str());
   }
   if (!a.svg.empty()) {
     write_file_atomic(a.svg, bench::svg_chart(dc.name + " decode step time vs cache position (" + tc.target + ", " + tc.dtype + ")",
                                               "cache position (log2 scale)", "ms per step",
-                                              host_target ? std::vector<bench::Series>{series, floor_series} : std::vector<bench::Series>{series}, true));
+                                              has_floor ? std::vector<bench::Series>{series, floor_series} : std::vector<bench::Series>{series}, true));
     std::printf("svg: %s\n", a.svg.c_str());
   }
   return all_ok ? 0 : 1;

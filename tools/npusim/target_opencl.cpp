@@ -14,6 +14,7 @@ TargetEntry opencl_target_entry() {
 }
 
 std::string opencl_device_description() { return ocl::select_device().describe(); }
+double opencl_copy_bandwidth_gbs() { return ocl::copy_bandwidth_gbs(*ocl::open_device()); }
 
 int cmd_devices() {
   auto devs = ocl::list_devices();

@@ -80,5 +80,7 @@ void set_cpu_threads(int n);
 int cpu_threads();
 // The OpenCL device the target would use (empty without OpenCL).
 std::string opencl_device_description();
+// The OpenCL device's copy bandwidth, GB/s read + written (0 without OpenCL).
+double opencl_copy_bandwidth_gbs();
 
 }  // namespace npusim::cli

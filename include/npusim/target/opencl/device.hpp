@@ -15,6 +15,8 @@
 #endif
 #include <CL/cl.h>
 
+#include <algorithm>
+#include <chrono>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -385,6 +387,25 @@ class Device {
 };
 
 // One Device per selected device per process.
+// The device's copy bandwidth in GB/s, bytes read plus bytes written: the median of `reps`
+// clEnqueueCopyBuffer calls between two buffers (512 MiB on a GPU, ten times its largest caches;
+// 64 MiB elsewhere), after one untimed. The floor a weight-streaming step is measured against.
+inline double copy_bandwidth_gbs(Device& dev, int reps = 7) {
+  const std::size_t bytes = std::min<std::size_t>(dev.info().gpu ? std::size_t{512} << 20 : std::size_t{64} << 20, static_cast<std::size_t>(dev.info().max_alloc));
+  Mem a = dev.alloc(bytes, "the copy-bandwidth probe"), b = dev.alloc(bytes, "the copy-bandwidth probe");
+  const cl_uchar zero = 0;
+  check(clEnqueueFillBuffer(dev.queue(), a.get(), &zero, 1, 0, bytes, 0, nullptr, nullptr), "filling the copy-bandwidth probe", dev.info().name);
+  std::vector<double> ms;
+  for (int i = 0; i <= reps; ++i) {
+    const auto t0 = std::chrono::steady_clock::now();
+    check(clEnqueueCopyBuffer(dev.queue(), a.get(), b.get(), 0, 0, bytes, 0, nullptr, nullptr), "the copy-bandwidth probe", dev.info().name);
+    check(clFinish(dev.queue()), "the copy-bandwidth probe", dev.info().name);
+    if (i) ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+  }
+  std::sort(ms.begin(), ms.end());
+  return 2.0 * static_cast<double>(bytes) / (ms[ms.size() / 2] * 1e6);
+}
+
 inline std::shared_ptr<Device> open_device(const std::string& selector = {}) {
   static std::mutex mu;
   static std::map<cl_device_id, std::weak_ptr<Device>> open;

@@ -1,0 +1,66 @@
+#!/usr/bin/env bash
+# Issue 38 on the GPU machine, in one call: the launch/grid-barrier probe, the CLI built (GCC 13),
+# bench-llm's bf16 decode step (and q8/q4 with QUANT=1) with NPUSIM_OPENCL_STATS, a profiled
+# generate, and PyTorch's minimal decode step (eager and CUDA graph) in the same call.
+#   source .devdeps/device-env.sh && tools/device/decode_bench.sh      carry: [".devdeps"]
+# Env: POSITIONS (default 128,1024), C32K=1 adds the 32768-entry cache at 32767, PROBE=0 skips the
+# probe, QUANT=1 adds q8/q4. Results in $OUT/decode.tar.gz; a summary on stdout.
+set -uo pipefail
+cd "$(dirname "$0")/../.."
+OUT=${OUT:-/tmp/npusim-decode}
+R=$OUT/decode
+mkdir -p "$R"
+t0=$(date +%s)
+export NPUSIM_OPENCL_DEVICE=${NPUSIM_OPENCL_DEVICE:-NVIDIA}
+{ nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader; date -u; g++ --version | head -1; } > "$R/machine.txt"
+cat "$R/machine.txt"
+if [[ ${PROBE:-1} == 1 ]]; then
+  g++ -O2 -std=c++17 tools/device/launch_probe/probe.cpp -lOpenCL -o "$R/probe" && timeout 120 "$R/probe" NVIDIA > "$R/probe.log" 2>&1
+  grep -v extensions "$R/probe.log"; grep -o 'cl_khr_command_buffer[a-z_]*' "$R/probe.log" | sort -u
+fi
+cmake -S . -B build-d -G "Unix Makefiles" -DCMAKE_BUILD_TYPE=Release -DNPUSIM_WERROR=ON > "$R/configure.log" 2>&1 || { tail -30 "$R/configure.log"; exit 1; }
+if ! cmake --build build-d -j"$(nproc)" --target npusim_cli > "$R/build.log" 2>&1; then
+  grep -E 'error|warning' "$R/build.log" | head -30
+  exit 1
+fi
+if [[ -n ${OLD:-} ]]; then
+  cmake -S "$OLD" -B build-old -G "Unix Makefiles" -DCMAKE_BUILD_TYPE=Release -DNPUSIM_BUILD_TESTS=OFF -DNPUSIM_BUILD_EXAMPLES=OFF \
+    -DNPUSIM_BUILD_BENCH=OFF -DNPUSIM_BUILD_DOC_SNIPPETS=OFF > "$R/configure_old.log" 2>&1 &&
+    cmake --build build-old -j"$(nproc)" --target npusim_cli > "$R/build_old.log" 2>&1 || { tail -20 "$R/build_old.log"; exit 1; }
+fi
+echo "build: $(( $(date +%s) - t0 )) s"
+M=tests/data/models
+P=$M/qwen2.5_1.5b_prefill D=$M/qwen2.5_1.5b_decode
+POS=${POSITIONS:-128,1024}
+NPUSIM_OPENCL_STATS=1 build-d/npusim generate $P $D --check --target opencl --dtype bf16 > "$R/check.log" 2>&1
+echo "check: $(grep -E 'greedy tokens|^PASS|^FAIL|error' "$R/check.log" | tr '\n' ' ')"
+if [[ ${PROFILE:-1} == 1 ]]; then
+  ( [[ -n ${PROFILE_PERSIST:-} ]] && export NPUSIM_OPENCL_PERSISTENT=$PROFILE_PERSIST
+    NPUSIM_OPENCL_STATS=1 build-d/npusim generate $P $D --target opencl --dtype bf16 --max-new-tokens 4 --profile --trace "$R/trace.json" ) > "$R/profile.log" 2>&1
+  python3 tools/device/trace_kinds.py "$R/trace.json" > "$R/kernels.txt" 2>&1; head -14 "$R/kernels.txt"
+  grep -E 'opencl partition|total kernels' "$R/profile.log"
+fi
+ws=(bf16)
+[[ ${QUANT:-0} == 1 ]] && ws=(bf16 q8 q4 bf16b)
+# PERSIST: the NPUSIM_OPENCL_PERSISTENT values to compare (off, on, or a number of work-groups;
+# "auto" = unset), in this order; OLD=<dir>: also the npusim built from that source tree first.
+for pv in ${PERSIST:-auto}; do
+  for w in "${ws[@]}"; do
+    wd=()
+    [[ $w == q* ]] && wd=(--weights-dtype $w)
+    tag=${w}_p$pv
+    bin=build-d/npusim
+    [[ $pv == old ]] && bin=build-old/npusim
+    ( [[ $pv != auto && $pv != old ]] && export NPUSIM_OPENCL_PERSISTENT=$pv
+      NPUSIM_OPENCL_STATS=1 $bin bench-llm $P $D --target opencl --dtype bf16 "${wd[@]}" --positions "$POS" --repeats 20 --json "$R/bench_$tag.json" ) > "$R/bench_$tag.log" 2>&1
+    echo "bench $tag:"; grep -E '^ +[0-9]+ |copy bandwidth|weights read|first token|opencl partition \(2|error' "$R/bench_$tag.log" | cut -c1-220 | head -8
+  done
+done
+if [[ ${C32K:-0} == 1 ]]; then
+  build-d/npusim bench-llm $P $M/qwen2.5_1.5b_decode_c32k --target opencl --dtype bf16 --positions 32767 --repeats 10 --json "$R/bench_c32k.json" > "$R/bench_c32k.log" 2>&1
+  echo "bench c32k:"; grep -E 'step|floor' "$R/bench_c32k.log" | head -6
+fi
+timeout 300 python3 bench/torch_peer.py minimal > "$R/torch.log" 2>&1; grep PEER "$R/torch.log"
+echo "total: $(( $(date +%s) - t0 )) s"
+rm -f "$R"/trace.json "$R/probe"
+tar -czf "$OUT/decode.tar.gz" -C "$OUT" decode
