@@ -11,6 +11,7 @@
 #include "npusim/opencl.hpp"
 #include "npusim/target/opencl/device.hpp"
 #include "npusim/target/opencl/mma.hpp"
+#include "npusim/target/opencl/persistent.hpp"
 
 using namespace npusim;
 using npusim::test::data;
@@ -94,12 +95,27 @@ struct NoCarry final : Runner {
   std::string describe() const override { return r.describe(); }
 };
 
-harness::GenerateCheck check_tiny(DType compute, bool carry, const std::string& force = {}) {
+// notes: when given, each OpenCL executor's execution_note(), prefill's first.
+harness::GenerateCheck check_tiny(DType compute, bool carry, const std::string& force = {}, const ExecutorOptions& o = {},
+                                  std::vector<std::string>* notes = nullptr) {
   runtime::ModelDir pc = runtime::ModelDir::open(data("models/qwen2_tiny_prefill")), dc = runtime::ModelDir::open(data("models/qwen2_tiny_decode"));
   auto map = llm::KvMapping::read(data("models/qwen2_tiny_decode") + "/kv_mapping.json");
   auto pp = compile_opencl(pc.graph, compute, force), dp = compile_opencl(dc.graph, compute, force);
-  auto pr = runner_for<OpenCLTarget>::make(pp, pc.weights.get());
-  auto dr = runner_for<OpenCLTarget>::make(dp, pc.weights.get());
+  std::vector<const PartitionExecutor*> executors;
+  auto factories = [&] {
+    ExecutorFactories f = runtime::factories_for<OpenCLTarget>(o);
+    ExecutorFactory inner = f.at("opencl");
+    f["opencl"] = [inner, &executors](const PartitionContext& c) {
+      auto e = inner(c);
+      executors.push_back(e.get());
+      return e;
+    };
+    return f;
+  };
+  auto pr = std::make_unique<runtime::ProgramRunner>(pp, pc.weights.get(), factories());
+  auto dr = std::make_unique<runtime::ProgramRunner>(dp, pc.weights.get(), factories());
+  if (notes)
+    for (const auto* e : executors) notes->push_back(e->execution_note());
   NoCarry plain(*dr);
   llm::LlmPrograms m(*pr, carry ? *dr : static_cast<Runner&>(plain), map, pc.graph, dc.graph);
   Tensor ids = pc.io->tensor(m.prefill_roles.input_ids);
@@ -124,6 +140,48 @@ TEST(OpenCLModels, QwenTinyPrefillAndDecodeAtFloat32AndBfloat16) {
       EXPECT_GE(s.metrics.cosine, 0.9995) << "step at " << s.position;
     }
   }
+}
+
+// The decode step as one persistent launch (of one work-group, which a CPU driver runs too) meets
+// the fixture as launch by launch does; the prefill, with tiled GEMMs, runs launch by launch and
+// says why. (tools/device/decode_bench.sh checks it on an NVIDIA GPU, with many work-groups.)
+TEST(OpenCLPersistent, QwenTinyDecodeAsOneLaunchMeetsTheFixture) {
+  ExecutorOptions o;
+  o.persistent_groups = 1;
+  std::vector<std::string> notes;
+  auto r = check_tiny(DType::bf16, true, {}, o, &notes);
+  ASSERT_EQ(notes.size(), 2u);
+  EXPECT_NE(notes[0].find("launch by launch: kernel gemm"), std::string::npos) << notes[0];
+  EXPECT_EQ(notes[1], "one persistent launch of 1 work-groups");
+  EXPECT_EQ(r.token_matches, 8);
+  for (const auto& s : r.steps) {
+    EXPECT_LE(s.metrics.rel_l2, 0.04) << "step at " << s.position;
+    EXPECT_GE(s.metrics.cosine, 0.9995) << "step at " << s.position;
+  }
+  notes.clear();
+  o.persistent_groups = 0;
+  check_tiny(DType::bf16, true, {}, o, &notes);
+  EXPECT_EQ(notes.at(1), "launch by launch: turned off");
+}
+
+// The persistent program's sources: the //@pk+ regions of the kernel files, nothing else.
+TEST(OpenCLPersistent, RegionsAndWhyNot) {
+  EXPECT_EQ(ocl::persistent_regions("a\n//@pk+\nb\nc\n//@pk-\nd\n//@pk+\ne"), "b\nc\ne\n");
+  const std::string gemm = ocl::persistent_regions(ocl::cl_source::gemm);
+  EXPECT_NE(gemm.find("PK_GROUP_FN(gemv, GV_WG)"), std::string::npos);
+  EXPECT_EQ(gemm.find("gemm_mma"), std::string::npos);
+  ocl::Launch l;
+  l.name = "pointwise", l.dims = 1, l.has_local = true, l.local = {128, 1, 1};
+  EXPECT_EQ(ocl::Persistent::why_not({}), "no launches");
+  std::vector<ocl::Launch> ls;
+  ls.push_back(std::move(l));
+  EXPECT_EQ(ocl::Persistent::why_not(ls), "kernel pointwise: not in the persistent program");
+  ls[0].name = "gemv", ls[0].options = " -DTA=2 -DTB=2 -DTC=0 -DGV_M=2";
+  EXPECT_EQ(ocl::Persistent::why_not(ls), "kernel gemv: build option -DGV_M=2");
+  ls[0].options = " -DTA=2 -DTB=2 -DTC=0 -DGV_M=1";
+  EXPECT_EQ(ocl::Persistent::why_not(ls), "");
+  ls[0].local = {64, 1, 1};
+  EXPECT_EQ(ocl::Persistent::why_not(ls), "kernel gemv: work-groups of 64 items");
 }
 
 // The KV cache written in place and carried on the device gives the logits of the host round trip.

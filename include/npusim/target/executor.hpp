@@ -36,6 +36,9 @@ class PartitionExecutor {
   // Keeps graph output `output` for the next run's input `input` (Runner::carry); false if this
   // executor cannot (the program runner then carries it on the host).
   virtual bool carry(const std::string& /*output*/, const std::string& /*input*/) { return false; }
+  // How the partition runs where a target has more than one way (OpenCL: "one persistent launch of
+  // 528 work-groups" or "launch by launch: <why>"); empty otherwise.
+  virtual std::string execution_note() const { return {}; }
 };
 
 struct PartitionContext {
@@ -52,6 +55,9 @@ using ExecutorFactories = std::map<std::string, ExecutorFactory, std::less<>>;
 // Target-specific choices made when executors are created (the OpenCL device; others ignore it).
 struct ExecutorOptions {
   std::string device;  // "" = the target's default (NPUSIM_OPENCL_DEVICE, else the first GPU)
+  // OpenCL: run each partition as one persistent launch of this many work-groups (0: launch by
+  // launch; -1: NPUSIM_OPENCL_PERSISTENT, else automatic: on for NVIDIA GPUs). docs/opencl.md.
+  int persistent_groups = -1;
 };
 
 // Specialised by each target's executor.hpp:

@@ -5,6 +5,8 @@
 #pragma once
 
 #include <array>
+#include <cstdint>
+#include <cstring>
 #include <functional>
 #include <map>
 
@@ -57,6 +59,13 @@ struct Typed {
   TensorRef r;
 };
 
+// One argument of a launch as it was set (the persistent program re-reads launches as stages).
+struct LaunchArg {
+  enum class Kind : std::uint8_t { mem, i32, i64, u64, f32 } kind;
+  std::uint64_t bits = 0;  // the value's bits (zero-extended); unused for mem
+  cl_mem mem = nullptr;
+};
+
 struct Launch {
   KernelHandle kernel;
   cl_uint dims = 1;
@@ -64,6 +73,9 @@ struct Launch {
   bool has_local = false;
   std::size_t owner = 0;  // index of the program kernel it belongs to
   std::string name;       // OpenCL kernel function
+  std::string program;    // the program it comes from ("generic", "gemm", ...) and its build options
+  std::string options;
+  std::vector<LaunchArg> args;
 };
 
 // An index a kernel checks on the device (embedding, index_select, index_copy): what the executor
@@ -124,7 +136,10 @@ class Binder {
     src.append(cl_source::common).append("\n").append(body);
     auto key = name + "|" + options;
     auto it = sources_.find(key);
-    if (it == sources_.end()) it = sources_.emplace(key, dev_.program(name, src, options)).first;
+    if (it == sources_.end()) {
+      it = sources_.emplace(key, dev_.program(name, src, options)).first;
+      origin_[it->second] = {name, options};
+    }
     return it->second;
   }
   static std::string type_options(std::initializer_list<std::pair<const char*, DType>> ts) {
@@ -196,8 +211,9 @@ class Binder {
     Launch l;
     l.kernel = dev_.kernel(p, fn);
     l.dims = dims, l.global = global, l.local = local, l.has_local = true, l.owner = index_, l.name = fn;
+    if (auto o = origin_.find(p); o != origin_.end()) l.program = o->second.first, l.options = o->second.second;
     cl_uint i = 0;
-    (set(l.kernel.get(), i, fn, std::forward<A>(args)), ...);
+    (set(l, i, std::forward<A>(args)), ...);
     launches_.push_back(std::move(l));
     return launches_.back();
   }
@@ -205,25 +221,31 @@ class Binder {
   Device& device() { return dev_; }
 
  private:
-  void set_raw(cl_kernel k, cl_uint& i, const char* fn, std::size_t size, const void* v) {
-    check(clSetKernelArg(k, i, size, v), std::string("setting argument ") + std::to_string(i) + " of kernel " + fn, dev_.info().name);
+  void set_raw(Launch& l, cl_uint& i, std::size_t size, const void* v, LaunchArg rec) {
+    check(clSetKernelArg(l.kernel.get(), i, size, v), "setting argument " + std::to_string(i) + " of kernel " + l.name, dev_.info().name);
+    l.args.push_back(rec);
     ++i;
   }
-  void set(cl_kernel k, cl_uint& i, const char* fn, Typed t) {
-    set(k, i, fn, Ptr{t.r});
-    cl_int c = dt_code(t.r.dtype);
-    set_raw(k, i, fn, sizeof c, &c);
+  template <class T>
+  void set_value(Launch& l, cl_uint& i, T v, LaunchArg::Kind kind) {
+    std::uint64_t bits = 0;
+    std::memcpy(&bits, &v, sizeof v);
+    set_raw(l, i, sizeof v, &v, {kind, bits, nullptr});
   }
-  void set(cl_kernel k, cl_uint& i, const char* fn, Ptr p) {
-    set_raw(k, i, fn, sizeof(cl_mem), &p.r.mem);
-    set_raw(k, i, fn, sizeof(cl_ulong), &p.r.off);
+  void set(Launch& l, cl_uint& i, Typed t) {
+    set(l, i, Ptr{t.r});
+    set(l, i, static_cast<cl_int>(dt_code(t.r.dtype)));
   }
-  void set(cl_kernel k, cl_uint& i, const char* fn, cl_mem m) { set_raw(k, i, fn, sizeof m, &m); }
-  void set(cl_kernel k, cl_uint& i, const char* fn, cl_int v) { set_raw(k, i, fn, sizeof v, &v); }
-  void set(cl_kernel k, cl_uint& i, const char* fn, cl_long v) { set_raw(k, i, fn, sizeof v, &v); }
-  void set(cl_kernel k, cl_uint& i, const char* fn, cl_ulong v) { set_raw(k, i, fn, sizeof v, &v); }
-  void set(cl_kernel k, cl_uint& i, const char* fn, cl_float v) { set_raw(k, i, fn, sizeof v, &v); }
-  void set(cl_kernel k, cl_uint& i, const char* fn, bool v) { set(k, i, fn, static_cast<cl_int>(v)); }
+  void set(Launch& l, cl_uint& i, Ptr p) {
+    set(l, i, p.r.mem);
+    set(l, i, static_cast<cl_ulong>(p.r.off));
+  }
+  void set(Launch& l, cl_uint& i, cl_mem m) { set_raw(l, i, sizeof m, &m, {LaunchArg::Kind::mem, 0, m}); }
+  void set(Launch& l, cl_uint& i, cl_int v) { set_value(l, i, v, LaunchArg::Kind::i32); }
+  void set(Launch& l, cl_uint& i, cl_long v) { set_value(l, i, v, LaunchArg::Kind::i64); }
+  void set(Launch& l, cl_uint& i, cl_ulong v) { set_value(l, i, v, LaunchArg::Kind::u64); }
+  void set(Launch& l, cl_uint& i, cl_float v) { set_value(l, i, v, LaunchArg::Kind::f32); }
+  void set(Launch& l, cl_uint& i, bool v) { set(l, i, static_cast<cl_int>(v)); }
 
   Device& dev_;
   const ir::Graph& g_;
@@ -235,6 +257,7 @@ class Binder {
   std::vector<IndexCheck>& checks_;
   cl_mem errors_;
   std::map<std::string, cl_program> sources_;
+  std::map<cl_program, std::pair<std::string, std::string>> origin_;  // program -> (name, options)
   std::function<const PackedWeight*(ir::TensorId)> packed_;
   std::function<const Tensor*(ir::TensorId)> host_;
   std::map<int, std::pair<cl_mem, std::size_t>> reusable_;

@@ -7,6 +7,7 @@
 #ifndef TK
 #define TK DT_F32
 #endif
+//@pk+
 #define AT_WG 128
 #define AT_CH 1024
 #define AT_DMAX 256
@@ -28,16 +29,16 @@ inline float wg_reduce(float v, __local float* red, int is_max) {
 // Work-group (row, split) handles keys [split * chunk, (split + 1) * chunk). With one split it writes
 // the normalised output; with several (few query rows: decode) it writes (max, sum, unnormalised
 // output) to `part` and attention_combine merges them.
-__kernel __attribute__((reqd_work_group_size(AT_WG, 1, 1))) void attention(
+PK_GROUP_FN(attention, AT_WG)
     __global const uchar* qb, ulong qo, int qt, __global const uchar* kb, ulong ko, __global const uchar* vb, ulong vo,
-    __global const uchar* mb, ulong mo, int mt, int mask_kind, __global uchar* ob, ulong oo, int ot, __constant const long* d,
+    __global const uchar* mb, ulong mo, int mt, int mask_kind, __global uchar* ob, ulong oo, int ot, PK_CONST const long* d,
     float scale, int causal, int vec, int nsplit, long chunk, __global float* part) {
-  __local float qs[AT_DMAX];
-  __local float p[AT_CH];
-  __local float red[AT_WG];
+  PK_LOCAL(float, qs, AT_DMAX);
+  PK_LOCAL(float, p, AT_CH);
+  PK_LOCAL(float, red, AT_WG);
   const int lid = get_local_id(0);
   const long B = d[0], Hq = d[1], L = d[2], S = d[3], D = d[4], Dv = d[5], group = d[6];
-  const long wg = get_group_id(0), split = wg % nsplit, row = wg / nsplit;
+  const long wg = PK_GROUP_ID, split = wg % nsplit, row = wg / nsplit;
   const long i = row % L, h = (row / L) % Hq, b = row / (L * Hq);
   const long Hkv = Hq / group, kvh = h / group;
   const long jbeg = split * chunk, jend = min(S, jbeg + chunk);
@@ -139,9 +140,8 @@ __kernel __attribute__((reqd_work_group_size(AT_WG, 1, 1))) void attention(
 }
 
 // Merges the splits of attention(): out = sum_s o_s * exp(m_s - M) / sum_s l_s * exp(m_s - M).
-__kernel __attribute__((reqd_work_group_size(AT_WG, 1, 1))) void attention_combine(__global const float* part, int nsplit, long Dv,
-                                                                                  __global uchar* ob, ulong oo, int ot) {
-  const long row = get_group_id(0);
+PK_GROUP_FN(attention_combine, AT_WG) __global const float* part, int nsplit, long Dv, __global uchar* ob, ulong oo, int ot) {
+  const long row = PK_GROUP_ID;
   const int lid = get_local_id(0);
   __global const float* pp = part + row * nsplit * (Dv + 2);
   float M = -INFINITY;
@@ -159,3 +159,4 @@ __kernel __attribute__((reqd_work_group_size(AT_WG, 1, 1))) void attention_combi
   if (lid < Dv) stf(O, ot, row * Dv + lid, o0 / l);
   if (lid + AT_WG < Dv) stf(O, ot, row * Dv + lid + AT_WG, o1 / l);
 }
+//@pk-

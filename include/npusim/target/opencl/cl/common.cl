@@ -10,6 +10,21 @@
 #define DT_I8 6
 #define DT_I16 7
 
+// Kernels the persistent program (persistent.cl) also runs are written once with these macros: in
+// an ordinary program PK_GROUP_FN declares a __kernel of `wg` work-items per group and PK_ITEM_FN a
+// __kernel indexed by get_global_id(0); in the persistent program both are inline functions that
+// its stage loop calls with a virtual group (or item) index and a slice of its local memory, and
+// TA/TB/TC/TK, the storage types, are their arguments. Sources between //@pk+ and //@pk- lines
+// are what the persistent program takes from a file.
+#ifndef NPUSIM_PERSISTENT
+#define PK_GROUP_FN(name, wg) __kernel __attribute__((reqd_work_group_size(wg, 1, 1))) void name(
+#define PK_ITEM_FN(name) __kernel void name(
+#define PK_LOCAL(type, var, n) __local type var[n]
+#define PK_GROUP_ID get_group_id(0)
+#define PK_GLOBAL_ID get_global_id(0)
+#define PK_CONST __constant
+#endif
+
 #define GPTR(b, off) ((__global uchar*)(b) + (off))
 #define CGPTR(b, off) ((__global const uchar*)(b) + (off))
 
@@ -90,14 +105,18 @@ inline int is_int_dt(int dt) { return dt >= DT_I64; }
 #define LD_T(T, p, i) ((T) == DT_F32 ? ((__global const float*)(p))[i] : (T) == DT_BF16 ? bf2f(((__global const ushort*)(p))[i]) : vload_half((i), (__global const half*)(p)))
 #define ST_T(T, p, i, v) do { if ((T) == DT_F32) ((__global float*)(p))[i] = (v); else if ((T) == DT_BF16) ((__global ushort*)(p))[i] = f2bf(v); else vstore_half_rte((v), (i), (__global half*)(p)); } while (0)
 
+// The 8 bf16 values of a 16-byte word as floats.
+inline void bf16x8(uint4 u, float* o) {
+  o[0] = as_float(u.x << 16); o[1] = as_float(u.x & 0xffff0000u);
+  o[2] = as_float(u.y << 16); o[3] = as_float(u.y & 0xffff0000u);
+  o[4] = as_float(u.z << 16); o[5] = as_float(u.z & 0xffff0000u);
+  o[6] = as_float(u.w << 16); o[7] = as_float(u.w & 0xffff0000u);
+}
+
 // 8 consecutive values starting at element i (16-byte aligned for half types, 32 for float).
 inline void ld8(int t, __global const uchar* p, long i, float* o) {
   if (t == DT_BF16) {
-    uint4 u = *(__global const uint4*)(p + i * 2);
-    o[0] = as_float(u.x << 16); o[1] = as_float(u.x & 0xffff0000u);
-    o[2] = as_float(u.y << 16); o[3] = as_float(u.y & 0xffff0000u);
-    o[4] = as_float(u.z << 16); o[5] = as_float(u.z & 0xffff0000u);
-    o[6] = as_float(u.w << 16); o[7] = as_float(u.w & 0xffff0000u);
+    bf16x8(*(__global const uint4*)(p + i * 2), o);
   } else if (t == DT_F16) {
     float8 v = vloada_half8(0, (__global const half*)(p + i * 2));
     o[0] = v.s0; o[1] = v.s1; o[2] = v.s2; o[3] = v.s3; o[4] = v.s4; o[5] = v.s5; o[6] = v.s6; o[7] = v.s7;

@@ -143,10 +143,17 @@ __kernel void gemm_reduce(__global const float* part, int ksplit, __global uchar
   ST_T(TC, GPTR(cb, co), off, epilogue(v, bias_row0(z, conv, d, M) + m, n, off, CGPTR(biasb, biaso), biast, bias_mode, CGPTR(rb, ro), rt, has_res, relu));
 }
 
+//@pk+
 // y[m, n] = sum_k x[m, k] * W[n, k] (+ epilogue), for GV_M rows (-DGV_M=<M>, M <= 4). One team of
 // 32 work-items per n. With `gated`, a second weight W2 gives u[m, n] and y = silu(y) * u (the
 // gate/up projections and SiLU*gate of an MLP in one pass over both weights).
 #define GV_TEAM 32
+#ifndef GV_U
+#define GV_U 2
+#endif
+#ifndef GV_UB
+#define GV_UB 6  // a row of 1536 in one batch
+#endif
 #define GV_WG 128
 #ifndef GV_M
 #define GV_M 1
@@ -156,16 +163,16 @@ inline void gv_fma8(const float* x, const float* w, float* acc) {
 }
 // Up to three segments (the q/k/v projections of one input in one launch): rows [0, end0) use
 // (W0, bias0, C0), [end0, end1) (W1, bias1, C1), [end1, end2) (W2, bias2, C2), each C row-major.
-__kernel __attribute__((reqd_work_group_size(GV_WG, 1, 1))) void gemv(
+PK_GROUP_FN(gemv, GV_WG)
     __global const uchar* ab, ulong ao, long lda,
     __global const uchar* w0b, ulong w0o, __global const uchar* b0b, ulong b0o, int b0t, int hb0, __global uchar* c0b, ulong c0o, long end0,
     __global const uchar* w1b, ulong w1o, __global const uchar* b1b, ulong b1o, int b1t, int hb1, __global uchar* c1b, ulong c1o, long end1,
     __global const uchar* w2b, ulong w2o, __global const uchar* b2b, ulong b2o, int b2t, int hb2, __global uchar* c2b, ulong c2o, long end2,
     __global const uchar* rb, ulong ro, int rt, int has_res, int relu, long K, int vec, __global const uchar* ub, ulong uo, int gated,
     __global const uchar* nwb, ulong nwo, int nwt, int has_norm, float eps, int mid_t) {
-  __local float red[GV_WG];
+  PK_LOCAL(float, red, GV_WG);
   const int lid = get_local_id(0), lane = lid % GV_TEAM;
-  const long row = get_group_id(0) * (GV_WG / GV_TEAM) + lid / GV_TEAM;
+  const long row = PK_GROUP_ID * (GV_WG / GV_TEAM) + lid / GV_TEAM;
   const int seg = row < end0 ? 0 : row < end1 ? 1 : 2;
   const long start = seg == 0 ? 0 : seg == 1 ? end0 : end1, N = (seg == 0 ? end0 : seg == 1 ? end1 : end2) - start;
   const long n = row - start, ldc = N;
@@ -203,37 +210,70 @@ __kernel __attribute__((reqd_work_group_size(GV_WG, 1, 1))) void gemv(
     inv[m] = 1.0f / sqrt(red[0] / (float)K + eps);
     barrier(CLK_LOCAL_MEM_FENCE);
   }
+  const int nw_vec = has_norm && ((ulong)NW) % 16 == 0;  // the norm's weights in 16-byte loads too
 #define GV_X8(m, k, x)                                                                         \
   do {                                                                                         \
     ld8(TA, X, (m) * lda + (k), x);                                                            \
-    if (has_norm)                                                                              \
-      for (int e_ = 0; e_ < 8; ++e_) x[e_] = round_to(round_to(x[e_] * inv[m], mid_t) * ldf(NW, nwt, (k) + e_), TA); \
+    if (has_norm) {                                                                            \
+      float nw_[8];                                                                            \
+      if (nw_vec) ld8(nwt, NW, (k), nw_);                                                      \
+      else for (int e_ = 0; e_ < 8; ++e_) nw_[e_] = ldf(NW, nwt, (k) + e_);                   \
+      for (int e_ = 0; e_ < 8; ++e_) x[e_] = round_to(round_to(x[e_] * inv[m], mid_t) * nw_[e_], TA); \
+    }                                                                                          \
   } while (0)
   if (vec) {
+    // GV_U chunks of 8 per item in flight before the first is used (batch-1 GEMV is latency-bound);
+    // bf16 weights stay raw 16-byte words until used, so GV_UB of them fit in registers (the last
+    // batch of a row partly empty).
     long k = lane * 8;
-    for (; k + GV_TEAM * 8 < K; k += 2 * GV_TEAM * 8) {
-      float w0[8], w1[8], x[8];
-      ld8(TB, W, wrow + k, w0);
-      ld8(TB, W, wrow + k + GV_TEAM * 8, w1);
-      if (gated) {
-        float u0[8], u1[8];
-        ld8(TB, W2, wrow + k, u0);
-        ld8(TB, W2, wrow + k + GV_TEAM * 8, u1);
+    if (TB == DT_BF16) {
+      for (; k < K; k += GV_UB * GV_TEAM * 8) {
+        uint4 w[GV_UB], u[GV_UB];
+        float x[8], f[8];
 #pragma unroll
-        for (int m = 0; m < GV_M; ++m) {
-          GV_X8(m, k, x);
-          gv_fma8(x, w0, &acc[m]), gv_fma8(x, u0, &acc2[m]);
-          GV_X8(m, k + GV_TEAM * 8, x);
-          gv_fma8(x, w1, &acc[m]), gv_fma8(x, u1, &acc2[m]);
+        for (int c = 0; c < GV_UB; ++c) {
+          const long kc = k + c * GV_TEAM * 8;
+          w[c] = kc < K ? *(__global const uint4*)(W + (wrow + kc) * 2) : (uint4)(0u);
+          if (gated) u[c] = kc < K ? *(__global const uint4*)(W2 + (wrow + kc) * 2) : (uint4)(0u);
         }
+#pragma unroll
+        for (int m = 0; m < GV_M; ++m)
+#pragma unroll
+          for (int c = 0; c < GV_UB; ++c) {
+            const long kc = k + c * GV_TEAM * 8;
+            if (kc >= K) break;
+            GV_X8(m, kc, x);
+            bf16x8(w[c], f);
+            gv_fma8(x, f, &acc[m]);
+            if (gated) {
+              bf16x8(u[c], f);
+              gv_fma8(x, f, &acc2[m]);
+            }
+          }
+      }
+    }
+    for (; k + (GV_U - 1) * GV_TEAM * 8 < K; k += GV_U * GV_TEAM * 8) {
+      float w[GV_U][8], u[GV_U][8], x[8];
+#pragma unroll
+      for (int c = 0; c < GV_U; ++c) ld8(TB, W, wrow + k + c * GV_TEAM * 8, w[c]);
+      if (gated) {
+#pragma unroll
+        for (int c = 0; c < GV_U; ++c) ld8(TB, W2, wrow + k + c * GV_TEAM * 8, u[c]);
+#pragma unroll
+        for (int m = 0; m < GV_M; ++m)
+#pragma unroll
+          for (int c = 0; c < GV_U; ++c) {
+            GV_X8(m, k + c * GV_TEAM * 8, x);
+            gv_fma8(x, w[c], &acc[m]), gv_fma8(x, u[c], &acc2[m]);
+          }
       } else {
 #pragma unroll
-        for (int m = 0; m < GV_M; ++m) {
-          GV_X8(m, k, x);
-          gv_fma8(x, w0, &acc[m]);
-          GV_X8(m, k + GV_TEAM * 8, x);
-          gv_fma8(x, w1, &acc[m]);
-        }
+        for (int m = 0; m < GV_M; ++m)
+#pragma unroll
+          for (int c = 0; c < GV_U; ++c) {
+            GV_X8(m, k + c * GV_TEAM * 8, x);
+            gv_fma8(x, w[c], &acc[m]);
+          }
       }
     }
     for (; k < K; k += GV_TEAM * 8) {
@@ -289,6 +329,8 @@ __kernel __attribute__((reqd_work_group_size(GV_WG, 1, 1))) void gemv(
     }
   }
 }
+
+//@pk-
 
 // ---- tensor cores (NVIDIA, compute capability >= 8.0; built only with -DMMA=1) -----------------------
 // gemm_mma: the same product, operands and epilogue as gemm(), on mma.sync.m16n8k16 with f32

@@ -2,8 +2,9 @@
 // on the host, dtypes are runtime codes. Data movement, pointwise programs, reductions, softmax,
 // normalisations, pooling, indexing and rotary embeddings.
 
+//@pk+
 // Element offset of linear index i of `shape` (rank r) under `stride` (both in d).
-inline long strided_offset(long i, int r, __constant const long* shape, __constant const long* stride) {
+inline long strided_offset(long i, int r, PK_CONST const long* shape, PK_CONST const long* stride) {
   long off = 0;
   for (int k = r - 1; k >= 0; --k) {
     long sz = shape[k];
@@ -26,6 +27,7 @@ inline void copy_elem(__global const uchar* sp, int sdt, long s, __global uchar*
   if (is_int_dt(ddt)) sti(dp, ddt, o, is_int_dt(sdt) ? ldi(sp, sdt, s) : (long)ldf(sp, sdt, s));
   else stf(dp, ddt, o, is_int_dt(sdt) ? (float)ldi(sp, sdt, s) : ldf(sp, sdt, s));
 }
+//@pk-
 
 // d: [rank, src_off, dst_off, shape[r], src_stride[r], dst_stride[r]]
 __kernel void copy_strided(__global const uchar* sb, ulong so, int sdt, __global uchar* db, ulong dof, int ddt,
@@ -196,7 +198,25 @@ __kernel void masked_softmax(__global const uchar* xb, ulong xo, int xt, __globa
 }
 
 // ---- normalisation (one work-group per row) -------------------------------------------------------
+//@pk+
+#ifndef NORM_WG
 #define NORM_WG 256
+#endif
+#define NORM_R 16
+// o[j] = p[base + j * step] for j < NORM_R while j * step < left, else 0: the dtype switch outside
+// the loop, so the loads are independent.
+inline void ldf_strided(__global const uchar* p, int dt, long base, long step, long left, float* o) {
+#define LDF_STRIDED(expr)                                                     \
+  _Pragma("unroll") for (int j = 0; j < NORM_R; ++j) {                        \
+    const long i_ = base + (long)j * step;                                    \
+    o[j] = (long)j * step < left ? (expr) : 0.0f;                             \
+  }
+  if (dt == DT_BF16) LDF_STRIDED(bf2f(((__global const ushort*)p)[i_]))
+  else if (dt == DT_F32) LDF_STRIDED(((__global const float*)p)[i_])
+  else if (dt == DT_F16) LDF_STRIDED(vload_half(i_, (__global const half*)p))
+  else LDF_STRIDED(ldf(p, dt, i_))
+#undef LDF_STRIDED
+}
 inline float wg_sum(float v, __local float* red) {
   const int l = get_local_id(0);
   red[l] = v;
@@ -211,15 +231,33 @@ inline float wg_sum(float v, __local float* red) {
 }
 
 // HF RMSNorm: h = x * rsqrt(mean(x^2) + eps), rounded to mid_t (the model's cast), then * w.
-__kernel __attribute__((reqd_work_group_size(NORM_WG, 1, 1))) void rmsnorm(__global const uchar* xb, ulong xo, int xt,
+PK_GROUP_FN(rmsnorm, NORM_WG) __global const uchar* xb, ulong xo, int xt,
     __global const uchar* wb, ulong wo, int wt, int has_w, __global uchar* yb, ulong yo, int yt, long n, float eps, int mid_t) {
-  __local float red[NORM_WG];
-  const long row = get_group_id(0);
+  PK_LOCAL(float, red, NORM_WG);
+  const long row = PK_GROUP_ID;
   const int l = get_local_id(0);
   __global const uchar* x = CGPTR(xb, xo);
   __global const uchar* w = CGPTR(wb, wo);
   __global uchar* y = GPTR(yb, yo);
   float ss = 0.0f;
+  if (n <= NORM_WG * NORM_R) {
+    // A row of up to NORM_R values per item: every load in flight at once, x read once.
+    float v[NORM_R], g[NORM_R];
+    ldf_strided(x, xt, row * n + l, NORM_WG, n - l, v);
+    if (has_w) ldf_strided(w, wt, l, NORM_WG, n - l, g);
+#pragma unroll
+    for (int j = 0; j < NORM_R; ++j) ss += v[j] * v[j];  // zeros past n add nothing
+    const float inv = 1.0f / sqrt(wg_sum(ss, red) / (float)n + eps);
+#pragma unroll
+    for (int j = 0; j < NORM_R; ++j) {
+      const long k = l + (long)j * NORM_WG;
+      if (k >= n) break;
+      float h = round_to(v[j] * inv, mid_t);
+      if (has_w) h *= g[j];
+      stf(y, yt, row * n + k, h);
+    }
+    return;
+  }
   for (long k = l; k < n; k += NORM_WG) { float v = ldf(x, xt, row * n + k); ss += v * v; }
   float inv = 1.0f / sqrt(wg_sum(ss, red) / (float)n + eps);
   for (long k = l; k < n; k += NORM_WG) {
@@ -228,6 +266,8 @@ __kernel __attribute__((reqd_work_group_size(NORM_WG, 1, 1))) void rmsnorm(__glo
     stf(y, yt, row * n + k, h);
   }
 }
+
+//@pk-
 
 __kernel __attribute__((reqd_work_group_size(NORM_WG, 1, 1))) void layernorm(__global const uchar* xb, ulong xo, int xt,
     __global const uchar* wb, ulong wo, int wt, int has_w, __global const uchar* bb, ulong bo, int bt, int has_b, __global uchar* yb,
@@ -308,6 +348,7 @@ __kernel void pool2d(__global const uchar* xb, ulong xo, int xt, __global uchar*
 }
 
 // ---- indexing --------------------------------------------------------------------------------------
+//@pk+
 // Row i of a gather/scatter over [outer, n, inner] (n index entries): the flat position of element
 // i in the indexed tensor [outer, S, inner], or -1 when its index is out of range, which is then
 // reported through err (check `code`). neg: negative indices count from the end (index_copy,
@@ -324,14 +365,16 @@ inline long indexed_row(long i, __global const uchar* ib, int it, long S, long n
 }
 
 // y[(o*n + k)*inner + e] = x[(o*S + idx[k])*inner + e]  (embedding: outer = 1, inner = D, S = V)
-__kernel void gather_rows(__global const uchar* xb, ulong xo, int xt, __global const uchar* ib, ulong io, int it, __global uchar* yb,
+PK_ITEM_FN(gather_rows) __global const uchar* xb, ulong xo, int xt, __global const uchar* ib, ulong io, int it, __global uchar* yb,
                           ulong yo, int yt, long outer, long S, long n, long inner, int neg, __global int* err, int code) {
-  long i = get_global_id(0);
+  long i = PK_GLOBAL_ID;
   if (i >= outer * n * inner) return;
   const long at = indexed_row(i, CGPTR(ib, io), it, S, n, inner, neg, err, code);
   if (at < 0) stf(GPTR(yb, yo), yt, i, NAN);
   else copy_elem(CGPTR(xb, xo), xt, at, GPTR(yb, yo), yt, i);
 }
+
+//@pk-
 
 // y[(o*S + idx[k])*inner + e] = src[(o*n + k)*inner + e]  (y already holds self)
 __kernel void scatter_rows(__global const uchar* sb, ulong so, int st, __global const uchar* ib, ulong io, int it, __global uchar* yb,
@@ -343,8 +386,9 @@ __kernel void scatter_rows(__global const uchar* sb, ulong so, int st, __global 
 }
 
 // ---- rotary ------------------------------------------------------------------------------------------
+//@pk+
 // x * cos + rotate_half(x) * sin at element i of x (contiguous [..., D]); d: [rank, shape[r], cos_stride[r], sin_stride[r]]
-inline float rotary_at(__global const uchar* x, int xt, __global const uchar* c, int ct, __global const uchar* sn, int st, __constant const long* d,
+inline float rotary_at(__global const uchar* x, int xt, __global const uchar* c, int ct, __global const uchar* sn, int st, PK_CONST const long* d,
                        long i) {
   const int r = (int)d[0];
   const long D = d[r], h = D / 2, e = i % D;
@@ -352,21 +396,21 @@ inline float rotary_at(__global const uchar* x, int xt, __global const uchar* c,
   return ldf(x, xt, i) * ldf(c, ct, strided_offset(i, r, d + 1, d + 1 + r)) + rot * ldf(sn, st, strided_offset(i, r, d + 1, d + 1 + 2 * r));
 }
 
-__kernel void rotary(__global const uchar* xb, ulong xo, int xt, __global const uchar* cb, ulong co, int ct, __global const uchar* sb,
-                     ulong so, int st, __global uchar* yb, ulong yo, int yt, __constant const long* d, long n) {
-  long i = get_global_id(0);
+PK_ITEM_FN(rotary) __global const uchar* xb, ulong xo, int xt, __global const uchar* cb, ulong co, int ct, __global const uchar* sb,
+                     ulong so, int st, __global uchar* yb, ulong yo, int yt, PK_CONST const long* d, long n) {
+  long i = PK_GLOBAL_ID;
   if (i >= n) return;
   stf(GPTR(yb, yo), yt, i, rotary_at(CGPTR(xb, xo), xt, CGPTR(cb, co), ct, CGPTR(sb, so), st, d, i));
 }
 
 // A decode step's attention inputs in one pass: q rotated into qr; k rotated and v written into
 // rows idx[t] of their caches [B, H, S, D] (k, v: [B, H, n, D]). dq, dk: rotary descriptors.
-__kernel void rope_kv(__global const uchar* qb, ulong qo, int qt, __global uchar* rb, ulong ro, int rt, __global const uchar* kb, ulong ko,
+PK_ITEM_FN(rope_kv) __global const uchar* qb, ulong qo, int qt, __global uchar* rb, ulong ro, int rt, __global const uchar* kb, ulong ko,
                       int kt, __global const uchar* vb, ulong vo, int vt, __global const uchar* cb, ulong co, int ct, __global const uchar* sb,
                       ulong so, int st, __global uchar* kcb, ulong kco, int kct, __global uchar* vcb, ulong vco, int vct,
-                      __global const uchar* ib, ulong io, int it, __constant const long* dq, __constant const long* dk, long nq, long nk,
+                      __global const uchar* ib, ulong io, int it, PK_CONST const long* dq, PK_CONST const long* dk, long nq, long nk,
                       long nv, long S, long n, long D, __global int* err, int code) {
-  long i = get_global_id(0);
+  long i = PK_GLOBAL_ID;
   if (i >= nq + nk + nv) return;
   if (i < nq) {
     stf(GPTR(rb, ro), rt, i, rotary_at(CGPTR(qb, qo), qt, CGPTR(cb, co), ct, CGPTR(sb, so), st, dq, i));
@@ -386,9 +430,9 @@ __kernel void rope_kv(__global const uchar* qb, ulong qo, int qt, __global uchar
 }
 
 // HF rotary embedding: f = pos * inv_freq (float32), emb = cat(f, f), outputs cos(emb), sin(emb).
-__kernel void rotary_embedding(__global const uchar* ib, ulong io, int it, __global const uchar* pb, ulong po, int pt, __global uchar* cb,
+PK_ITEM_FN(rotary_embedding) __global const uchar* ib, ulong io, int it, __global const uchar* pb, ulong po, int pt, __global uchar* cb,
                                ulong co, int ct, __global uchar* sb, ulong so, int st, long tokens, long half_d) {
-  long i = get_global_id(0);
+  long i = PK_GLOBAL_ID;
   if (i >= tokens * half_d) return;
   long t = i / half_d, k = i % half_d;
   float f = (float)ldi(CGPTR(pb, po), pt, t) * ldf(CGPTR(ib, io), it, k);
@@ -399,3 +443,4 @@ __kernel void rotary_embedding(__global const uchar* ib, ulong io, int it, __glo
   stf(GPTR(sb, so), st, base + k, s);
   stf(GPTR(sb, so), st, base + half_d + k, s);
 }
+//@pk-

@@ -16,6 +16,7 @@
 #include "npusim/target/opencl/kernels/nn.hpp"
 #include "npusim/target/opencl/kernels/pointwise.hpp"
 #include "npusim/target/opencl/kernels/quant.hpp"
+#include "npusim/target/opencl/persistent.hpp"
 
 namespace npusim::inline NPUSIM_ABI {
 static_assert(check_target<OpenCLTarget>(OpenCLTarget::op_list{}));
@@ -26,7 +27,7 @@ namespace npusim::inline NPUSIM_ABI::ocl {
 
 class Executor final : public PartitionExecutor {
  public:
-  Executor(const PartitionContext& ctx, std::shared_ptr<Device> dev) : part_(ctx.partition), dev_(std::move(dev)) {
+  Executor(const PartitionContext& ctx, std::shared_ptr<Device> dev, int persistent_groups = -1) : part_(ctx.partition), dev_(std::move(dev)) {
     const ir::Graph& g = part_.graph;
     const plan::BufferPlan& plan = part_.plan;
     const std::size_t T = g.tensors.size();
@@ -117,6 +118,7 @@ class Executor final : public PartitionExecutor {
         throw e.with_node(g.nodes.at(static_cast<std::size_t>(kr.nodes.back())).name).with_file(g.source);
       }
     }
+    start_persistent(persistent_groups);
     for (auto t : g.outputs) {
       const auto& tp = plan.tensors[static_cast<std::size_t>(t)];
       outputs_.push_back({t, tp.storage, false, -1});
@@ -136,7 +138,15 @@ class Executor final : public PartitionExecutor {
     const std::size_t nl = launches_.size();
     if (prof_) events_.assign(nl, nullptr), enqueue_us_.assign(nl, 0);
     const auto e0 = std::chrono::steady_clock::now();
-    for (std::size_t i = 0; i < nl; ++i) {
+    // A profile needs each kernel's time: from the stage clock where the device has one, else
+    // launch by launch.
+    const bool one_launch = pk_ && (!prof_ || pk_->has_clock());
+    if (one_launch) {
+      const double t0 = prof_ ? prof_->now_us() : 0;
+      pk_->enqueue(q, prof_ != nullptr, prof_ ? &pk_event_ : nullptr);
+      if (prof_) pk_enqueue_us_ = prof_->now_us() - t0;
+    }
+    for (std::size_t i = 0; i < (one_launch ? 0 : nl); ++i) {
       const Launch& l = launches_[i];
       const double t0 = prof_ ? prof_->now_us() : 0;
       cl_int e = clEnqueueNDRangeKernel(q, l.kernel.get(), l.dims, nullptr, l.global.data(), l.has_local ? l.local.data() : nullptr, 0, nullptr,
@@ -163,14 +173,23 @@ class Executor final : public PartitionExecutor {
         check(clEnqueueReadBuffer(q, r.mem, CL_FALSE, r.off, out[i].nbytes(), out[i].raw(), 0, nullptr, nullptr), "reading output " + g.tensor(o.id).name,
               dev_->info().name);
     }
-    // The index checks' error word is read behind the last launch, in the same wait.
-    if (!checks_.empty())
+    // The index checks' error word (and the persistent launch's) is read behind the last launch.
+    if (!checks_.empty() || pk_)
       check(clEnqueueReadBuffer(q, errors_.get(), CL_FALSE, 0, sizeof err_host_, err_host_.data(), 0, nullptr, nullptr), "reading the index checks",
             dev_->info().name);
     check(clFinish(q), "running partition (clFinish)", dev_->info().name);
-    if (!checks_.empty() && err_host_[0] != 0) report_index_error();
+    if (pk_ && err_host_[1] != 0) {
+      err_host_ = {};
+      dev_->write(errors_.get(), 0, sizeof err_host_, err_host_.data(), true);
+      pk_->reset();
+      throw Error(ErrorCode::runtime,
+                  "OpenCL: the persistent launch's grid barrier timed out (its " + std::to_string(pk_->groups()) +
+                      " work-groups were not all resident on " + dev_->info().name + "); set NPUSIM_OPENCL_PERSISTENT=0 to launch kernel by kernel",
+                  {.file = g.source});
+    }
+    if ((!checks_.empty() || pk_) && err_host_[0] != 0) report_index_error();
     stats_.total_us += std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - e0).count(), ++stats_.runs;
-    if (prof_) record_profile(h0);
+    if (prof_) one_launch ? record_persistent_profile(h0, q) : record_profile(h0);
     return out;
   }
 
@@ -179,9 +198,48 @@ class Executor final : public PartitionExecutor {
   ~Executor() override {
     // NPUSIM_OPENCL_STATS=1: where a run's host time goes (enqueueing vs waiting for the device).
     if (const char* e = std::getenv("NPUSIM_OPENCL_STATS"); e && *e == '1' && stats_.runs)
-      std::fprintf(stderr, "opencl partition (%zu launches): %lld runs, enqueue %.1f us/run, enqueue+wait %.1f us/run\n", launches_.size(),
-                   static_cast<long long>(stats_.runs), stats_.enqueue_us / static_cast<double>(stats_.runs),
+      std::fprintf(stderr, "opencl partition (%zu launches, %s): %lld runs, enqueue %.1f us/run, enqueue+wait %.1f us/run\n", launches_.size(),
+                   persistent_note().c_str(), static_cast<long long>(stats_.runs), stats_.enqueue_us / static_cast<double>(stats_.runs),
                    stats_.total_us / static_cast<double>(stats_.runs));
+  }
+
+  std::string execution_note() const override { return persistent_note(); }
+  // "one persistent launch of G work-groups" or "launch by launch: <why>".
+  std::string persistent_note() const {
+    return pk_ ? "one persistent launch of " + std::to_string(pk_->groups()) + " work-groups" : "launch by launch: " + pk_why_;
+  }
+
+  // Persistent mode (persistent.hpp) on `groups` work-groups; 0: off; -1: NPUSIM_OPENCL_PERSISTENT
+  // ("off" or 0, "on", or a number of work-groups), else off: on the H200 its stages still run
+  // slower than the same kernels launched one by one (docs/opencl.md). "On" means up to 4
+  // work-groups per compute unit on a GPU (fewer where fewer are resident together), 1 in all on
+  // other devices (a CPU driver runs work-groups on its threads: waiting ones would take the cores
+  // from working ones).
+  void start_persistent(int groups) {
+    const DeviceInfo& d = dev_->info();
+    const int on = d.gpu ? 4 * static_cast<int>(std::max<std::uint32_t>(d.compute_units, 1)) : 1;
+    if (groups < 0) {
+      const char* e = std::getenv("NPUSIM_OPENCL_PERSISTENT");
+      const std::string v = e ? e : "";
+      if (v.empty()) {
+        groups = 0, pk_why_ = "the default (NPUSIM_OPENCL_PERSISTENT=on for one launch)";
+      } else if (v == "off" || v == "0") {
+        groups = 0, pk_why_ = "NPUSIM_OPENCL_PERSISTENT=" + v;
+      } else if (v == "on") {
+        groups = on;
+      } else {
+        char* end = nullptr;
+        const long n = std::strtol(v.c_str(), &end, 10);
+        if (*end != '\0' || n < 1 || n > 65536)
+          throw Error(ErrorCode::unsupported, "NPUSIM_OPENCL_PERSISTENT must be off, on or a number of work-groups", {.found = v});
+        groups = static_cast<int>(n);
+      }
+    } else if (groups == 0) {
+      pk_why_ = "turned off";
+    }
+    if (groups == 0) return;
+    pk_why_ = Persistent::why_not(launches_);
+    if (pk_why_.empty()) pk_.emplace(*dev_, launches_, groups, errors_.get());
   }
 
   // The output stays on the device and becomes the named input of the next run.
@@ -489,6 +547,25 @@ class Executor final : public PartitionExecutor {
       if (ev) clReleaseEvent(ev), ev = nullptr;
   }
 
+  // The persistent launch's profile: each program kernel's stages, from the stage clock; the one
+  // enqueue's host time goes to the first.
+  void record_persistent_profile(double h0, cl_command_queue q) {
+    const std::vector<cl_ulong> t = pk_->stage_times(q);
+    cl_ulong q0 = 0, s0 = 0;
+    clGetEventProfilingInfo(pk_event_, CL_PROFILING_COMMAND_QUEUED, sizeof q0, &q0, nullptr);
+    clGetEventProfilingInfo(pk_event_, CL_PROFILING_COMMAND_START, sizeof s0, &s0, nullptr);
+    clReleaseEvent(pk_event_), pk_event_ = nullptr;
+    double host = pk_enqueue_us_;
+    for (std::size_t i = 0; i < launches_.size();) {
+      const std::size_t owner = launches_[i].owner;
+      std::size_t j = i;
+      while (j < launches_.size() && launches_[j].owner == owner) ++j;
+      const double start = static_cast<double>(s0 - q0) / 1000.0 + static_cast<double>(t[i] - t[0]) / 1000.0;
+      prof_->add({labels_[owner], part_.kernels[owner].kind, part_.target, h0 + start, host, static_cast<double>(t[j] - t[i]) / 1000.0, track_});
+      host = 0, i = j;
+    }
+  }
+
   const program::Partition& part_;
   std::shared_ptr<Device> dev_;
   Mem dummy_, arena_;
@@ -498,6 +575,10 @@ class Executor final : public PartitionExecutor {
   std::vector<TensorRef> refs_;
   std::unordered_map<ir::TensorId, PackedWeight> packed_;  // q8_0/q4_0 linears' weights
   std::vector<Launch> launches_;
+  std::optional<Persistent> pk_;  // the launches as one (persistent.hpp)
+  std::string pk_why_;            // why not
+  cl_event pk_event_ = nullptr;   // its event in a profiled run
+  double pk_enqueue_us_ = 0;
   std::vector<Mem> keep_;
   std::vector<IndexCheck> checks_;  // device-side index checks, code = position + 1
   Mem errors_;
@@ -517,8 +598,8 @@ class Executor final : public PartitionExecutor {
 
 namespace npusim::inline NPUSIM_ABI {
 NPUSIM_FUNC ExecutorFactory executor_for<OpenCLTarget>::factory(const ExecutorOptions& o) {
-  return [device = o.device](const PartitionContext& ctx) -> std::unique_ptr<PartitionExecutor> {
-    return std::make_unique<ocl::Executor>(ctx, ocl::open_device(device));
+  return [device = o.device, groups = o.persistent_groups](const PartitionContext& ctx) -> std::unique_ptr<PartitionExecutor> {
+    return std::make_unique<ocl::Executor>(ctx, ocl::open_device(device), groups);
   };
 }
 }  // namespace npusim::inline NPUSIM_ABI

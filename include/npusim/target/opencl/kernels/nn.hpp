@@ -78,7 +78,8 @@ struct kernel<ops::LayerNorm, OpenCLTarget> {
   static void bind(ocl::Binder& b) {
     auto a = b.attrs<ops::LayerNorm>();
     const auto& in = b.node().inputs;
-    const std::int64_t n = npusim::numel(Shape(a.normalized_shape.begin(), a.normalized_shape.end()));
+    std::int64_t n = 1;  // the product in place: a temporary Shape here trips GCC 13's -Wfree-nonheap-object
+    for (auto d : a.normalized_shape) n *= d;
     const std::int64_t rows = n ? b.numel(in[0]) / n : 0;
     auto opt = [&](std::size_t i) { return in.size() > i ? b.typed(in[i]) : b.none(); };
     b.launch(b.program("generic", ocl::cl_source::generic), "layernorm", {static_cast<std::size_t>(rows) * 256, 1, 1}, {256, 1, 1}, 1, b.typed(in[0]), opt(1),
