@@ -55,8 +55,8 @@ using ExecutorFactories = std::map<std::string, ExecutorFactory, std::less<>>;
 // Target-specific choices made when executors are created (the OpenCL device; others ignore it).
 struct ExecutorOptions {
   std::string device;  // "" = the target's default (NPUSIM_OPENCL_DEVICE, else the first GPU)
-  // OpenCL: run each partition as one persistent launch of this many work-groups (0: launch by
-  // launch; -1: NPUSIM_OPENCL_PERSISTENT, else automatic: on for NVIDIA GPUs). docs/opencl.md.
+  // OpenCL: run each partition as one persistent launch of this many work-groups where it can (0:
+  // launch by launch; -1: as NPUSIM_OPENCL_PERSISTENT says, else launch by launch). docs/opencl.md.
   int persistent_groups = -1;
 };
 

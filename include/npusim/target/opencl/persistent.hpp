@@ -19,6 +19,7 @@
 #include <sstream>
 #include <string>
 #include <string_view>
+#include <tuple>
 #include <vector>
 
 #include "npusim/target/opencl/binder.hpp"
@@ -186,7 +187,7 @@ class Persistent {
     // As many work-groups as are resident together, from `groups` down by halves: each count is
     // tried with one barrier of this kernel (its registers and local memory), waiting briefly.
     while (groups_ > 1 && !resident(groups_)) groups_ /= 2;
-    const cl_int limit = 1 << 26;  // a run's barriers give up after seconds, never hang
+    const cl_int limit = 1 << 24;  // a run's barriers give up after seconds, never hang
     check(clSetKernelArg(kernel_.get(), 8, sizeof limit, &limit), "setting pk_run's spin limit", dev.info().name);
     check(clSetKernelArg(kernel_.get(), 1, sizeof ns, &ns), "setting pk_run's stage count", dev.info().name);
   }
