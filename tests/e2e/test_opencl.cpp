@@ -162,6 +162,12 @@ TEST(OpenCLPersistent, QwenTinyDecodeAsOneLaunchMeetsTheFixture) {
   o.persistent_groups = 0;
   check_tiny(DType::bf16, true, {}, o, &notes);
   EXPECT_EQ(notes.at(1), "launch by launch: turned off");
+  notes.clear();
+  o.persistent_groups = ExecutorOptions::stage_by_stage;
+  r = check_tiny(DType::bf16, true, {}, o, &notes);
+  EXPECT_EQ(notes.at(1), "stage by stage, arguments from a table");
+  EXPECT_EQ(r.token_matches, 8);
+  for (const auto& s : r.steps) EXPECT_GE(s.metrics.cosine, 0.9995) << "step at " << s.position;
 }
 
 // The persistent program's sources: the //@pk+ regions of the kernel files, nothing else.

@@ -56,7 +56,10 @@ using ExecutorFactories = std::map<std::string, ExecutorFactory, std::less<>>;
 struct ExecutorOptions {
   std::string device;  // "" = the target's default (NPUSIM_OPENCL_DEVICE, else the first GPU)
   // OpenCL: run each partition as one persistent launch of this many work-groups where it can (0:
-  // launch by launch; -1: as NPUSIM_OPENCL_PERSISTENT says, else launch by launch). docs/opencl.md.
+  // launch by launch; stage_by_stage: launch by launch, each kernel reading its arguments from the
+  // persistent program's table; -1: as NPUSIM_OPENCL_PERSISTENT says, else launch by launch).
+  // docs/opencl.md.
+  static constexpr int stage_by_stage = -2;
   int persistent_groups = -1;
 };
 

@@ -115,7 +115,9 @@ class Persistent {
     return launches.empty() ? "no launches" : "";
   }
 
-  // Builds the program and the stage table for `launches` (why_not() empty) on `groups` work-groups.
+  // Builds the program and the stage table for `launches` (why_not() empty) on `groups` work-groups,
+  // or, with groups == 0, for stage by stage: one launch per stage of a kernel whose arguments are
+  // the table's row (two arguments instead of up to 44: the driver's cost of a launch grows with them).
   Persistent(Device& dev, const std::vector<Launch>& launches, int groups, cl_mem errors) : dev_(dev), groups_(groups), errors_(errors) {
     std::map<PersistentStageType, int> kinds;
     std::vector<int> kind_of;
@@ -130,7 +132,7 @@ class Persistent {
     for (const auto& [t, id] : kinds) by_id[static_cast<std::size_t>(id)] = &t;
     const bool nv = dev.info().cc_major >= 7;
     // Registers capped so that the work-groups of a compute unit fit its 64K registers together.
-    const int per_cu = std::max(1, groups / std::max<int>(1, static_cast<int>(dev.info().compute_units)));
+    const int per_cu = std::max(1, groups / std::max<int>(1, static_cast<int>(dev.info().compute_units)));  // 1 stage by stage
     std::string options = nv ? "-DPK_PTX_FENCE -cl-nv-maxrregcount=" + std::to_string(std::min(255, 65536 / (persistent_wg * per_cu))) : "";
     if (const char* e = std::getenv("NPUSIM_OPENCL_PERSISTENT_OPTIONS")) options += std::string(" ") + e;  // experiments: -DPK_EMPTY
     program_ = dev.program("persistent", source(by_id), options);
@@ -184,6 +186,18 @@ class Persistent {
     cl_mem tt = times_.get();
     check(clSetKernelArg(kernel_.get(), 6, sizeof tt, &tt), "setting pk_run's stage times", dev.info().name);
     clock_ = nv;
+    if (groups_ == 0) {  // stage by stage
+      for (std::size_t st_i = 0; st_i < stages_; ++st_i) {
+        KernelHandle k = dev.kernel(program_, ("pk_one_" + std::to_string(kind_of[st_i])).c_str());
+        const cl_int row = static_cast<cl_int>(st_i);
+        check(clSetKernelArg(k.get(), 0, sizeof tm, &tm), "setting a stage kernel's table", dev.info().name);
+        check(clSetKernelArg(k.get(), 1, sizeof st, &st), "setting a stage kernel's table stride", dev.info().name);
+        check(clSetKernelArg(k.get(), 2, sizeof row, &row), "setting a stage kernel's row", dev.info().name);
+        stage_kernels_.push_back(std::move(k));
+        stage_global_.push_back(static_cast<std::size_t>(table[st_i * stride_ + 1]) * persistent_wg);
+      }
+      return;
+    }
     // As many work-groups as are resident together, from `groups` down by halves: each count is
     // tried with one barrier of this kernel (its registers and local memory), waiting briefly.
     while (groups_ > 1 && !resident(groups_)) groups_ /= 2;
@@ -204,6 +218,14 @@ class Persistent {
     base_ += static_cast<cl_uint>(groups_) * static_cast<cl_uint>(stages_ > 0 ? stages_ - (timed ? 0 : 1) : 0);
   }
   bool has_clock() const { return clock_; }
+  bool stage_by_stage() const { return groups_ == 0; }
+  // Stage by stage: launch s of them, with its event in ev[s] when ev is given.
+  void enqueue_stages(cl_command_queue q, cl_event* ev = nullptr) {
+    const std::size_t local = persistent_wg;
+    for (std::size_t s = 0; s < stage_kernels_.size(); ++s)
+      check(clEnqueueNDRangeKernel(q, stage_kernels_[s].get(), 1, nullptr, &stage_global_[s], &local, 0, nullptr, ev ? &ev[s] : nullptr),
+            "enqueueing stage " + std::to_string(s), dev_.info().name);
+  }
 
   // Whether g work-groups of pk_run all reach one barrier (its error word cleared after).
   bool resident(int g) {
@@ -271,23 +293,11 @@ class Persistent {
          "    switch ((int)a[0]) {\n";
     for (std::size_t id = 0; id < kinds.size(); ++id) {
       const auto& t = *kinds[id];
-      std::string args;
-      for (std::size_t j = 0; j < t.sig.size(); ++j) {
-        const std::string w = "a[" + std::to_string(2 + j) + "]";
-        switch (t.sig[j]) {
-          case LaunchArg::Kind::mem: args += ", (__global void*)" + w; break;
-          case LaunchArg::Kind::i32: args += ", (int)" + w; break;
-          case LaunchArg::Kind::i64: args += ", (long)" + w; break;
-          case LaunchArg::Kind::u64: args += ", " + w; break;
-          case LaunchArg::Kind::f32: args += ", as_float((uint)" + w + ")"; break;
-        }
-      }
-      const std::string types = std::to_string(t.types[0]) + ", " + std::to_string(t.types[1]) + ", " + std::to_string(t.types[2]);
       s += "      case " + std::to_string(id) + ":\n        for (long vg = gid; vg < n; vg += G) {\n";
       if (t.group)
-        s += "          " + t.fn + "(vg, lmem, " + types + args + ");\n          barrier(CLK_LOCAL_MEM_FENCE);\n";
+        s += "          " + call(t, "vg", "lmem") + ";\n          barrier(CLK_LOCAL_MEM_FENCE);\n";
       else
-        s += "          " + t.fn + "(vg * PK_WG + get_local_id(0), " + types + args + ");\n";
+        s += "          " + call(t, "vg * PK_WG + get_local_id(0)", "") + ";\n";
       s += "        }\n        break;\n";
     }
     s += "    }\n"
@@ -299,7 +309,33 @@ class Persistent {
          "    }\n"
          "  }\n"
          "}\n";
+    // Stage by stage (stage_by_stage()): one small kernel per stage type, its arguments a table row.
+    for (std::size_t id = 0; id < kinds.size(); ++id) {
+      const auto& t = *kinds[id];
+      s += "__kernel __attribute__((reqd_work_group_size(PK_WG, 1, 1))) void pk_one_" + std::to_string(id) +
+           "(__global const ulong* tab, int stride, int row) {\n"
+           "  __global const ulong* a = tab + (long)row * stride;\n";
+      if (t.group) s += "  __local float lmem[" + std::to_string(lmem) + "];\n  " + call(t, "get_group_id(0)", "lmem") + ";\n}\n";
+      else s += "  " + call(t, "get_global_id(0)", "") + ";\n}\n";
+    }
     return s;
+  }
+
+  // The call of stage type t's function for virtual group (or item) `index`, its arguments from row a.
+  static std::string call(const PersistentStageType& t, const std::string& index, const std::string& lmem) {
+    std::string args;
+    for (std::size_t j = 0; j < t.sig.size(); ++j) {
+      const std::string w = "a[" + std::to_string(2 + j) + "]";
+      switch (t.sig[j]) {
+        case LaunchArg::Kind::mem: args += ", (__global void*)" + w; break;
+        case LaunchArg::Kind::i32: args += ", (int)" + w; break;
+        case LaunchArg::Kind::i64: args += ", (long)" + w; break;
+        case LaunchArg::Kind::u64: args += ", " + w; break;
+        case LaunchArg::Kind::f32: args += ", as_float((uint)" + w + ")"; break;
+      }
+    }
+    const std::string types = std::to_string(t.types[0]) + ", " + std::to_string(t.types[1]) + ", " + std::to_string(t.types[2]);
+    return t.fn + "(" + index + (lmem.empty() ? "" : ", " + lmem) + ", " + types + args + ")";
   }
 
  private:
@@ -309,6 +345,8 @@ class Persistent {
   cl_program program_ = nullptr;
   KernelHandle kernel_, address_;
   Mem table_, bar_, times_;
+  std::vector<KernelHandle> stage_kernels_;  // stage by stage
+  std::vector<std::size_t> stage_global_;
   bool clock_ = false;
   std::size_t stages_ = 0, stride_ = 2;
   cl_uint base_ = 0;

@@ -140,13 +140,16 @@ class Executor final : public PartitionExecutor {
     const auto e0 = std::chrono::steady_clock::now();
     // A profile needs each kernel's time: from the stage clock where the device has one, else
     // launch by launch.
-    const bool one_launch = pk_ && (!prof_ || pk_->has_clock());
+    const bool stages = pk_ && pk_->stage_by_stage();
+    const bool one_launch = pk_ && !stages && (!prof_ || pk_->has_clock());
     if (one_launch) {
       const double t0 = prof_ ? prof_->now_us() : 0;
       pk_->enqueue(q, prof_ != nullptr, prof_ ? &pk_event_ : nullptr);
       if (prof_) pk_enqueue_us_ = prof_->now_us() - t0;
+    } else if (stages) {
+      pk_->enqueue_stages(q, prof_ ? events_.data() : nullptr);
     }
-    for (std::size_t i = 0; i < (one_launch ? 0 : nl); ++i) {
+    for (std::size_t i = 0; i < (one_launch || stages ? 0 : nl); ++i) {
       const Launch& l = launches_[i];
       const double t0 = prof_ ? prof_->now_us() : 0;
       cl_int e = clEnqueueNDRangeKernel(q, l.kernel.get(), l.dims, nullptr, l.global.data(), l.has_local ? l.local.data() : nullptr, 0, nullptr,
@@ -206,6 +209,7 @@ class Executor final : public PartitionExecutor {
   std::string execution_note() const override { return persistent_note(); }
   // "one persistent launch of G work-groups" or "launch by launch: <why>".
   std::string persistent_note() const {
+    if (pk_ && pk_->stage_by_stage()) return "stage by stage, arguments from a table";
     return pk_ ? "one persistent launch of " + std::to_string(pk_->groups()) + " work-groups" : "launch by launch: " + pk_why_;
   }
 
@@ -218,7 +222,7 @@ class Executor final : public PartitionExecutor {
   void start_persistent(int groups) {
     const DeviceInfo& d = dev_->info();
     const int on = d.gpu ? 4 * static_cast<int>(std::max<std::uint32_t>(d.compute_units, 1)) : 1;
-    if (groups < 0) {
+    if (groups < 0 && groups != ExecutorOptions::stage_by_stage) {
       const char* e = std::getenv("NPUSIM_OPENCL_PERSISTENT");
       const std::string v = e ? e : "";
       if (v.empty()) {
@@ -227,11 +231,13 @@ class Executor final : public PartitionExecutor {
         groups = 0, pk_why_ = "NPUSIM_OPENCL_PERSISTENT=" + v;
       } else if (v == "on") {
         groups = on;
+      } else if (v == "stages") {
+        groups = ExecutorOptions::stage_by_stage;
       } else {
         char* end = nullptr;
         const long n = std::strtol(v.c_str(), &end, 10);
         if (*end != '\0' || n < 1 || n > 65536)
-          throw Error(ErrorCode::unsupported, "NPUSIM_OPENCL_PERSISTENT must be off, on or a number of work-groups", {.found = v});
+          throw Error(ErrorCode::unsupported, "NPUSIM_OPENCL_PERSISTENT must be off, on, stages or a number of work-groups", {.found = v});
         groups = static_cast<int>(n);
       }
     } else if (groups == 0) {
@@ -239,7 +245,7 @@ class Executor final : public PartitionExecutor {
     }
     if (groups == 0) return;
     pk_why_ = Persistent::why_not(launches_);
-    if (pk_why_.empty()) pk_.emplace(*dev_, launches_, groups, errors_.get());
+    if (pk_why_.empty()) pk_.emplace(*dev_, launches_, groups == ExecutorOptions::stage_by_stage ? 0 : groups, errors_.get());
   }
 
   // The output stays on the device and becomes the named input of the next run.
