@@ -29,14 +29,48 @@ struct MappedFile {
   std::uint64_t size = 0;
 };
 
-inline MappedFile map_file(const std::string& path) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+// What a file system node is, for errors ("a FIFO", "a character device", ...).
+inline const char* file_kind(const struct stat& st) {
+  if (S_ISREG(st.st_mode)) return "a regular file";
+  if (S_ISDIR(st.st_mode)) return "a directory";
+  if (S_ISFIFO(st.st_mode)) return "a FIFO or pipe";
+  if (S_ISCHR(st.st_mode)) return "a character device";
+  if (S_ISBLK(st.st_mode)) return "a block device";
+  if (S_ISSOCK(st.st_mode)) return "a socket";
+  return "not a regular file";
+}
+
+// The one way npusim opens an input file: without blocking (opening a FIFO for reading would wait
+// for a writer forever), then anything but a regular file is refused, naming what it is. Returns a
+// descriptor in blocking mode; the caller closes it.
+inline int open_regular_file(const std::string& path, struct stat& st) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0) throw Error(ErrorCode::io, std::string("cannot open: ") + std::strerror(errno), {.file = path});
-  struct stat st {};
-  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+  if (::fstat(fd, &st) != 0) {
+    const int err = errno;
     ::close(fd);
-    throw Error(ErrorCode::io, "not a regular file", {.file = path});
+    throw Error(ErrorCode::io, std::string("cannot stat: ") + std::strerror(err), {.file = path});
   }
+  if (S_ISDIR(st.st_mode)) {
+    ::close(fd);
+    throw Error(ErrorCode::io, "is a directory, expected a file", {.file = path});
+  }
+  if (!S_ISREG(st.st_mode)) {
+    ::close(fd);
+    throw Error(ErrorCode::io, "not a regular file", {.file = path, .expected = "a regular file", .found = file_kind(st)});
+  }
+  if (const int fl = ::fcntl(fd, F_GETFL); fl >= 0) ::fcntl(fd, F_SETFL, fl & ~O_NONBLOCK);
+  return fd;
+}
+// The same check, for readers that open the file themselves afterwards.
+inline void require_regular_file(const std::string& path) {
+  struct stat st {};
+  ::close(open_regular_file(path, st));
+}
+
+inline MappedFile map_file(const std::string& path) {
+  struct stat st {};
+  const int fd = open_regular_file(path, st);
   MappedFile m;
   m.size = static_cast<std::uint64_t>(st.st_size);
   if (m.size > 0) {
@@ -53,20 +87,28 @@ inline MappedFile map_file(const std::string& path) {
 }
 
 inline std::string read_file(const std::string& path, std::uint64_t max_bytes = std::uint64_t{1} << 32) {
-  std::error_code ec;
-  if (std::filesystem::is_directory(path, ec))
-    throw Error(ErrorCode::io, "is a directory, expected a file", {.file = path});
-  std::ifstream f(path, std::ios::binary);
-  if (!f) throw Error(ErrorCode::io, std::string("cannot open: ") + std::strerror(errno), {.file = path});
-  f.seekg(0, std::ios::end);
-  auto size = static_cast<std::uint64_t>(f.tellg());
-  if (size > max_bytes)
+  struct stat st {};
+  const int fd = open_regular_file(path, st);
+  const auto size = static_cast<std::uint64_t>(st.st_size);
+  if (size > max_bytes) {
+    ::close(fd);
     throw Error(ErrorCode::resource, "file too large", {.file = path, .expected = "<= " + std::to_string(max_bytes) + " bytes",
                                                          .found = std::to_string(size) + " bytes"});
-  f.seekg(0);
+  }
   std::string s(static_cast<std::size_t>(size), '\0');
-  if (size && !f.read(s.data(), static_cast<std::streamsize>(size)))
-    throw Error(ErrorCode::io, "read failed", {.file = path});
+  std::size_t got = 0;
+  while (got < s.size()) {
+    const ::ssize_t n = ::read(fd, s.data() + got, s.size() - got);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      const int err = n < 0 ? errno : 0;
+      ::close(fd);
+      throw Error(ErrorCode::io, std::string("read failed") + (err ? std::string(": ") + std::strerror(err) : std::string(": the file shrank while read")),
+                  {.file = path});
+    }
+    got += static_cast<std::size_t>(n);
+  }
+  ::close(fd);
   return s;
 }
 

@@ -7,9 +7,13 @@
 #include <cstring>
 #include <filesystem>
 #include <numeric>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "../../common/test_util.hpp"
+#include "npusim/core/file.hpp"
 #include "npusim/core/npy.hpp"
+#include "npusim/program/npubin.hpp"
 #include "npusim/runtime/tensor_files.hpp"
 
 using namespace npusim;
@@ -265,4 +269,27 @@ TEST(TensorFiles, SavesOutputsAsSafetensorsOrOneNpy) {
   EXPECT_EQ(weights::SafetensorsFile::open(dir.file("h.safetensors")).entries().size(), 1u);
   NPUSIM_EXPECT_ERROR(save_outputs("nope=" + dir.file("n.npy"), outs), "no output named 'nope'", "one of logits, hidden");
   NPUSIM_EXPECT_ERROR(save_outputs(dir.file("o.txt"), outs), "unknown file type");
+}
+
+// Issue 39, class 2: every input is opened without blocking and must be a regular file. A FIFO
+// (which would block open(2) until a writer came), a pipe, a character device and a directory are
+// refused by name, through read_file, map_file and the .npubin reader alike, before any read.
+TEST(InputFiles, SpecialFilesAreRefusedByNameNeverWaitedOn) {
+  TempDir dir;
+  const std::string fifo = dir.file("in.fifo");
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  NPUSIM_EXPECT_ERROR(read_file(fifo), "not a regular file", "a FIFO or pipe", "in.fifo");
+  NPUSIM_EXPECT_ERROR(map_file(fifo), "not a regular file", "a FIFO or pipe");
+  NPUSIM_EXPECT_ERROR(program::load(fifo), "not a regular file", "a FIFO or pipe");
+  NPUSIM_EXPECT_ERROR(load_tensor_file(fifo, ExpectedTensor{"x", DType::f32, {2}}), "not a regular file");
+  NPUSIM_EXPECT_ERROR(read_file("/dev/null"), "not a regular file", "a character device");
+  NPUSIM_EXPECT_ERROR(read_file(dir.path().string()), "is a directory, expected a file");
+  int fds[2];
+  ASSERT_EQ(::pipe(fds), 0);
+  NPUSIM_EXPECT_ERROR(read_file("/dev/fd/" + std::to_string(fds[0])), "not a regular file", "a FIFO or pipe");
+  ::close(fds[0]), ::close(fds[1]);
+  // A regular file still reads whole.
+  write_file_atomic(dir.file("x.txt"), "hello");
+  EXPECT_EQ(read_file(dir.file("x.txt")), "hello");
+  EXPECT_EQ(map_file(dir.file("x.txt")).size, 5u);
 }

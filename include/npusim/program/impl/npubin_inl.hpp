@@ -182,6 +182,7 @@ inline Layout read_layout(std::ifstream& f, const std::string& path) {
 
 NPUSIM_FUNC CompiledProgram load(const std::string& path) {
   using namespace npubin_detail;
+  require_regular_file(path);  // a FIFO would block the open
   std::ifstream f(path, std::ios::binary);
   Layout l = read_layout(f, path);
   constexpr std::uint64_t max_payload = std::uint64_t{1} << 32;
@@ -195,6 +196,7 @@ NPUSIM_FUNC CompiledProgram load(const std::string& path) {
 }
 
 NPUSIM_FUNC bool has_embedded_weights(const std::string& path) {
+  require_regular_file(path);  // a FIFO would block the open
   std::ifstream f(path, std::ios::binary);
   return npubin_detail::read_layout(f, path).has_weights;
 }
