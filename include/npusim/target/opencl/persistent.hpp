@@ -106,6 +106,12 @@ inline std::optional<PersistentStageType> persistent_stage_type(const Launch& l,
 }
 
 class Persistent {
+  // Sets argument i of kernel k (`what` names it in the error).
+  template <class T>
+  void arg(cl_kernel k, cl_uint i, const T& v, const char* what) const {
+    check(clSetKernelArg(k, i, sizeof v, &v), std::string("setting ") + what, dev_.info().name);
+  }
+
  public:
   // Why these launches cannot run as one persistent launch ("" when they can).
   static std::string why_not(const std::vector<Launch>& launches) {
@@ -148,9 +154,7 @@ class Persistent {
     const std::size_t one = 1;
     for (const auto& [m, i] : index) {
       const cl_int ii = static_cast<cl_int>(i);
-      check(clSetKernelArg(address_.get(), 0, sizeof m, &m), "setting pk_address's buffer", dev.info().name);
-      check(clSetKernelArg(address_.get(), 1, sizeof am, &am), "setting pk_address's output", dev.info().name);
-      check(clSetKernelArg(address_.get(), 2, sizeof ii, &ii), "setting pk_address's index", dev.info().name);
+      arg(address_.get(), 0, m, "pk_address's buffer"), arg(address_.get(), 1, am, "pk_address's output"), arg(address_.get(), 2, ii, "pk_address's index");
       check(clEnqueueNDRangeKernel(dev.queue(), address_.get(), 1, nullptr, &one, &one, 0, nullptr, nullptr), "reading a buffer's device address",
             dev.info().name);
     }
@@ -177,22 +181,17 @@ class Persistent {
     dev.write(bar_.get(), 0, sizeof zero, &zero, true);
     cl_mem tm = table_.get(), bm = bar_.get();
     const cl_int ns = static_cast<cl_int>(stages_), st = static_cast<cl_int>(stride_);
-    check(clSetKernelArg(kernel_.get(), 0, sizeof tm, &tm), "setting pk_run's table", dev.info().name);
-    check(clSetKernelArg(kernel_.get(), 1, sizeof ns, &ns), "setting pk_run's stage count", dev.info().name);
-    check(clSetKernelArg(kernel_.get(), 2, sizeof st, &st), "setting pk_run's table stride", dev.info().name);
-    check(clSetKernelArg(kernel_.get(), 3, sizeof bm, &bm), "setting pk_run's barrier", dev.info().name);
-    check(clSetKernelArg(kernel_.get(), 5, sizeof errors_, &errors_), "setting pk_run's error word", dev.info().name);
+    arg(kernel_.get(), 0, tm, "pk_run's table"), arg(kernel_.get(), 2, st, "pk_run's table stride");
+    arg(kernel_.get(), 3, bm, "pk_run's barrier"), arg(kernel_.get(), 5, errors_, "pk_run's error word");
     times_ = dev.alloc((stages_ + 1) * sizeof(cl_ulong), "the persistent program's stage times");
     cl_mem tt = times_.get();
-    check(clSetKernelArg(kernel_.get(), 6, sizeof tt, &tt), "setting pk_run's stage times", dev.info().name);
+    arg(kernel_.get(), 6, tt, "pk_run's stage times");
     clock_ = nv;
     if (groups_ == 0) {  // stage by stage
       for (std::size_t st_i = 0; st_i < stages_; ++st_i) {
         KernelHandle k = dev.kernel(program_, ("pk_one_" + std::to_string(kind_of[st_i])).c_str());
         const cl_int row = static_cast<cl_int>(st_i);
-        check(clSetKernelArg(k.get(), 0, sizeof tm, &tm), "setting a stage kernel's table", dev.info().name);
-        check(clSetKernelArg(k.get(), 1, sizeof st, &st), "setting a stage kernel's table stride", dev.info().name);
-        check(clSetKernelArg(k.get(), 2, sizeof row, &row), "setting a stage kernel's row", dev.info().name);
+        arg(k.get(), 0, tm, "a stage kernel's table"), arg(k.get(), 1, st, "a stage kernel's table stride"), arg(k.get(), 2, row, "a stage kernel's row");
         stage_kernels_.push_back(std::move(k));
         stage_global_.push_back(static_cast<std::size_t>(table[st_i * stride_ + 1]) * persistent_wg);
       }
@@ -202,16 +201,14 @@ class Persistent {
     // tried with one barrier of this kernel (its registers and local memory), waiting briefly.
     while (groups_ > 1 && !resident(groups_)) groups_ /= 2;
     const cl_int limit = 1 << 24;  // a run's barriers give up after seconds, never hang
-    check(clSetKernelArg(kernel_.get(), 8, sizeof limit, &limit), "setting pk_run's spin limit", dev.info().name);
-    check(clSetKernelArg(kernel_.get(), 1, sizeof ns, &ns), "setting pk_run's stage count", dev.info().name);
+    arg(kernel_.get(), 8, limit, "pk_run's spin limit"), arg(kernel_.get(), 1, ns, "pk_run's stage count");
   }
 
   // Enqueues the one launch (the barrier counter continues from the last run's); `timed` records
   // when each stage ended (stage_times(), on devices with a clock: has_clock()).
   void enqueue(cl_command_queue q, bool timed = false, cl_event* ev = nullptr) {
     const cl_int t = timed ? 1 : 0;
-    check(clSetKernelArg(kernel_.get(), 4, sizeof base_, &base_), "setting pk_run's barrier base", dev_.info().name);
-    check(clSetKernelArg(kernel_.get(), 7, sizeof t, &t), "setting pk_run's timing flag", dev_.info().name);
+    arg(kernel_.get(), 4, base_, "pk_run's barrier base"), arg(kernel_.get(), 7, t, "pk_run's timing flag");
     const std::size_t local = persistent_wg, global = static_cast<std::size_t>(groups_) * local;
     check(clEnqueueNDRangeKernel(q, kernel_.get(), 1, nullptr, &global, &local, 0, nullptr, ev), "enqueueing the persistent program",
           dev_.info().name);
@@ -219,22 +216,19 @@ class Persistent {
   }
   bool has_clock() const { return clock_; }
   bool stage_by_stage() const { return groups_ == 0; }
-  // Stage by stage: launch s of them, with its event in ev[s] when ev is given.
-  void enqueue_stages(cl_command_queue q, cl_event* ev = nullptr) {
+  // Stage by stage: enqueues stage s (the launch it stands for), as clEnqueueNDRangeKernel returns.
+  cl_int enqueue_stage(cl_command_queue q, std::size_t s, cl_event* ev) const {
     const std::size_t local = persistent_wg;
-    for (std::size_t s = 0; s < stage_kernels_.size(); ++s)
-      check(clEnqueueNDRangeKernel(q, stage_kernels_[s].get(), 1, nullptr, &stage_global_[s], &local, 0, nullptr, ev ? &ev[s] : nullptr),
-            "enqueueing stage " + std::to_string(s), dev_.info().name);
+    return clEnqueueNDRangeKernel(q, stage_kernels_.at(s).get(), 1, nullptr, &stage_global_[s], &local, 0, nullptr, ev);
   }
 
   // Whether g work-groups of pk_run all reach one barrier (its error word cleared after).
   bool resident(int g) {
     const cl_int zero_stages = 0, t = 0, limit = 1 << 20;
-    check(clSetKernelArg(kernel_.get(), 1, sizeof zero_stages, &zero_stages), "setting pk_run's stage count", dev_.info().name);
-    check(clSetKernelArg(kernel_.get(), 7, sizeof t, &t), "setting pk_run's timing flag", dev_.info().name);
-    check(clSetKernelArg(kernel_.get(), 8, sizeof limit, &limit), "setting pk_run's spin limit", dev_.info().name);
+    arg(kernel_.get(), 1, zero_stages, "pk_run's stage count"), arg(kernel_.get(), 7, t, "pk_run's timing flag");
+    arg(kernel_.get(), 8, limit, "pk_run's spin limit");
     reset();
-    check(clSetKernelArg(kernel_.get(), 4, sizeof base_, &base_), "setting pk_run's barrier base", dev_.info().name);
+    arg(kernel_.get(), 4, base_, "pk_run's barrier base");
     const std::size_t local = persistent_wg, global = static_cast<std::size_t>(g) * local;
     check(clEnqueueNDRangeKernel(dev_.queue(), kernel_.get(), 1, nullptr, &global, &local, 0, nullptr, nullptr), "probing the persistent program",
           dev_.info().name);

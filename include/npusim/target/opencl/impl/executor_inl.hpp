@@ -146,14 +146,14 @@ class Executor final : public PartitionExecutor {
       const double t0 = prof_ ? prof_->now_us() : 0;
       pk_->enqueue(q, prof_ != nullptr, prof_ ? &pk_event_ : nullptr);
       if (prof_) pk_enqueue_us_ = prof_->now_us() - t0;
-    } else if (stages) {
-      pk_->enqueue_stages(q, prof_ ? events_.data() : nullptr);
     }
-    for (std::size_t i = 0; i < (one_launch || stages ? 0 : nl); ++i) {
+    for (std::size_t i = 0; i < (one_launch ? 0 : nl); ++i) {
       const Launch& l = launches_[i];
       const double t0 = prof_ ? prof_->now_us() : 0;
-      cl_int e = clEnqueueNDRangeKernel(q, l.kernel.get(), l.dims, nullptr, l.global.data(), l.has_local ? l.local.data() : nullptr, 0, nullptr,
-                                        prof_ ? &events_[i] : nullptr);
+      cl_event* ev = prof_ ? &events_[i] : nullptr;
+      cl_int e = stages ? pk_->enqueue_stage(q, i, ev)
+                        : clEnqueueNDRangeKernel(q, l.kernel.get(), l.dims, nullptr, l.global.data(), l.has_local ? l.local.data() : nullptr, 0,
+                                                 nullptr, ev);
       if (e != CL_SUCCESS)
         throw Error(ErrorCode::runtime, std::string("OpenCL: enqueueing kernel ") + l.name + " failed: " + cl_error_name(e) + " on " + dev_->info().name,
                     {.file = g.source, .node = labels_.at(l.owner)});
@@ -202,13 +202,12 @@ class Executor final : public PartitionExecutor {
     // NPUSIM_OPENCL_STATS=1: where a run's host time goes (enqueueing vs waiting for the device).
     if (const char* e = std::getenv("NPUSIM_OPENCL_STATS"); e && *e == '1' && stats_.runs)
       std::fprintf(stderr, "opencl partition (%zu launches, %s): %lld runs, enqueue %.1f us/run, enqueue+wait %.1f us/run\n", launches_.size(),
-                   persistent_note().c_str(), static_cast<long long>(stats_.runs), stats_.enqueue_us / static_cast<double>(stats_.runs),
+                   execution_note().c_str(), static_cast<long long>(stats_.runs), stats_.enqueue_us / static_cast<double>(stats_.runs),
                    stats_.total_us / static_cast<double>(stats_.runs));
   }
 
-  std::string execution_note() const override { return persistent_note(); }
-  // "one persistent launch of G work-groups" or "launch by launch: <why>".
-  std::string persistent_note() const {
+  // "one persistent launch of G work-groups", "stage by stage, ..." or "launch by launch: <why>".
+  std::string execution_note() const override {
     if (pk_ && pk_->stage_by_stage()) return "stage by stage, arguments from a table";
     return pk_ ? "one persistent launch of " + std::to_string(pk_->groups()) + " work-groups" : "launch by launch: " + pk_why_;
   }
@@ -531,44 +530,44 @@ class Executor final : public PartitionExecutor {
     // Device timestamps (ns) mapped onto the profiler's clock: the first launch was queued at h0.
     cl_ulong q0 = 0;
     if (!events_.empty() && events_[0]) clGetEventProfilingInfo(events_[0], CL_PROFILING_COMMAND_QUEUED, sizeof q0, &q0, nullptr);
-    std::size_t i = 0;
-    while (i < launches_.size()) {
-      const std::size_t owner = launches_[i].owner;
-      cl_ulong s = 0, e = 0, s1 = 0, e1 = 0;
-      double host = 0;
-      std::size_t j = i;
-      for (; j < launches_.size() && launches_[j].owner == owner; ++j) {
-        clGetEventProfilingInfo(events_[j], CL_PROFILING_COMMAND_START, sizeof s1, &s1, nullptr);
-        clGetEventProfilingInfo(events_[j], CL_PROFILING_COMMAND_END, sizeof e1, &e1, nullptr);
-        if (j == i) s = s1;
-        e = std::max(e, e1);
-        host += enqueue_us_[j];
-      }
-      const Kernel& k = part_.kernels[owner];
-      const double dev_us = static_cast<double>(e - s) / 1000.0;
-      prof_->add({labels_[owner], k.kind, part_.target, h0 + static_cast<double>(s - q0) / 1000.0, host, dev_us, track_});
-      i = j;
+    std::vector<cl_ulong> start(launches_.size()), end(launches_.size());
+    for (std::size_t i = 0; i < launches_.size(); ++i) {
+      clGetEventProfilingInfo(events_[i], CL_PROFILING_COMMAND_START, sizeof start[i], &start[i], nullptr);
+      clGetEventProfilingInfo(events_[i], CL_PROFILING_COMMAND_END, sizeof end[i], &end[i], nullptr);
     }
     for (cl_event& ev : events_)
       if (ev) clReleaseEvent(ev), ev = nullptr;
+    add_profile_rows(h0, q0, start, end, enqueue_us_);
   }
 
-  // The persistent launch's profile: each program kernel's stages, from the stage clock; the one
-  // enqueue's host time goes to the first.
+  // The persistent launch's profile: its stages' spans from the stage clock, placed from the
+  // launch's start; the one enqueue's host time goes to the first.
   void record_persistent_profile(double h0, cl_command_queue q) {
     const std::vector<cl_ulong> t = pk_->stage_times(q);
     cl_ulong q0 = 0, s0 = 0;
     clGetEventProfilingInfo(pk_event_, CL_PROFILING_COMMAND_QUEUED, sizeof q0, &q0, nullptr);
     clGetEventProfilingInfo(pk_event_, CL_PROFILING_COMMAND_START, sizeof s0, &s0, nullptr);
     clReleaseEvent(pk_event_), pk_event_ = nullptr;
-    double host = pk_enqueue_us_;
+    std::vector<cl_ulong> start(launches_.size()), end(launches_.size());
+    for (std::size_t i = 0; i < launches_.size(); ++i) start[i] = s0 + (t[i] - t[0]), end[i] = s0 + (t[i + 1] - t[0]);
+    std::vector<double> host(launches_.size(), 0.0);
+    if (!host.empty()) host[0] = pk_enqueue_us_;
+    add_profile_rows(h0, q0, start, end, host);
+  }
+
+  // One profile row per program kernel: the span of its launches (device ns from start/end, the
+  // queue time q0 placed at h0) and their host enqueue time.
+  void add_profile_rows(double h0, cl_ulong q0, const std::vector<cl_ulong>& start, const std::vector<cl_ulong>& end,
+                        const std::vector<double>& host_us) {
     for (std::size_t i = 0; i < launches_.size();) {
       const std::size_t owner = launches_[i].owner;
+      cl_ulong e = 0;
+      double host = 0;
       std::size_t j = i;
-      while (j < launches_.size() && launches_[j].owner == owner) ++j;
-      const double start = static_cast<double>(s0 - q0) / 1000.0 + static_cast<double>(t[i] - t[0]) / 1000.0;
-      prof_->add({labels_[owner], part_.kernels[owner].kind, part_.target, h0 + start, host, static_cast<double>(t[j] - t[i]) / 1000.0, track_});
-      host = 0, i = j;
+      for (; j < launches_.size() && launches_[j].owner == owner; ++j) e = std::max(e, end[j]), host += host_us[j];
+      prof_->add({labels_[owner], part_.kernels[owner].kind, part_.target, h0 + static_cast<double>(start[i] - q0) / 1000.0, host,
+                  static_cast<double>(e - start[i]) / 1000.0, track_});
+      i = j;
     }
   }
 
