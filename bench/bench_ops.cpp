@@ -36,6 +36,7 @@
 #include "bound_kernel.hpp"
 #include "npusim/cpu.hpp"
 #include "npusim/core/quant.hpp"
+#include "npusim/target/cpu/compute/gemm_q.hpp"
 #include "npusim/target/cpu/compute/gemv_q.hpp"
 
 using namespace npusim;
@@ -171,6 +172,42 @@ void BM_GemvDecodeQ(benchmark::State& st, quant::BlockFormat f, bool cold, bool 
               (cold ? ", cold" : ", hot"));
 }
 
+// The prefill GEMM with q8_0 / q4_0 weights (cpu::qgemm, docs/quantization.md) at
+// BM_GemmPrefill's shape: the 128 activation rows quantized per block, then the panels of 16 weight
+// rows split over the pool's threads. FLOP/s to set beside the bf16 GEMM's.
+void BM_GemmPrefillQ(benchmark::State& st, quant::BlockFormat f) {
+  const std::int64_t M = 128, K = kHidden, N = kInter;
+  const std::size_t rb = quant::row_bytes(f, K);
+  cpu::AlignedBuf w = cpu::AlignedBuf::make(rb * static_cast<std::size_t>(N));
+  std::vector<float> wf(static_cast<std::size_t>(K));
+  for (std::int64_t n = 0; n < N; ++n) {
+    fill_random(wf.data(), wf.size(), 0.05f, static_cast<unsigned>(n));
+    quant::quantize_row(f, wf, w.p.get() + static_cast<std::size_t>(n) * rb);
+  }
+  std::vector<float> x(static_cast<std::size_t>(M * K)), y(static_cast<std::size_t>(M * N));
+  fill_random(x.data(), x.size(), 1.0f, 3);
+  cpu::AlignedBuf mem = cpu::AlignedBuf::make(cpu::qgemm::QRows::bytes(M, K));
+  const auto rows = cpu::qgemm::QRows::in(f, M, K, mem.p.get());
+  auto step = [&] {
+    cpu::parallel_for(M, 4, [&](std::int64_t lo, std::int64_t hi) {
+      cpu::qgemm::quantize_rows(rows, lo, hi, [&](std::int64_t m, float* dst) { std::memcpy(dst, x.data() + m * K, static_cast<std::size_t>(K) * 4); });
+    });
+    cpu::parallel_for(cpu::qgemm::panels(N), 4, [&](std::int64_t g0, std::int64_t g1) {
+      cpu::qgemm::gemm(w.p.get(), N, rows, g0, g1, [&](std::int64_t m0, int r, std::int64_t n0, std::int64_t cols, const float* out, std::int64_t ld) {
+        for (int i = 0; i < r; ++i) std::memcpy(y.data() + (m0 + i) * N + n0, out + i * ld, static_cast<std::size_t>(cols) * 4);
+      });
+    });
+  };
+  step();
+  for (auto _ : st) {
+    step();
+    benchmark::ClobberMemory();
+  }
+  st.counters["FLOP/s"] = benchmark::Counter(2.0 * static_cast<double>(M * N * K), benchmark::Counter::kIsIterationInvariantRate);
+  st.counters["threads"] = cpu::max_threads();
+  st.SetLabel(std::string(quant::to_string(f)) + (cpu::qgemv::vnni_available() ? ", AVX-512 VNNI" : ", portable"));
+}
+
 // A kernel bound the way CpuExecutor binds one (tests/common/bound_kernel.hpp), with random inputs.
 struct Bound : test::BoundKernel {
   void fill(ir::TensorId t, float scale, unsigned seed) {
@@ -288,6 +325,8 @@ BENCHMARK_CAPTURE(BM_GemvDecodeQ, q4_0_cold_bf16_unpack, quant::BlockFormat::q4_
 BENCHMARK_CAPTURE(BM_GemvDecodeQ, q8_0_hot_bf16_unpack, quant::BlockFormat::q8_0, false, true)->UseRealTime()->Unit(benchmark::kMicrosecond);
 BENCHMARK_CAPTURE(BM_GemmPrefill, bf16, DType::bf16)->UseRealTime()->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(BM_GemmPrefill, f32, DType::f32)->UseRealTime()->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_GemmPrefillQ, q8_0, quant::BlockFormat::q8_0)->UseRealTime()->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_GemmPrefillQ, q4_0, quant::BlockFormat::q4_0)->UseRealTime()->Unit(benchmark::kMillisecond);
 // ResNet shapes: the 3x3 layers of ResNet-18 stages 1 and 4, a ResNet-50 bottleneck 1x1, the stem.
 BENCHMARK_CAPTURE(BM_Conv, 3x3_c64_56x56_f32, 64, 64, 56, 3, 1, DType::f32)->UseRealTime()->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(BM_Conv, 3x3_c64_56x56_bf16, 64, 64, 56, 3, 1, DType::bf16)->UseRealTime()->Unit(benchmark::kMillisecond);

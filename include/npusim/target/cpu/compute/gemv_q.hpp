@@ -61,16 +61,13 @@ struct QActivation {
   std::vector<std::int32_t> bias;   // q4_0: 8 * the lane's sum of q
 };
 
-// Quantizes x (k values) for weights of format f. A NaN or infinite value is an error naming its
-// index (the product would be NaN either way; this says where it came from).
-inline void quantize_activation(BlockFormat f, const float* x, std::int64_t k, QActivation& a) {
-  a.format = f;
-  a.k = k;
-  a.blocks = quant::blocks_per_row(k);
-  const auto nb = static_cast<std::size_t>(a.blocks);
-  a.q.assign(nb * block_values, 0);
-  a.d.assign(nb, 0.0f);
-  for (std::int64_t b = 0; b < a.blocks; ++b) {
+// One activation row's blocks: q (blocks_per_row(k) * 32 codes, zero-padded) and d (a scale per
+// block, max|x| / 127, codes rounded to nearest). The decode GEMV and the prefill GEMM
+// (gemm_q.hpp) quantize through this one function, so both give a row the same codes. A NaN or
+// infinite value is an error naming its index (the product would be NaN either way; this says
+// where it came from).
+inline void quantize_blocks(const float* x, std::int64_t k, std::int8_t* q, float* d) {
+  for (std::int64_t b = 0; b < quant::blocks_per_row(k); ++b) {
     const std::int64_t n = std::min(block_values, k - b * block_values);
     float amax = 0;
     for (std::int64_t j = 0; j < n; ++j) {
@@ -80,11 +77,22 @@ inline void quantize_activation(BlockFormat f, const float* x, std::int64_t k, Q
                     {.found = std::to_string(v) + " at index " + std::to_string(b * block_values + j)});
       amax = std::max(amax, std::fabs(v));
     }
-    const float d = amax / 127.0f, id = d != 0 ? 1.0f / d : 0.0f;
-    a.d[static_cast<std::size_t>(b)] = d;
-    for (std::int64_t j = 0; j < n; ++j)
-      a.q[static_cast<std::size_t>(b * block_values + j)] = static_cast<std::int8_t>(std::nearbyint(x[b * block_values + j] * id));
+    const float db = amax / 127.0f, id = db != 0 ? 1.0f / db : 0.0f;
+    d[b] = db;
+    for (std::int64_t j = 0; j < block_values; ++j)
+      q[b * block_values + j] = j < n ? static_cast<std::int8_t>(std::nearbyint(x[b * block_values + j] * id)) : std::int8_t{0};
   }
+}
+
+// Quantizes x (k values) for weights of format f (quantize_blocks, then the vector path's lanes).
+inline void quantize_activation(BlockFormat f, const float* x, std::int64_t k, QActivation& a) {
+  a.format = f;
+  a.k = k;
+  a.blocks = quant::blocks_per_row(k);
+  const auto nb = static_cast<std::size_t>(a.blocks);
+  a.q.assign(nb * block_values, 0);
+  a.d.assign(nb, 0.0f);
+  quantize_blocks(x, k, a.q.data(), a.d.data());
   const std::size_t pairs = nb / 2;
   a.lanes.assign(pairs * 64, 0);
   a.d_lanes.assign(pairs * 16, 0.0f);

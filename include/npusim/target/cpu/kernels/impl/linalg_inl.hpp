@@ -6,6 +6,7 @@
 
 #include "npusim/core/quant.hpp"
 #include "npusim/core/quant_matrix.hpp"
+#include "npusim/target/cpu/compute/gemm_q.hpp"
 #include "npusim/target/cpu/compute/gemv_q.hpp"
 #include "npusim/target/cpu/parallel.hpp"
 
@@ -48,19 +49,31 @@ inline Fn bind_linear_blocks(Ctx& c, quant::BlockFormat f, const Tensor& wt, ir:
                              bool relu) {
   const std::int64_t N = c.shape(w).at(0), K = c.shape(w).at(1), M = c.numel(x) / K;
   auto blocks = pack_blocks(c, wt, w, f);
+  const std::byte* px = c.ptr(x);
+  const DType dx = c.storage(x);
+  const CView cv{c.ptr(y), c.storage(y), N, false};
+  const Epilogue ep{b ? b->data() : nullptr, relu};
+  const std::string node = c.node().name;
   if (M > 4) {
-    // Prefill: the blocks' values in W's storage type, multiplied by the GEMM.
-    const DType st = c.storage(w);
-    Tensor deq = Tensor::empty(st, c.shape(w));
-    const std::size_t rb = quant::row_bytes(f, K), es = dtype_size(st);
-    parallel_for(N, 64, [&](std::int64_t lo, std::int64_t hi) {
-      std::vector<float> row(static_cast<std::size_t>(K));
-      for (std::int64_t n = lo; n < hi; ++n) {
-        quant::dequantize_row(f, blocks.get() + static_cast<std::size_t>(n) * rb, row);
-        store_row(st, row.data(), static_cast<std::byte*>(deq.raw()) + static_cast<std::size_t>(n * K) * es, K);
+    // Prefill: the rows of x quantized per block, then the block GEMM reading the packed rows.
+    auto pool = c.need_scratch(qgemm::QRows::bytes(M, K));
+    return [=] {
+      const auto rows = qgemm::QRows::in(f, M, K, pool->get());
+      try {
+        parallel_for(M, 4, [&](std::int64_t lo, std::int64_t hi) {
+          qgemm::quantize_rows(rows, lo, hi, [&](std::int64_t m, float* dst) { load_row(dx, px + static_cast<std::size_t>(m * K) * dtype_size(dx), dst, K); });
+        });
+      } catch (Error& e) {
+        e.with_node(node);
+        throw;
       }
-    });
-    return gemm_fn(c, pack_b(deq.raw(), deq.dtype(), K, N, true), x, y, M, std::move(b), relu);
+      const std::byte* pw = blocks.get();
+      parallel_for(qgemm::panels(N), 4, [&](std::int64_t g0, std::int64_t g1) {
+        qgemm::gemm(pw, N, rows, g0, g1, [&](std::int64_t m0, int r, std::int64_t n0, std::int64_t cols, const float* out, std::int64_t ld) {
+          write_c(out, ld, m0, r, n0, cols, cv, ep);
+        });
+      });
+    };
   }
   // Decode: each row of x quantized per block, then the blocks' int8 dot products.
   struct State {
@@ -70,11 +83,6 @@ inline Fn bind_linear_blocks(Ctx& c, quant::BlockFormat f, const Tensor& wt, ir:
   auto st = c.own(State{});
   st->xrow.resize(static_cast<std::size_t>(K));
   st->yrow.resize(static_cast<std::size_t>(N));
-  const std::byte* px = c.ptr(x);
-  const DType dx = c.storage(x);
-  const CView cv{c.ptr(y), c.storage(y), N, false};
-  const Epilogue ep{b ? b->data() : nullptr, relu};
-  const std::string node = c.node().name;
   return [=] {
     for (std::int64_t m = 0; m < M; ++m) {
       load_row(dx, px + static_cast<std::size_t>(m * K) * dtype_size(dx), st->xrow.data(), K);
