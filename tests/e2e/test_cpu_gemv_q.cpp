@@ -116,6 +116,30 @@ TEST(CpuGemvQ, VectorPathMatchesThePortableSumsAndTheFormatsMeaning) {
     }
 }
 
+TEST(CpuGemvQ, VectorQuantizationIsThePortableOneCodeForCode) {
+  // Random rows, ties (values that land on k + 0.5 codes: 127 * 0.5 / 127 steps) and a row that is
+  // not whole blocks: the AVX-512 path and the portable block function give the same codes, scales
+  // and sums.
+  std::mt19937 rng(3);
+  std::normal_distribution<float> xd(0.0f, 2.0f);
+  const std::int64_t k = 32 * 7 + 5, nb = quant::blocks_per_row(k);
+  std::vector<float> x(static_cast<std::size_t>(k));
+  for (auto& v : x) v = xd(rng);
+  for (std::int64_t j = 32; j < 64; ++j) x[static_cast<std::size_t>(j)] = (j == 32 ? 127.0f : static_cast<float>(j % 9) + 0.5f);
+  std::vector<std::int8_t> q(static_cast<std::size_t>(nb * 32)), qp(q.size());
+  std::vector<float> d(static_cast<std::size_t>(nb)), dp(d.size());
+  std::vector<std::int32_t> sums(d.size()), sp(d.size());
+  cpu::qgemv::quantize_blocks(x.data(), k, q.data(), d.data(), sums.data());
+  for (std::int64_t b = 0; b < nb; ++b)
+    sp[static_cast<std::size_t>(b)] = cpu::qgemv::detail::quantize_block(x.data() + b * 32, std::min<std::int64_t>(32, k - b * 32), b * 32,
+                                                                        qp.data() + b * 32, dp.data() + b);
+  EXPECT_EQ(q, qp);
+  EXPECT_EQ(d, dp);
+  EXPECT_EQ(sums, sp);
+  EXPECT_EQ(q[33], 6);  // 6.5 -> 6, ties to even
+  EXPECT_EQ(q[34], 8);  // 7.5 -> 8
+}
+
 TEST(CpuGemvQ, NonFiniteInputsAndMismatchedFormatsAreErrors) {
   std::vector<float> x(40, 1.0f);
   x[33] = std::nanf("");

@@ -79,12 +79,9 @@ void quantize_rows(const QRows& a, std::int64_t m0, std::int64_t m1, Load&& load
     load(m, row.data());
     const auto cell = static_cast<std::size_t>(m * a.blocks);
     std::int8_t* q = a.q + cell * block_values;
-    qgemv::quantize_blocks(row.data(), a.k, q, a.d + cell);
-    for (std::int64_t b = 0; b < a.blocks; ++b) {
-      std::int32_t s = 0;
-      for (std::int64_t j = 0; j < block_values; ++j) s += q[b * block_values + j];
-      a.start[cell + static_cast<std::size_t>(b)] = -off * s;
-    }
+    std::int32_t* start = a.start + cell;
+    qgemv::quantize_blocks(row.data(), a.k, q, a.d + cell, start);
+    for (std::int64_t b = 0; b < a.blocks; ++b) start[b] *= -off;
   }
 }
 

@@ -61,26 +61,60 @@ struct QActivation {
   std::vector<std::int32_t> bias;   // q4_0: 8 * the lane's sum of q
 };
 
+namespace detail {
+[[noreturn]] inline void not_finite(float v, std::int64_t at) {
+  throw Error(ErrorCode::runtime, "a quantized linear's input is not finite", {.found = std::to_string(v) + " at index " + std::to_string(at)});
+}
+// One block of n <= 32 values, portably.
+inline std::int32_t quantize_block(const float* x, std::int64_t n, std::int64_t at, std::int8_t* q, float* d) {
+  float amax = 0;
+  for (std::int64_t j = 0; j < n; ++j) {
+    if (!std::isfinite(x[j])) not_finite(x[j], at + j);
+    amax = std::max(amax, std::fabs(x[j]));
+  }
+  const float db = amax / 127.0f, id = db != 0 ? 1.0f / db : 0.0f;
+  *d = db;
+  std::int32_t sum = 0;
+  for (std::int64_t j = 0; j < block_values; ++j) {
+    q[j] = j < n ? static_cast<std::int8_t>(std::nearbyint(x[j] * id)) : std::int8_t{0};
+    sum += q[j];
+  }
+  return sum;
+}
+}  // namespace detail
+
 // One activation row's blocks: q (blocks_per_row(k) * 32 codes, zero-padded) and d (a scale per
-// block, max|x| / 127, codes rounded to nearest). The decode GEMV and the prefill GEMM
-// (gemm_q.hpp) quantize through this one function, so both give a row the same codes. A NaN or
-// infinite value is an error naming its index (the product would be NaN either way; this says
-// where it came from).
-inline void quantize_blocks(const float* x, std::int64_t k, std::int8_t* q, float* d) {
-  for (std::int64_t b = 0; b < quant::blocks_per_row(k); ++b) {
-    const std::int64_t n = std::min(block_values, k - b * block_values);
-    float amax = 0;
-    for (std::int64_t j = 0; j < n; ++j) {
-      const float v = x[b * block_values + j];
-      if (!std::isfinite(v))
-        throw Error(ErrorCode::runtime, "a quantized linear's input is not finite",
-                    {.found = std::to_string(v) + " at index " + std::to_string(b * block_values + j)});
-      amax = std::max(amax, std::fabs(v));
+// block, max|x| / 127, codes rounded to nearest even), and with `sums` each block's sum of codes.
+// The decode GEMV and the prefill GEMM (gemm_q.hpp) quantize through this one function, so both
+// give a row the same codes. AVX-512 where the build has it (the same arithmetic: a product
+// rounded by vcvtps2dq in the default rounding mode is nearbyint's). A NaN or infinite value is an
+// error naming its index (the product would be NaN either way; this says where it came from).
+inline void quantize_blocks(const float* x, std::int64_t k, std::int8_t* q, float* d, std::int32_t* sums = nullptr) {
+  const std::int64_t nb = quant::blocks_per_row(k);
+  std::int64_t b = 0;
+#if defined(__AVX512F__) && defined(__AVX512BW__) && defined(__AVX512DQ__)
+  for (; (b + 1) * block_values <= k; ++b) {
+    const float* xb = x + b * block_values;
+    const __m512 v0 = _mm512_loadu_ps(xb), v1 = _mm512_loadu_ps(xb + 16);
+    if (_mm512_fpclass_ps_mask(v0, 0x99) | _mm512_fpclass_ps_mask(v1, 0x99)) {  // QNaN, SNaN, +-Inf
+      float dummy;
+      std::int8_t scratch[block_values];
+      detail::quantize_block(xb, block_values, b * block_values, scratch, &dummy);  // throws, naming the index
     }
+    const float amax = _mm512_reduce_max_ps(_mm512_max_ps(_mm512_abs_ps(v0), _mm512_abs_ps(v1)));
     const float db = amax / 127.0f, id = db != 0 ? 1.0f / db : 0.0f;
     d[b] = db;
-    for (std::int64_t j = 0; j < block_values; ++j)
-      q[b * block_values + j] = j < n ? static_cast<std::int8_t>(std::nearbyint(x[b * block_values + j] * id)) : std::int8_t{0};
+    const __m512 s = _mm512_set1_ps(id);
+    const __m512i q0 = _mm512_cvtps_epi32(_mm512_mul_ps(v0, s)), q1 = _mm512_cvtps_epi32(_mm512_mul_ps(v1, s));
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(q + b * block_values), _mm512_cvtepi32_epi8(q0));
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(q + b * block_values + 16), _mm512_cvtepi32_epi8(q1));
+    if (sums) sums[b] = _mm512_reduce_add_epi32(_mm512_add_epi32(q0, q1));
+  }
+#endif
+  for (; b < nb; ++b) {
+    const std::int32_t sum = detail::quantize_block(x + b * block_values, std::min(block_values, k - b * block_values), b * block_values,
+                                                    q + b * block_values, d + b);
+    if (sums) sums[b] = sum;
   }
 }
 
