@@ -18,9 +18,10 @@ using npusim::test::data;
 
 namespace {
 
-program::CompiledProgram compile_opencl(const ir::Graph& g, DType compute, const std::string& force = {}) {
+program::CompiledProgram compile_opencl(const ir::Graph& g, DType compute, const std::string& force = {}, const std::string& weights_format = {}) {
   program::CompileOptions o;
   o.compute = compute;
+  o.weight_quant.format = weights_format;
   o.evaluator = evaluator_for<OpenCLTarget>();
   o.force = partition::ForceFallback::parse(force);
   return program::compile(g, describe_target<OpenCLTarget>(), o);
@@ -97,10 +98,10 @@ struct NoCarry final : Runner {
 
 // notes: when given, each OpenCL executor's execution_note(), prefill's first.
 harness::GenerateCheck check_tiny(DType compute, bool carry, const std::string& force = {}, const ExecutorOptions& o = {},
-                                  std::vector<std::string>* notes = nullptr) {
+                                  std::vector<std::string>* notes = nullptr, const std::string& weights_format = {}) {
   runtime::ModelDir pc = runtime::ModelDir::open(data("models/qwen2_tiny_prefill")), dc = runtime::ModelDir::open(data("models/qwen2_tiny_decode"));
   auto map = llm::KvMapping::read(data("models/qwen2_tiny_decode") + "/kv_mapping.json");
-  auto pp = compile_opencl(pc.graph, compute, force), dp = compile_opencl(dc.graph, compute, force);
+  auto pp = compile_opencl(pc.graph, compute, force, weights_format), dp = compile_opencl(dc.graph, compute, force, weights_format);
   std::vector<const PartitionExecutor*> executors;
   auto factories = [&] {
     ExecutorFactories f = runtime::factories_for<OpenCLTarget>(o);
@@ -170,6 +171,24 @@ TEST(OpenCLPersistent, QwenTinyDecodeAsOneLaunchMeetsTheFixture) {
   for (const auto& s : r.steps) EXPECT_GE(s.metrics.cosine, 0.9995) << "step at " << s.position;
 }
 
+// q4_0 weights: the block GEMV (gemv_q) is a stage too, and stage by stage gives the
+// launch-by-launch logits within float reordering (the quantization's own error is the same in both).
+// (One mode: the persistent launch runs the same stage functions, and each mode costs PoCL a
+// program build of ~10 s in CI.)
+TEST(OpenCLPersistent, QuantizedDecodeAsStagesMatchesLaunchByLaunch) {
+  ExecutorOptions o;
+  const auto base = check_tiny(DType::bf16, true, {}, o, nullptr, "q4_0");
+  o.persistent_groups = ExecutorOptions::stage_by_stage;
+  std::vector<std::string> notes;
+  const auto r = check_tiny(DType::bf16, true, {}, o, &notes, "q4_0");
+  EXPECT_EQ(notes.at(1), "stage by stage, arguments from a table");
+  ASSERT_EQ(r.steps.size(), base.steps.size());
+  for (std::size_t i = 0; i < r.steps.size(); ++i) {
+    EXPECT_NEAR(r.steps[i].metrics.rel_l2, base.steps[i].metrics.rel_l2, 0.01) << "step " << i;
+    EXPECT_EQ(r.steps[i].token, base.steps[i].token) << "step " << i;
+  }
+}
+
 // The persistent program's sources: the //@pk+ regions of the kernel files, nothing else.
 TEST(OpenCLPersistent, RegionsAndWhyNot) {
   EXPECT_EQ(ocl::persistent_regions("a\n//@pk+\nb\nc\n//@pk-\nd\n//@pk+\ne"), "b\nc\ne\n");
@@ -188,6 +207,14 @@ TEST(OpenCLPersistent, RegionsAndWhyNot) {
   EXPECT_EQ(ocl::Persistent::why_not(ls), "");
   ls[0].local = {64, 1, 1};
   EXPECT_EQ(ocl::Persistent::why_not(ls), "kernel gemv: work-groups of 64 items");
+  // gemv_q: one block format per program.
+  ls[0].local = {128, 1, 1};
+  ls[0].name = "gemv_q", ls[0].options = " -DTA=2 -DTC=2 -DGQ_FMT=2 -DGV_M=1";
+  ls.emplace_back();
+  ls[1].name = "gemv_q", ls[1].dims = 1, ls[1].has_local = true, ls[1].local = {128, 1, 1}, ls[1].options = ls[0].options;
+  EXPECT_EQ(ocl::Persistent::why_not(ls), "");
+  ls[1].options = " -DTA=2 -DTC=2 -DGQ_FMT=1 -DGV_M=1";
+  EXPECT_EQ(ocl::Persistent::why_not(ls), "gemv_q over two block formats (one per program)");
 }
 
 // The KV cache written in place and carried on the device gives the logits of the host round trip.

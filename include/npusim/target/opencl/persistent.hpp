@@ -35,8 +35,9 @@ struct PersistentKernel {
   std::array<std::string_view, 3> types;  // the -D names passed as the 1st, 2nd, 3rd type
   int local_floats;
 };
-inline constexpr std::array<PersistentKernel, 8> persistent_kernels{{
+inline constexpr std::array<PersistentKernel, 9> persistent_kernels{{
     {"gemv", true, {"TA", "TB", "TC"}, 128},
+    {"gemv_q", true, {"TA", "", "TC"}, 256},
     {"attention", true, {"TK", "", ""}, 256 + 1024 + 128},
     {"attention_combine", true, {"", "", ""}, 0},
     {"rmsnorm", true, {"", "", ""}, 128},
@@ -70,8 +71,9 @@ struct PersistentStageType {
   bool group = true;
   std::array<int, 3> types{0, 0, 0};
   std::vector<LaunchArg::Kind> sig;
+  int block_format = 0;  // gemv_q's GQ_FMT (source() defines it once: one format per program)
   bool operator<(const PersistentStageType& o) const {
-    return std::tie(fn, types, sig) < std::tie(o.fn, o.types, o.sig);
+    return std::tie(fn, types, sig, block_format) < std::tie(o.fn, o.types, o.sig, o.block_format);
   }
 };
 
@@ -96,6 +98,10 @@ inline std::optional<PersistentStageType> persistent_stage_type(const Launch& l,
     const std::string name = tok.substr(2, eq == std::string::npos ? std::string::npos : eq - 2);
     const std::string value = eq == std::string::npos ? "1" : tok.substr(eq + 1);
     if (name == "GV_M" && value == "1") continue;
+    if (name == "GQ_FMT" && k->fn == "gemv_q") {
+      t.block_format = std::stoi(value);
+      continue;
+    }
     bool known = false;
     for (std::size_t i = 0; i < 3; ++i)
       if (k->types[i] == name) t.types[i] = std::stoi(value), known = true;
@@ -116,8 +122,13 @@ class Persistent {
   // Why these launches cannot run as one persistent launch ("" when they can).
   static std::string why_not(const std::vector<Launch>& launches) {
     std::string why;
-    for (const auto& l : launches)
-      if (!persistent_stage_type(l, &why)) return why;
+    int block_format = 0;
+    for (const auto& l : launches) {
+      const auto t = persistent_stage_type(l, &why);
+      if (!t) return why;
+      if (t->block_format && block_format && t->block_format != block_format) return "gemv_q over two block formats (one per program)";
+      if (t->block_format) block_format = t->block_format;
+    }
     return launches.empty() ? "no launches" : "";
   }
 
@@ -262,6 +273,11 @@ class Persistent {
     std::string s(cl_source::persistent);
     s.append("\n").append(cl_source::common).append("\n");
     for (std::string_view src : {cl_source::generic, cl_source::gemm, cl_source::attention}) s += persistent_regions(src);
+    for (const auto* t : kinds)
+      if (t->block_format) {
+        s += "#define GQ_FMT " + std::to_string(t->block_format) + "\n" + persistent_regions(cl_source::gemv_q);
+        break;
+      }
     int lmem = 1;
     for (const auto* t : kinds)
       for (const auto& pk : persistent_kernels)

@@ -151,7 +151,7 @@ inline GemvSegments gemv_segments(Binder& b, const Gemm& g) {
 // Launches a GEMV kernel over `groups` work-groups of 128: the arguments both kernels start with
 // (x, the segments, the residual, ReLU, K, vec, the gate's up-projection), then `more`.
 template <class... More>
-void launch_gemv(Binder& b, cl_program p, const char* fn, std::size_t groups, const Gemm& g, const GemvSegments& s, bool vec, More&&... more) {
+void launch_gemv(Binder& b, cl_program p, const char* fn, std::size_t groups, const Gemm& g, const GemvSegments& s, cl_int vec, More&&... more) {
   auto bias = [&](const Gemm::Segment& sg) { return sg.bias ? Typed{*sg.bias} : b.none(); };
   const auto& sg = s.seg;
   b.launch(p, fn, {groups * 128, 1, 1}, {128, 1, 1}, 1, Ptr{g.a}, static_cast<cl_long>(g.sam),                                  //
@@ -216,22 +216,32 @@ inline std::vector<std::byte> regroup_device_blocks(quant::BlockFormat f, const 
   return regroup_device_blocks(f, static_cast<const std::byte*>(rows.raw()), w[0], w[1]);
 }
 
-// A product whose weights are packed blocks. Up to 4 rows (decode): gemv_q, 4 rows of W (or 2 of
-// a gate and its up-projection) per work-group of 128 items that split K; more rows (prefill):
-// each weight's values dequantized into a buffer shared by every such kernel, then the GEMM
-// (tensor cores where the device has them). The RMSNorm fusion stays with the float GEMV.
+// Work-items per row of gemv_q (cl/gemv_q.cl's gq_team): enough that each takes at most 8 parts
+// of 16 bytes of a row's codes (q4_0: a block, q8_0: half a block), 4 to 32.
+inline int gemv_q_team(quant::BlockFormat f, std::int64_t K) {
+  const std::int64_t parts = (K + 31) / 32 * (f == quant::BlockFormat::q8_0 ? 2 : 1);
+  int t = 4;
+  while (t < 32 && parts > 8 * t) t *= 2;
+  return t;
+}
+
+// A product whose weights are packed blocks. Up to 4 rows (decode): gemv_q, a team of 4-32 items
+// per row of W (and of the gate's up-projection, in the same pass); more rows (prefill): each
+// weight's values dequantized into a buffer shared by every such kernel, then the GEMM (tensor
+// cores where the device has them). The RMSNorm fusion stays with the float GEMV (normalising x
+// in every team cost more than the launch it saves: docs/benchmarks.md).
 inline void bind_gemm_q(Binder& b, const Gemm& g) {
   if (g.norm) b.unsupported("a normalised GEMV over packed weights (npusim bug: the rmsnorm is not merged into it)");
   const std::string fmt = std::string(" -DGQ_FMT=") + (*g.wq == quant::BlockFormat::q8_0 ? "1" : "2");
   if (gemv_fits(g)) {
     const GemvSegments s = gemv_segments(b, g);
-    constexpr std::int64_t streams = 4;
-    const std::int64_t rows_per_group = g.up ? streams / 2 : streams;
-    const bool vec = g.a.off % 16 == 0 && g.sam % 8 == 0;  // x's 8- and 4-value loads aligned
-    const std::string opts = Binder::type_options({{"TA", g.a.dtype}, {"TC", g.c.dtype}}) + fmt + " -DGV_M=" + std::to_string(g.M) +
-                             " -DGQ_S=" + std::to_string(streams);
+    const std::int64_t rows_per_group = 128 / gemv_q_team(*g.wq, g.K);
+    const bool xvec = g.a.off % 16 == 0 && g.sam % 8 == 0;  // x's 8-value loads aligned
+    bool wvec = !g.up || g.up->off % 16 == 0;                 // the codes' 16-byte loads
+    for (const auto& sg : s.seg) wvec = wvec && sg.w.off % 16 == 0;
+    const std::string opts = Binder::type_options({{"TA", g.a.dtype}, {"TC", g.c.dtype}}) + fmt + " -DGV_M=" + std::to_string(g.M);
     launch_gemv(b, b.program("gemv_q", ocl::cl_source::gemv_q, opts), "gemv_q", static_cast<std::size_t>((s.end[2] + rows_per_group - 1) / rows_per_group),
-                g, s, vec);
+                g, s, static_cast<cl_int>((xvec ? 1 : 0) | (wvec ? 2 : 0)));
     return;
   }
   // Each weight's values, then the float kernels.
