@@ -6,6 +6,8 @@
 # Here, once: ../shared/tools/device-prep.sh; cp ../shared/fixtures/make_fixtures.py .devdeps/;
 # the pytorch-ir package (module torch_ir, pure Python) unpacked under .devdeps/pyir/.
 #   run: source .devdeps/device-env.sh && bash tools/model_zoo/device.sh [BUDGET] [ONLY]   carry: [".devdeps"]
+# Env: TARGETS (default reference,cpu,opencl), WEIGHTS_DTYPES=q8,q4 adds the LLMs with quantized
+# linear weights (the quality table of docs/quantization.md).
 # Writes $OUT/zoo.json, $OUT/model-zoo.md (the table for docs/model-zoo.md) and $OUT/sweep.log.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
@@ -28,5 +30,6 @@ echo "build: $(( $(date +%s) - t0 )) s"
 left=$(( BUDGET - ($(date +%s) - t0) ))
 PYTHONPATH=.devdeps/pyir${PYTHONPATH:+:$PYTHONPATH} python3 tools/model_zoo/sweep.py --npusim build-zoo/npusim \
   --make-fixtures .devdeps/make_fixtures.py --cases .cache/zoo --results .cache/zoo/results.json --md "$OUT/model-zoo.md" \
-  --budget "$left" --timeout 120 ${ONLY:+--only "$ONLY"} 2>&1 | tee "$OUT/sweep.log"
+  --budget "$left" --timeout 120 ${ONLY:+--only "$ONLY"} ${TARGETS:+--targets "$TARGETS"} ${WEIGHTS_DTYPES:+--weights-dtypes "$WEIGHTS_DTYPES"} \
+  2>&1 | tee "$OUT/sweep.log"
 cp .cache/zoo/results.json "$OUT/zoo.json"

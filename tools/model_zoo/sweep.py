@@ -241,6 +241,9 @@ def main():
     ap.add_argument("--timeout", type=int, default=300, help="seconds per npusim run")
     ap.add_argument("--redo", default="", help="model names whose export and runs are done again")
     ap.add_argument("--budget", type=float, default=0, help="stop starting new work after this many seconds (0: no limit)")
+    ap.add_argument("--weights-dtypes", default="",
+                    help="LLMs also with their linear weights quantized: q8,q4 (generate --check --weights-dtype, at the half type, "
+                         "on each target; the quality table of docs/quantization.md)")
     a = ap.parse_args()
     t_start = time.time()
 
@@ -261,6 +264,7 @@ def main():
     only = set(x for x in a.only.split(",") if x)
     redo = set(x for x in a.redo.split(",") if x)
     targets = [t for t in a.targets.split(",") if t]
+    wdtypes = [w for w in a.weights_dtypes.split(",") if w]
     want = lambda kind, name: not only or kind in only or name in only  # noqa: E731
     over_budget = lambda: a.budget > 0 and time.time() - t_start > a.budget  # noqa: E731
 
@@ -296,24 +300,27 @@ def main():
             if "explain" not in rec:
                 rec["explain"] = explain(a.npusim, cases[0], a.timeout)
             runs = rec.setdefault("runs", {})
-            for t in targets:
-                for dt in ("f32", k["half"](name)):
-                    key = f"{t}/{dt}"
-                    if key in runs or over_budget():
-                        continue
-                    code, out, secs = run(k["command"](a.npusim, cases, t, dt), a.timeout)
-                    r = k["parse"](out)
-                    r["exit"], r["wall_s"] = code, round(secs, 1)
-                    if code != 0:
-                        r["error"] = first_error_line(out)
-                    runs[key] = r
-                    log(f"{name:22s} {key:14s} exit {code} {'PASS' if r.get('pass') else 'FAIL'} {k['summary'](r)} {r.get('error', '')}")
-                    save()
+            # (target, dtype, weights dtype or ""): float runs, then LLMs with quantized weights.
+            todo = [(t, dt, "") for t in targets for dt in ("f32", k["half"](name))]
+            if kind == "llm":
+                todo += [(t, k["half"](name), w) for w in wdtypes for t in targets]
+            for t, dt, w in todo:
+                key = f"{t}/{dt}" + (f"/{w}" if w else "")
+                if key in runs or over_budget():
+                    continue
+                code, out, secs = run(k["command"](a.npusim, cases, t, dt) + (["--weights-dtype", w] if w else []), a.timeout)
+                r = k["parse"](out)
+                r["exit"], r["wall_s"] = code, round(secs, 1)
+                if code != 0:
+                    r["error"] = first_error_line(out)
+                runs[key] = r
+                log(f"{name:22s} {key:14s} exit {code} {'PASS' if r.get('pass') else 'FAIL'} {k['summary'](r)} {r.get('error', '')}")
+                save()
 
     results["wall_s_last_call"] = round(time.time() - t_start, 1)
     save()
     if a.md:
-        write_md(results, targets, a.md)
+        write_md(results, targets, a.md, wdtypes)
     return 0
 
 
@@ -331,7 +338,7 @@ def cell(r, llm):
     return f"pass {r.get('rel_l2', 0):.1e}{top}{t}"
 
 
-def write_md(res, targets, path):
+def write_md(res, targets, path, wdtypes=()):
     keys = lambda half: [f"{t}/{d}" for t in targets for d in ("f32", half)]  # noqa: E731
     out = ["<!-- written by tools/model_zoo/sweep.py; edit the script, not this table -->", ""]
     v = res.get("versions", {})
@@ -358,6 +365,17 @@ def write_md(res, targets, path):
         half = LLM.get(name, (None, None, "bf16"))[2]
         cells = [cell(rec.get("runs", {}).get(k), True) for k in keys(half)]
         out.append(f"| {name} | {half} | " + " | ".join(cells) + " |")
+    if wdtypes:
+        out += ["", "## Decoder-only LLMs with quantized linear weights (`generate --check --weights-dtype`, the half type)", "",
+                "Cells as above, against PyTorch's float model: what the weight format loses (the tolerances are the format's).", ""]
+        cols = [(t, w) for w in wdtypes for t in targets]
+        out.append("| family | half | " + " | ".join(f"{t}/{w}" for t, w in cols) + " |")
+        out.append("|---|---|" + "---|" * len(cols))
+        for name, rec in res.get("llm", {}).items():
+            if not rec.get("exported"):
+                continue
+            half = LLM.get(name, (None, None, "bf16"))[2]
+            out.append(f"| {name} | {half} | " + " | ".join(cell(rec.get("runs", {}).get(f"{t}/{half}/{w}"), True) for t, w in cols) + " |")
     partial = [(n, rec.get("explain", [])) for kind in ("vision", "llm") for n, rec in res.get(kind, {}).items()
                if rec.get("exported") and any("100.0%" not in ln for ln in rec.get("explain", []))]
     if partial:
