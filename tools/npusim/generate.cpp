@@ -82,8 +82,9 @@ CheckTolerances check_tolerances(const TargetChoice& tc, std::optional<double> g
   CheckTolerances t{1e-3, 1e-3, 0.99999};
   if (half_dtype(tc.dtype)) t = {0.035, 0.04, 0.9995, true, 1, 1, 1};
   if (const auto f = quant::parse_block_format(tc.weights_dtype)) {
-    if (*f == quant::BlockFormat::q8_0) t = {0.06, 0.06, 0.998, true, 1, 2, 0, "q8_0", "half"};
-    else t = {0.45, 0.45, 0.9, false, 1, 4, 0, "q4_0", "a quarter"};  // q4_0 may move a close top-1
+    const double r = *quantized_tolerance(tc.weights_dtype);
+    if (*f == quant::BlockFormat::q8_0) t = {r, r, 0.998, true, 1, 2, 0, "q8_0", "half"};
+    else t = {r, r, 0.9, false, 1, 4, 0, "q4_0", "a quarter"};  // q4_0 may move a close top-1
   }
   if (given) t.prefill = t.step = *given;
   return t;

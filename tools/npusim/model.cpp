@@ -6,6 +6,7 @@
 #include <filesystem>
 
 #include "npusim/core/npy.hpp"
+#include "npusim/core/quant.hpp"
 #include "npusim/program/npubin_weights.hpp"
 #include "npusim/harness/check.hpp"
 #include "npusim/runtime/image.hpp"
@@ -188,6 +189,12 @@ double default_tolerance(const Model& m, bool half) {
   double t = 0;
   for (const auto& part : m.program->partitions) t = std::max(t, harness::default_tolerance(part.graph, half || is_half(m.program->compute), ""));
   return t;
+}
+
+std::optional<double> quantized_tolerance(const std::string& weights_dtype) {
+  const auto f = quant::parse_block_format(weights_dtype);
+  if (!f) return std::nullopt;
+  return *f == quant::BlockFormat::q8_0 ? 0.06 : 0.45;
 }
 
 void print_output_summary(std::FILE* out, const Model& m, const std::vector<program::IoSpec>& specs, const std::vector<Tensor>& outs) {

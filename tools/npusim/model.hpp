@@ -86,6 +86,12 @@ Expected expected_outputs(const Model& m, const std::string& file, bool inputs_f
 // its partitions' graphs).
 double default_tolerance(const Model& m, bool half);
 
+// The relative-L2 tolerance of outputs computed with linear weights quantized to a block format
+// ("q8"/"q8_0", "q4"/"q4_0"), against the float model's: the format's own error, set from the tiny
+// Qwen2 and Qwen2.5-1.5B fixtures (docs/quantization.md, "Quality"); nullopt for float weights.
+// generate --check uses it for the logits of each step, run --expected for every output.
+std::optional<double> quantized_tolerance(const std::string& weights_dtype);
+
 // Shape, dtype and statistics of each output; for a classifier's logits ([N, C], C >= 5, or a
 // model whose meta.json says "vision") the top-5 classes with softmax probabilities.
 void print_output_summary(std::FILE* out, const Model& m, const std::vector<program::IoSpec>& specs, const std::vector<Tensor>& outs);

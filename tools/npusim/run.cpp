@@ -85,7 +85,16 @@ int cmd_run(const RunArgs& a, TargetChoice tc, ProfileArgs prof) {
     std::vector<std::string> names;
     std::vector<DType> dtypes;
     for (const auto& o : m.outputs()) names.push_back(o.name), dtypes.push_back(o.dtype);
-    harness::CaseResult r = harness::check_outputs(names, dtypes, outs, expected.lookup, a.tol.value_or(default_tolerance(m, co.half_compute)),
+    double tol = a.tol.value_or(default_tolerance(m, co.half_compute));
+    if (const auto q = quantized_tolerance(tc.weights_dtype); q && !a.tol) {
+      // Quantized weights against the float model's outputs: the format's error, not float's;
+      // a classifier's top-5 as a set (generate --check's rule for q4 even lets the top-1 move).
+      tol = std::max(tol, *q);
+      co.top5_in_order = false;
+      std::printf("weights quantized to %s: outputs compared with tolerance rel_l2 <= %.3g (the format's; --tol sets another)\n",
+                  tc.weights_dtype.c_str(), tol);
+    }
+    harness::CaseResult r = harness::check_outputs(names, dtypes, outs, expected.lookup, tol,
                                                    m.kind() == "vision" || (m.kind().empty() && outs.size() == 1), co);
     r.seconds = secs;
     std::printf("expected outputs: %s\n", expected.from.c_str());
