@@ -83,8 +83,11 @@ CheckTolerances check_tolerances(const TargetChoice& tc, std::optional<double> g
   if (half_dtype(tc.dtype)) t = {0.035, 0.04, 0.9995, true, 1, 1, 1};
   if (const auto f = quant::parse_block_format(tc.weights_dtype)) {
     const double r = *quantized_tolerance(tc.weights_dtype);
-    if (*f == quant::BlockFormat::q8_0) t = {r, r, 0.998, true, 1, 2, 0, "q8_0", "half"};
-    else t = {r, r, 0.9, false, 1, 4, 0, "q4_0", "a quarter"};  // q4_0 may move a close top-1
+    // The prefill's top-1 is not required: its rows are quantized per block as the decode's are (the
+    // CPU target's block GEMM), and a close top-1 of the fixtures' near-flat logits moves as a
+    // decode step's token may (tiny Qwen2, f32, q8_0: 219 for 208 at cosine 0.99977).
+    if (*f == quant::BlockFormat::q8_0) t = {r, r, 0.998, false, 1, 2, 0, "q8_0", "half"};
+    else t = {r, r, 0.9, false, 1, 4, 0, "q4_0", "a quarter"};
   }
   if (given) t.prefill = t.step = *given;
   return t;
