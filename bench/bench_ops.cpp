@@ -120,19 +120,26 @@ void BM_GemvDecode(benchmark::State& st, DType dt, bool cold) {
 
 void BM_GemmPrefill(benchmark::State& st, DType dt) { run_gemm(st, 128, kHidden, kInter, dt, 1); }
 
+// N rows of K random weights packed as f's blocks (row n from seed n: the same bytes every run).
+cpu::AlignedBuf packed_random_rows(quant::BlockFormat f, std::int64_t K, std::int64_t N) {
+  const std::size_t rb = quant::row_bytes(f, K);
+  cpu::AlignedBuf w = cpu::AlignedBuf::make(rb * static_cast<std::size_t>(N));
+  std::vector<float> wf(static_cast<std::size_t>(K));
+  for (std::int64_t n = 0; n < N; ++n) {
+    fill_random(wf.data(), wf.size(), 0.05f, static_cast<unsigned>(n));
+    quant::quantize_row(f, wf, w.p.get() + static_cast<std::size_t>(n) * rb);
+  }
+  return w;
+}
+
 // The same decode GEMV with q8_0 / q4_0 weights (cpu::qgemv, docs/quantization.md): the activation
 // quantized per block, then the rows split over the pool's threads. B/s of packed weights read, to
 // set beside the bf16 GEMV's.
 void BM_GemvDecodeQ(benchmark::State& st, quant::BlockFormat f, bool cold, bool bf16_unpack = false) {
   const std::int64_t K = kHidden, N = kInter;
   const std::size_t rb = quant::row_bytes(f, K), bytes = rb * static_cast<std::size_t>(N);
-  std::vector<float> wf(static_cast<std::size_t>(K));
   std::vector<cpu::AlignedBuf> copies(cold ? (std::size_t{384} << 20) / bytes + 1 : 1);
-  copies[0] = cpu::AlignedBuf::make(bytes);
-  for (std::int64_t n = 0; n < N; ++n) {
-    fill_random(wf.data(), wf.size(), 0.05f, static_cast<unsigned>(n));
-    quant::quantize_row(f, wf, copies[0].p.get() + static_cast<std::size_t>(n) * rb);
-  }
+  copies[0] = packed_random_rows(f, K, N);
   for (std::size_t i = 1; i < copies.size(); ++i) {
     copies[i] = cpu::AlignedBuf::make(bytes);
     std::memcpy(copies[i].p.get(), copies[0].p.get(), bytes);
@@ -177,13 +184,7 @@ void BM_GemvDecodeQ(benchmark::State& st, quant::BlockFormat f, bool cold, bool 
 // rows split over the pool's threads. FLOP/s to set beside the bf16 GEMM's.
 void BM_GemmPrefillQ(benchmark::State& st, quant::BlockFormat f) {
   const std::int64_t M = 128, K = kHidden, N = kInter;
-  const std::size_t rb = quant::row_bytes(f, K);
-  cpu::AlignedBuf w = cpu::AlignedBuf::make(rb * static_cast<std::size_t>(N));
-  std::vector<float> wf(static_cast<std::size_t>(K));
-  for (std::int64_t n = 0; n < N; ++n) {
-    fill_random(wf.data(), wf.size(), 0.05f, static_cast<unsigned>(n));
-    quant::quantize_row(f, wf, w.p.get() + static_cast<std::size_t>(n) * rb);
-  }
+  const cpu::AlignedBuf w = packed_random_rows(f, K, N);
   std::vector<float> x(static_cast<std::size_t>(M * K)), y(static_cast<std::size_t>(M * N));
   fill_random(x.data(), x.size(), 1.0f, 3);
   cpu::AlignedBuf mem = cpu::AlignedBuf::make(cpu::qgemm::QRows::bytes(M, K));

@@ -44,7 +44,7 @@ inline constexpr int MR = 8;
 inline constexpr std::int32_t code_offset(BlockFormat f) { return f == BlockFormat::q8_0 ? 128 : 8; }
 
 // M rows of X quantized for weights of format f, in memory the caller owns (a kernel's share of
-// the target's scratch): QRows::bytes(m, k) bytes, 64-byte aligned.
+// the target's scratch): QRows::bytes(m, k) bytes, 4-byte aligned.
 struct QRows {
   BlockFormat format = BlockFormat::q8_0;
   std::int64_t m = 0, k = 0, blocks = 0;

@@ -96,11 +96,8 @@ inline void quantize_blocks(const float* x, std::int64_t k, std::int8_t* q, floa
   for (; (b + 1) * block_values <= k; ++b) {
     const float* xb = x + b * block_values;
     const __m512 v0 = _mm512_loadu_ps(xb), v1 = _mm512_loadu_ps(xb + 16);
-    if (_mm512_fpclass_ps_mask(v0, 0x99) | _mm512_fpclass_ps_mask(v1, 0x99)) {  // QNaN, SNaN, +-Inf
-      float dummy;
-      std::int8_t scratch[block_values];
-      detail::quantize_block(xb, block_values, b * block_values, scratch, &dummy);  // throws, naming the index
-    }
+    if (_mm512_fpclass_ps_mask(v0, 0x99) | _mm512_fpclass_ps_mask(v1, 0x99))  // QNaN, SNaN, +-Inf: the portable
+      detail::quantize_block(xb, block_values, b * block_values, q + b * block_values, d + b);  // block throws, naming the index
     const float amax = _mm512_reduce_max_ps(_mm512_max_ps(_mm512_abs_ps(v0), _mm512_abs_ps(v1)));
     const float db = amax / 127.0f, id = db != 0 ? 1.0f / db : 0.0f;
     d[b] = db;

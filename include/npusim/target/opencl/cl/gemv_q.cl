@@ -20,9 +20,10 @@
 #define GV_M 1
 #endif
 //@pk+
-// gemv_q: a team of work-items per row of W (and, with `gated`, the same row of the up-projection U
-// in the same pass); gq_team(K) items, so that each takes at most 8 parts of 16 bytes of codes (a
-// whole q4_0 block of 32 values, or half a q8_0 block), GQ_U of them in flight at once: a team reads
+// gemv_q: a team of `team` work-items per row of W (and, with `gated`, the same row of the
+// up-projection U in the same pass), sized by the host (ocl::gemv_q_team) so that each takes at
+// most 8 parts of 16 bytes of codes (a whole q4_0 block of 32 values, or half a q8_0 block), GQ_U
+// of them in flight at once: a team reads
 // its row's consecutive bytes, and a short row (K = 1536: 768 bytes of q4_0) is not spread over 32
 // items that would each wait for one load. 128 items per work-group, 128 / team rows. x comes
 // straight from global memory (cached: every team reads the same x). Rows [0, end0) use segment 0
@@ -45,14 +46,6 @@
 #define GQ_U 2  // (fewer with more rows of x: the unrolled code grows with both)
 #endif
 #endif
-// Items per row (ocl::gemv_q_team computes the same).
-inline int gq_team(long K) {
-  const long parts = (K + 31) / 32 * GQ_P;
-  int t = 4;
-  while (t < 32 && parts > 8L * t) t *= 2;
-  return t;
-}
-
 // A code as a float without a conversion instruction: 2^23 + bits, then 2^23 (and the code's
 // offset) off, exactly.
 #if GQ_FMT == 1
@@ -111,9 +104,9 @@ PK_GROUP_FN(gemv_q, GQ_WG)
     __global const uchar* w0b, ulong w0o, __global const uchar* b0b, ulong b0o, int b0t, int hb0, __global uchar* c0b, ulong c0o, long end0,
     __global const uchar* w1b, ulong w1o, __global const uchar* b1b, ulong b1o, int b1t, int hb1, __global uchar* c1b, ulong c1o, long end1,
     __global const uchar* w2b, ulong w2o, __global const uchar* b2b, ulong b2o, int b2t, int hb2, __global uchar* c2b, ulong c2o, long end2,
-    __global const uchar* rb, ulong ro, int rt, int has_res, int relu, long K, int vec, __global const uchar* ub, ulong uo, int gated) {
+    __global const uchar* rb, ulong ro, int rt, int has_res, int relu, long K, int vec, __global const uchar* ub, ulong uo, int gated,
+    int team) {
   PK_LOCAL(float, red, 2 * GV_M * GQ_WG);
-  const int team = gq_team(K);
   const int lid = get_local_id(0), lane = lid % team, part = lane % GQ_P;
   const long nb = (K + 31) / 32;
   const long row = PK_GROUP_ID * (GQ_WG / team) + lid / team;

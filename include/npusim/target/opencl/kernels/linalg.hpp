@@ -216,8 +216,8 @@ inline std::vector<std::byte> regroup_device_blocks(quant::BlockFormat f, const 
   return regroup_device_blocks(f, static_cast<const std::byte*>(rows.raw()), w[0], w[1]);
 }
 
-// Work-items per row of gemv_q (cl/gemv_q.cl's gq_team): enough that each takes at most 8 parts
-// of 16 bytes of a row's codes (q4_0: a block, q8_0: half a block), 4 to 32.
+// Work-items per row of gemv_q (its `team` argument): enough that each takes at most 8 parts of 16
+// bytes of a row's codes (q4_0: a block, q8_0: half a block), 4 to 32.
 inline int gemv_q_team(quant::BlockFormat f, std::int64_t K) {
   const std::int64_t parts = (K + 31) / 32 * (f == quant::BlockFormat::q8_0 ? 2 : 1);
   int t = 4;
@@ -235,13 +235,14 @@ inline void bind_gemm_q(Binder& b, const Gemm& g) {
   const std::string fmt = std::string(" -DGQ_FMT=") + (*g.wq == quant::BlockFormat::q8_0 ? "1" : "2");
   if (gemv_fits(g)) {
     const GemvSegments s = gemv_segments(b, g);
-    const std::int64_t rows_per_group = 128 / gemv_q_team(*g.wq, g.K);
+    const int team = gemv_q_team(*g.wq, g.K);
+    const std::int64_t rows_per_group = 128 / team;
     const bool xvec = g.a.off % 16 == 0 && g.sam % 8 == 0;  // x's 8-value loads aligned
     bool wvec = !g.up || g.up->off % 16 == 0;                 // the codes' 16-byte loads
     for (const auto& sg : s.seg) wvec = wvec && sg.w.off % 16 == 0;
     const std::string opts = Binder::type_options({{"TA", g.a.dtype}, {"TC", g.c.dtype}}) + fmt + " -DGV_M=" + std::to_string(g.M);
     launch_gemv(b, b.program("gemv_q", ocl::cl_source::gemv_q, opts), "gemv_q", static_cast<std::size_t>((s.end[2] + rows_per_group - 1) / rows_per_group),
-                g, s, static_cast<cl_int>((xvec ? 1 : 0) | (wvec ? 2 : 0)));
+                g, s, static_cast<cl_int>((xvec ? 1 : 0) | (wvec ? 2 : 0)), static_cast<cl_int>(team));
     return;
   }
   // Each weight's values, then the float kernels.
