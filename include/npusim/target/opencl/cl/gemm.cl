@@ -36,6 +36,33 @@ inline long c_rows(int conv, __constant const long* d) { return conv ? d[3] * d[
 inline long c_cols(int conv, __constant const long* d) { return conv ? 1 : d[5]; }
 inline long bias_row0(long z, int conv, __constant const long* d, long M) { return conv ? (z % d[13]) * M : 0; }
 
+// -DGQ_FMT=1 (q8_0) or 2 (q4_0): B is a linear layer's weight W [N, K] in packed blocks, in the
+// device layout of gemv_q.cl (every block's codes, row after row: q8_0 32 signed bytes, q4_0 GGML's
+// 16 bytes, value j in the low nibble of byte j and value j + 16 in the high one, code c standing
+// for c - 8; then every block's f16 scale). The tiles dequantize it as they load: value = scale x
+// code in f32 (core/quant.hpp's definition), rounded to the weight's storage type TB, so the
+// products are those of the dequantized weight in that type, with no copy of it in memory.
+#ifdef GQ_FMT
+#if GQ_FMT == 1
+#define GQ_CB 32
+#else
+#define GQ_CB 16
+#endif
+// W(n, k) as a float of type TB (k < 32 * ceil(K / 32): the last block's missing values are 0).
+inline float gq_value(__global const uchar* W, long N, long K, long n, long k) {
+  const long nb = (K + 31) / 32, i = n * nb + k / 32;
+  const int j = (int)(k % 32);
+  const float d = vload_half(i, (__global const half*)(W + N * nb * GQ_CB));
+#if GQ_FMT == 1
+  const float v = d * (float)((__global const char*)W)[i * 32 + j];
+#else
+  const uchar byte = W[i * 16 + (j % 16)];
+  const float v = d * (float)((j < 16 ? (byte & 0xf) : (byte >> 4)) - 8);
+#endif
+  return round_to(v, TB);
+}
+#endif
+
 // Work-item (tx, ty) computes rows m0 + ty + 16i and columns n0 + 4tx + j (i, j < 4). Group z is
 // (batch, K split): with ksplit > 1 each split writes float partial sums to `part` and gemm_reduce
 // adds them up and applies the epilogue (few output tiles, long K: batch-1 convolutions).
@@ -71,7 +98,9 @@ __kernel __attribute__((reqd_work_group_size(16, 16, 1))) void gemm(
     boff = z0 * d[10] + (z1 / d[12]) * d[11];
   }
   A += aoff * (TA == DT_F32 ? 4 : 2);
+#ifndef GQ_FMT
   B += boff * (TB == DT_F32 ? 4 : 2);
+#endif
   const int a_kfast = sak == 1, b_kfast = !conv && sbk == 1 && sbn != 1;
   float acc[4][4];
   for (int i = 0; i < 4; ++i)
@@ -96,7 +125,11 @@ __kernel __attribute__((reqd_work_group_size(16, 16, 1))) void gemm(
         }
       } else {
         const long n = n0 + nn;
+#ifdef GQ_FMT
+        if (n < N && k < kend) v = gq_value(B, N, K, n, k);
+#else
         if (n < N && k < kend) v = LD_T(TB, B, (idx_t)k * sbk + (idx_t)n * sbn);
+#endif
       }
       Bs[kk][nn] = v;
     }
@@ -339,7 +372,10 @@ PK_GROUP_FN(gemv, GV_WG)
 // A[m*sam + k*sak], sak 1 or any when avec = 0). B comes in one of three shapes (-DBMODE):
 //   0  b(k, n) = B[n*sbn + k]: a linear layer's weight W[N, K], staged as W rows (ldmatrix);
 //   1  b(k, n) = B[k*sbk + n*sbn]: any strided B, staged as K rows of N (ldmatrix.trans);
-//   2  the implicit-GEMM convolution's image gather (as gemm() with conv != 0), staged as in 1.
+//   2  the implicit-GEMM convolution's image gather (as gemm() with conv != 0), staged as in 1;
+//   3  a linear layer's weight in q8_0/q4_0 blocks (-DGQ_FMT, as gemm()), dequantized to MMA_T as
+//      each 8-value chunk is loaded (a chunk never straddles a block: slices are whole blocks),
+//      then staged as in 0.
 // A work-group computes a BM x BN tile with (BM/WM) x (BN/WN) warps of WM x WN; K walks in slices
 // of 32 through two local stages: the next slice is loaded into registers (16-byte loads where
 // avec/bvec say rows are aligned, else element by element with bounds) while this one is
@@ -374,7 +410,7 @@ PK_GROUP_FN(gemv, GV_WG)
 #define M_LDK (MBK + 8)  // K-row tiles (A; B in mode 0): 80-byte rows, 8 rows of an 8x8 in 8 bank groups
 #define M_LDN (MBN + 8)  // N-row tiles (B in modes 1, 2)
 #define M_A_U16 (MBM * M_LDK)
-#if BMODE == 0
+#if BMODE == 0 || BMODE == 3
 #define M_B_U16 (MBN * M_LDK)
 #else
 #define M_B_U16 (MBK * M_LDN)
@@ -491,6 +527,42 @@ inline uint4 mma_gather8(__global const ushort* p, long i0, long s, int lim) {
   return (uint4)(v[0] | ((uint)v[1] << 16), v[2] | ((uint)v[3] << 16), v[4] | ((uint)v[5] << 16), v[6] | ((uint)v[7] << 16));
 }
 
+#if BMODE == 3
+inline ushort gq_bits(float v) {
+#if MMA_T == DT_BF16
+  return f2bf(v);
+#else
+  ushort h;
+  vstore_half_rte(v, 0, (__private half*)&h);
+  return h;
+#endif
+}
+// Values k .. k + 7 of W row n (k % 8 == 0) as MMA_T bits; vec: the codes' 8-byte loads are aligned.
+inline uint4 gq_chunk8(__global const uchar* W, long N, long nb, long n, long k, int vec) {
+  const long i = n * nb + k / 32;
+  const int q = (int)(k % 32) / 8;
+  const float d = vload_half(i, (__global const half*)(W + N * nb * GQ_CB));
+#if GQ_FMT == 1
+  __global const uchar* c = W + i * 32 + q * 8;
+#else
+  __global const uchar* c = W + i * 16 + (q & 1) * 8;
+#endif
+  const uint2 w = vec ? *(__global const uint2*)c : as_uint2(vload8(0, c));
+  const uint u[2] = {w.x, w.y};
+  ushort h[8];
+#pragma unroll
+  for (int j = 0; j < 8; ++j) {
+    const uint byte = (u[j / 4] >> (8 * (j % 4))) & 0xffu;
+#if GQ_FMT == 1
+    h[j] = gq_bits(d * (float)as_char((uchar)byte));
+#else
+    h[j] = gq_bits(d * (float)((int)(q >= 2 ? byte >> 4 : byte & 0xfu) - 8));
+#endif
+  }
+  return (uint4)(h[0] | ((uint)h[1] << 16), h[2] | ((uint)h[3] << 16), h[4] | ((uint)h[5] << 16), h[6] | ((uint)h[7] << 16));
+}
+#endif
+
 __kernel __attribute__((reqd_work_group_size(M_NT, 1, 1))) void gemm_mma(
     __global const uchar* ab, ulong ao, __global const uchar* bb, ulong bo, __global uchar* cb, ulong co,
     __global const uchar* biasb, ulong biaso, int biast, int bias_mode, __global const uchar* rb, ulong ro, int rt, int has_res, int relu,
@@ -546,10 +618,9 @@ __kernel __attribute__((reqd_work_group_size(M_NT, 1, 1))) void gemm_mma(
     _Pragma("unroll") for (int i = 0; i < M_B_PT; ++i) {                                                    \
       const int c = tid + i * M_NT;                                                                         \
       if (M_B_CH % M_NT == 0 || c < M_B_CH) {                                                               \
-        if (BMODE == 0) {                                                                                   \
+        if (BMODE == 0 || BMODE == 3) {                                                                     \
           const long n = n0 + c / (MBK / 8), k = kk0 + (c % (MBK / 8)) * 8;                                 \
-          const int lim = n < N ? (int)clamp(kend - k, 0L, 8L) : 0;                                        \
-          rbv[i] = (bvec && lim == 8) ? *(__global const uint4*)(B + n * sbn + k) : mma_gather8(B, n * sbn + k * sbk, sbk, lim); \
+          M_LOAD_NK(i, n, k);                                                                               \
         } else {                                                                                            \
           const long k = kk0 + c / (MBN / 8), n = n0 + (c % (MBN / 8)) * 8;                                 \
           M_LOAD_KN(i, k, n);                                                                               \
@@ -557,6 +628,17 @@ __kernel __attribute__((reqd_work_group_size(M_NT, 1, 1))) void gemm_mma(
       }                                                                                                     \
     }                                                                                                       \
   }
+#if BMODE == 3
+  const long gq_nb = (K + 31) / 32;
+  __global const uchar* W = CGPTR(bb, bo);
+#define M_LOAD_NK(i, n, k) rbv[i] = (n) < N ? gq_chunk8(W, N, gq_nb, (n), (k), bvec) : (uint4)(0u, 0u, 0u, 0u)
+#else
+#define M_LOAD_NK(i, n, k)                                                                                \
+  {                                                                                                       \
+    const int lim = (n) < N ? (int)clamp(kend - (k), 0L, 8L) : 0;                                         \
+    rbv[i] = (bvec && lim == 8) ? *(__global const uint4*)(B + (n) * sbn + (k)) : mma_gather8(B, (n) * sbn + (k) * sbk, sbk, lim); \
+  }
+#endif
 #if BMODE == 1
 #define M_LOAD_KN(i, k, n)                                                                                \
   {                                                                                                       \
@@ -588,7 +670,7 @@ __kernel __attribute__((reqd_work_group_size(M_NT, 1, 1))) void gemm_mma(
     _Pragma("unroll") for (int i = 0; i < M_B_PT; ++i) {                                                    \
       const int c = tid + i * M_NT;                                                                         \
       if (M_B_CH % M_NT == 0 || c < M_B_CH) {                                                               \
-        if (BMODE == 0) *(__local uint4*)(st + M_A_U16 + (c / (MBK / 8)) * M_LDK + (c % (MBK / 8)) * 8) = rbv[i]; \
+        if (BMODE == 0 || BMODE == 3) *(__local uint4*)(st + M_A_U16 + (c / (MBK / 8)) * M_LDK + (c % (MBK / 8)) * 8) = rbv[i]; \
         else *(__local uint4*)(st + M_A_U16 + (c / (MBN / 8)) * M_LDN + (c % (MBN / 8)) * 8) = rbv[i];          \
       }                                                                                                     \
     }                                                                                                       \
@@ -609,7 +691,7 @@ __kernel __attribute__((reqd_work_group_size(M_NT, 1, 1))) void gemm_mma(
   // (n 8-15, k 8-15): b0, b1 of two n8 blocks.
   const uint sbase = mma_smem_addr(smem);
 #define A_OFF(L) ((uint)(((wm * MWM + ((L) & 15)) * M_LDK + ((L) >> 4) * 8) * 2))
-#if BMODE == 0
+#if BMODE == 0 || BMODE == 3
 #define B_OFF(L) ((uint)((M_A_U16 + (wn * MWN + ((L) >> 4) * 8 + ((L) & 7)) * M_LDK + (((L) >> 3) & 1) * 8) * 2))
 #define M_B_KSTEP 32u                       /* 16 k to the right */
 #define M_B_JSTEP ((uint)(16 * M_LDK * 2))  /* 16 n down */

@@ -3,9 +3,9 @@
 // signed bytes; q4_0: GGML's 16 bytes, byte j = value j in the low nibble and value j + 16 in the
 // high one, code c standing for c - 8), then every block's scale as f16 in the same order. A row
 // has nb = ceil(K / 32) blocks; the last one's missing values are codes for 0.
-//   gemv_q:         y = x W^T for GV_M <= 4 rows of x (decode): the dequantized product, f32 sums
-//                   in another order, with up to three segments, a gate, bias, residual, ReLU.
-//   dequant_blocks: W's values in TC (a prefill's GEMM then multiplies them on the tensor cores).
+//   gemv_q: y = x W^T for GV_M <= 4 rows of x (decode): the dequantized product, f32 sums in
+//           another order, with up to three segments, a gate, bias, residual, ReLU.
+// More rows (prefill) run the tiled GEMMs of gemm.cl, which read the same layout (-DGQ_FMT).
 // -DGQ_FMT=1 (q8_0) or 2 (q4_0).
 #ifndef TA
 #define TA DT_F32
@@ -180,23 +180,3 @@ PK_GROUP_FN(gemv_q, GQ_WG)
   }
 }
 //@pk-
-
-// W[n, k] = d * code for n < N, k < K, stored as TC: one work-item per (n, block).
-__kernel void dequant_blocks(__global const uchar* wb, ulong wo, long N, long K, __global uchar* ob, ulong oo) {
-  const long nb = (K + 31) / 32, i = get_global_id(0);
-  if (i >= N * nb) return;
-  const long n = i / nb, blk = i % nb;
-  __global const uchar* base = CGPTR(wb, wo);
-  __global const uchar* c = base + i * GQ_CB;
-  const float d = vload_half(i, (__global const half*)(base + N * nb * GQ_CB));
-  __global uchar* O = GPTR(ob, oo);
-  for (int j = 0; j < 32 && blk * 32 + j < K; ++j) {
-#if GQ_FMT == 1
-    const float v = d * (float)((__global const char*)c)[j];
-#else
-    const uchar byte = c[j % 16];
-    const float v = d * (float)((j < 16 ? (byte & 0xf) : (byte >> 4)) - 8);
-#endif
-    ST_T(TC, O, n * K + blk * 32 + j, v);
-  }
-}

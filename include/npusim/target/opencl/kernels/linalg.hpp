@@ -69,10 +69,10 @@ inline KSplit k_split(std::int64_t K, std::int64_t tiles, std::int64_t want, std
 // 64 x 128 (4 warps of 32 x 64) for few rows, 128 x 64 (8 warps of 32 x 32) for few columns (the
 // small images of a CNN's last stages). Returns false where it does not apply.
 inline bool launch_mma(Binder& b, const Gemm& g, const std::string& type_opts, cl_mem desc, bool conv, cl_mem ktab, std::int64_t nbatch, bool idx32) {
-  if (g.a.dtype != g.b.dtype || !is_half(g.a.dtype)) return false;
+  if (g.a.dtype != (g.wq ? g.wdt : g.b.dtype) || !is_half(g.a.dtype)) return false;
   const MmaSupport& mma = mma_support(b.device());
   if (!mma.ok) return false;
-  const int mode = conv ? 2 : (g.sbk == 1 && g.sbn != 1) ? 0 : 1;
+  const int mode = g.wq ? 3 : conv ? 2 : (g.sbk == 1 && g.sbn != 1) ? 0 : 1;
   const std::int64_t cus = std::max<std::int64_t>(b.device().info().compute_units, 1);
   auto tiles = [&](std::int64_t bm, std::int64_t bn) { return ((g.M + bm - 1) / bm) * ((g.N + bn - 1) / bn) * nbatch; };
   struct Tile {
@@ -90,6 +90,7 @@ inline bool launch_mma(Binder& b, const Gemm& g, const std::string& type_opts, c
   bool bvec = false;
   if (mode == 0) bvec = mult8(g.K) && mult8(g.sbn) && (g.b.off % 16) == 0 && mult8(g.sb0) && mult8(g.sb1);
   if (mode == 1) bvec = g.sbn == 1 && mult8(g.N) && mult8(g.sbk) && (g.b.off % 16) == 0 && mult8(g.sb0) && mult8(g.sb1);
+  if (mode == 3) bvec = g.b.off % 8 == 0;  // the codes' 8-byte loads
   const std::string opts = type_opts + (idx32 ? " -DIDX32" : "") + " -DMMA=1 -DMMA_T=" + std::to_string(dt_code(g.a.dtype)) +
                            " -DBMODE=" + std::to_string(mode) + " -DMBM=" + std::to_string(t.bm) + " -DMBN=" + std::to_string(t.bn) +
                            " -DMWM=" + std::to_string(t.wm) + " -DMWN=" + std::to_string(t.wn) + (mma.emulated ? " -DMMA_EMU=1" : "");
@@ -164,6 +165,16 @@ void launch_gemv(Binder& b, cl_program p, const char* fn, std::size_t groups, co
 
 inline void bind_gemm_q(Binder& b, const Gemm& g);
 
+// The tiled kernels (tensor cores or FP32 tiles) for g; `opts` gives the operands' storage types
+// (and, for packed weights, their block format).
+inline void bind_tiled(Binder& b, const Gemm& g, const std::string& opts) {
+  if (g.up || g.norm || !g.more.empty()) b.unsupported("a gated, normalised or segmented matrix product outside GEMV (npusim bug)");
+  constexpr std::int64_t lim = std::int64_t{1} << 31;
+  const bool idx32 = (g.M - 1) * g.sam + (g.K - 1) * g.sak < lim && (g.K - 1) * g.sbk + (g.N - 1) * g.sbn < lim;
+  I64 d{g.sam, g.sak, g.sbk, g.sbn, g.scm, g.scn, g.nb1, g.sa0, g.sa1, g.adiv, g.sb0, g.sb1, g.bdiv, g.sc0, g.sc1};
+  launch_tiled(b, g, opts, idx32, b.desc(d), false, b.none().r.mem, g.nb0 * g.nb1);
+}
+
 inline void bind_gemm(Binder& b, const Gemm& g) {
   if (g.wq) return bind_gemm_q(b, g);
   const std::string opts = Binder::type_options({{"TA", g.a.dtype}, {"TB", g.b.dtype}, {"TC", g.c.dtype}});
@@ -179,11 +190,7 @@ inline void bind_gemm(Binder& b, const Gemm& g) {
                 static_cast<cl_float>(g.norm ? g.norm->eps : 0.0f), dt_code(g.norm ? g.norm->mid : DType::f32));
     return;
   }
-  if (g.up || g.norm || !g.more.empty()) b.unsupported("a gated, normalised or segmented matrix product outside GEMV (npusim bug)");
-  constexpr std::int64_t lim = std::int64_t{1} << 31;
-  const bool idx32 = (g.M - 1) * g.sam + (g.K - 1) * g.sak < lim && (g.K - 1) * g.sbk + (g.N - 1) * g.sbn < lim;
-  I64 d{g.sam, g.sak, g.sbk, g.sbn, g.scm, g.scn, g.nb1, g.sa0, g.sa1, g.adiv, g.sb0, g.sb1, g.bdiv, g.sc0, g.sc1};
-  launch_tiled(b, g, opts, idx32, b.desc(d), false, b.none().r.mem, g.nb0 * g.nb1);
+  bind_tiled(b, g, opts);
 }
 
 // W [N, K] in q8_0/q4_0 blocks in the device layout gemv_q.cl reads: the codes of every block, row
@@ -226,10 +233,10 @@ inline int gemv_q_team(quant::BlockFormat f, std::int64_t K) {
 }
 
 // A product whose weights are packed blocks. Up to 4 rows (decode): gemv_q, a team of 4-32 items
-// per row of W (and of the gate's up-projection, in the same pass); more rows (prefill): each
-// weight's values dequantized into a buffer shared by every such kernel, then the GEMM (tensor
-// cores where the device has them). The RMSNorm fusion stays with the float GEMV (normalising x
-// in every team cost more than the launch it saves: docs/benchmarks.md).
+// per row of W (and of the gate's up-projection, in the same pass); more rows (prefill): the tiled
+// GEMM (tensor cores where the device has them), which dequantizes the blocks as it loads each tile
+// (gemm.cl, -DGQ_FMT). The RMSNorm fusion stays with the float GEMV (normalising x in every team
+// cost more than the launch it saves: docs/benchmarks.md).
 inline void bind_gemm_q(Binder& b, const Gemm& g) {
   if (g.norm) b.unsupported("a normalised GEMV over packed weights (npusim bug: the rmsnorm is not merged into it)");
   const std::string fmt = std::string(" -DGQ_FMT=") + (*g.wq == quant::BlockFormat::q8_0 ? "1" : "2");
@@ -245,22 +252,8 @@ inline void bind_gemm_q(Binder& b, const Gemm& g) {
                 g, s, static_cast<cl_int>((xvec ? 1 : 0) | (wvec ? 2 : 0)), static_cast<cl_int>(team));
     return;
   }
-  // Each weight's values, then the float kernels.
-  const std::string opts = Binder::type_options({{"TC", g.wdt}}) + fmt;
-  cl_program p = b.program("gemv_q", ocl::cl_source::gemv_q, opts);
-  int slot = 0;
-  auto values = [&](TensorRef blocks, std::int64_t n) {
-    const std::size_t bytes = static_cast<std::size_t>(n * g.K) * dtype_size(g.wdt);
-    const TensorRef out{b.reusable(slot++, bytes), 0, g.wdt};
-    b.launch1d(p, "dequant_blocks", n * ((g.K + 31) / 32), 128, Ptr{blocks}, static_cast<cl_long>(n), static_cast<cl_long>(g.K), Ptr{out});
-    return out;
-  };
-  Gemm f = g;
-  f.wq.reset();
-  f.b = values(g.b, g.N);
-  if (g.up) f.up = values(*g.up, g.N);
-  for (auto& sg : f.more) sg.w = values(sg.w, sg.N);
-  bind_gemm(b, f);
+  if (g.sbk != 1 || g.sbn != g.K || g.nb0 * g.nb1 != 1) b.unsupported("packed weights outside a linear layer (npusim bug)");
+  bind_tiled(b, g, Binder::type_options({{"TA", g.a.dtype}, {"TB", g.wdt}, {"TC", g.c.dtype}}) + fmt);
 }
 
 // Batched matmul a @ B where B(k, n) of batch z = b[boff(z) + k*sbk + n*sbn]; batch dims broadcast
