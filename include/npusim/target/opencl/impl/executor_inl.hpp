@@ -44,7 +44,7 @@ class Executor final : public PartitionExecutor {
     for (std::size_t i = 0; i < g.inputs.size(); ++i) {
       const ir::TensorId t = g.inputs[i];
       const auto& tp = plan.tensors[static_cast<std::size_t>(t)];
-      inputs_.push_back({t, dev_->alloc(static_cast<std::size_t>(tp.bytes), "input " + g.tensor(t).name), tp.storage, {}, false, false});
+      inputs_.push_back({t, dev_->alloc(static_cast<std::size_t>(tp.bytes), "input " + g.tensor(t).name), tp.storage, pinned_slot(tp.bytes), false, false});
       refs_[static_cast<std::size_t>(t)] = {inputs_.back().buf.get(), 0, tp.storage};
     }
     // The weights of q8_0/q4_0 linears are packed (from their storage type's values, as the CPU
@@ -121,7 +121,7 @@ class Executor final : public PartitionExecutor {
     start_persistent(persistent_groups);
     for (auto t : g.outputs) {
       const auto& tp = plan.tensors[static_cast<std::size_t>(t)];
-      outputs_.push_back({t, tp.storage, false, -1});
+      outputs_.push_back({t, tp.storage, false, -1, pinned_slot(tp.bytes)});
       if (!refs_[static_cast<std::size_t>(t)].mem)
         throw Error(ErrorCode::runtime, "graph output has no device storage (npusim bug)", {.file = g.source, .tensor = g.tensor(t).name});
     }
@@ -134,7 +134,12 @@ class Executor final : public PartitionExecutor {
                                                                          .found = std::to_string(inputs.size())});
     cl_command_queue q = prof_ ? dev_->profiling_queue() : dev_->queue();
     const double h0 = prof_ ? prof_->now_us() : 0;
-    for (std::size_t i = 0; i < inputs.size(); ++i) upload(q, inputs_[i], inputs[i]);
+    const auto u0 = std::chrono::steady_clock::now();
+    if (pinned_mode_ == 0 && pageable_.size() < pinned_bytes_) pageable_.resize(pinned_bytes_);
+    std::byte* const pin = pinned_mode_ == 0 ? pageable_.data()
+                                             : pinned_.reserve(*dev_, pinned_bytes_, pinned_mode_ == 3 ? PinnedHost::Kind::use : PinnedHost::Kind::alloc);
+    for (std::size_t i = 0; i < inputs.size(); ++i) upload(q, inputs_[i], inputs[i], pin);
+    stats_.upload_us += std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - u0).count();
     const std::size_t nl = launches_.size();
     if (prof_) events_.assign(nl, nullptr), enqueue_us_.assign(nl, 0);
     const auto e0 = std::chrono::steady_clock::now();
@@ -171,16 +176,26 @@ class Executor final : public PartitionExecutor {
                 "carrying " + g.tensor(o.id).name, dev_->info().name);
         continue;
       }
-      out[i] = Tensor::empty(o.storage, g.tensor(o.id).shape);
-      if (out[i].nbytes())
-        check(clEnqueueReadBuffer(q, r.mem, CL_FALSE, r.off, out[i].nbytes(), out[i].raw(), 0, nullptr, nullptr), "reading output " + g.tensor(o.id).name,
+      out[i] = output_tensor(i, o.storage, g.tensor(o.id).shape);
+      if (out[i].nbytes())  // into pinned memory (asynchronous), copied out after the clFinish
+        check(clEnqueueReadBuffer(q, r.mem, CL_FALSE, r.off, out[i].nbytes(), pin + o.pinned_at, 0, nullptr, nullptr), "reading output " + g.tensor(o.id).name,
               dev_->info().name);
     }
     // The index checks' error word (and the persistent launch's) is read behind the last launch.
     if (!checks_.empty() || pk_)
       check(clEnqueueReadBuffer(q, errors_.get(), CL_FALSE, 0, sizeof err_host_, err_host_.data(), 0, nullptr, nullptr), "reading the index checks",
             dev_->info().name);
+    const auto f0 = std::chrono::steady_clock::now();
+    stats_.read_us += std::chrono::duration<double, std::micro>(f0 - e0).count();
     check(clFinish(q), "running partition (clFinish)", dev_->info().name);
+    const auto c0 = std::chrono::steady_clock::now();
+    stats_.finish_us += std::chrono::duration<double, std::micro>(c0 - f0).count();
+    for (std::size_t i = 0; i < outputs_.size(); ++i)
+      if (!outputs_[i].carried && out[i].nbytes()) {
+        if (pinned_mode_ == 2) copy_from_device_visible(out[i].raw(), pin + outputs_[i].pinned_at, out[i].nbytes());
+        else std::memcpy(out[i].raw(), pin + outputs_[i].pinned_at, out[i].nbytes());
+      }
+    stats_.copy_us += std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - c0).count();
     if (pk_ && err_host_[1] != 0) {
       err_host_ = {};
       dev_->write(errors_.get(), 0, sizeof err_host_, err_host_.data(), true);
@@ -201,9 +216,13 @@ class Executor final : public PartitionExecutor {
   ~Executor() override {
     // NPUSIM_OPENCL_STATS=1: where a run's host time goes (enqueueing vs waiting for the device).
     if (const char* e = std::getenv("NPUSIM_OPENCL_STATS"); e && *e == '1' && stats_.runs)
-      std::fprintf(stderr, "opencl partition (%zu launches, %s): %lld runs, enqueue %.1f us/run, enqueue+wait %.1f us/run\n", launches_.size(),
-                   execution_note().c_str(), static_cast<long long>(stats_.runs), stats_.enqueue_us / static_cast<double>(stats_.runs),
-                   stats_.total_us / static_cast<double>(stats_.runs));
+      std::fprintf(stderr,
+                   "opencl partition (%zu launches, %s): %lld runs, enqueue %.1f us/run, enqueue+wait %.1f us/run (inputs written %.1f, "
+                   "reads enqueued by %.1f, clFinish %.1f, outputs copied %.1f)\n",
+                   launches_.size(), execution_note().c_str(), static_cast<long long>(stats_.runs), stats_.enqueue_us / static_cast<double>(stats_.runs),
+                   stats_.total_us / static_cast<double>(stats_.runs), stats_.upload_us / static_cast<double>(stats_.runs),
+                   stats_.read_us / static_cast<double>(stats_.runs), stats_.finish_us / static_cast<double>(stats_.runs),
+                   stats_.copy_us / static_cast<double>(stats_.runs));
   }
 
   // "one persistent launch of G work-groups", "stage by stage, ..." or "launch by launch: <why>".
@@ -268,7 +287,7 @@ class Executor final : public PartitionExecutor {
     ir::TensorId id;
     Mem buf;
     DType storage;
-    std::vector<std::byte> staging;
+    std::size_t pinned_at = 0;  // its bytes in pinned_
     bool carried = false, has_value = false;
   };
   struct Output {
@@ -276,7 +295,23 @@ class Executor final : public PartitionExecutor {
     DType storage;
     bool carried = false;
     std::ptrdiff_t carry_to = -1;
+    std::size_t pinned_at = 0;  // its bytes in pinned_
   };
+  // Output i's tensor for this run: last run's, where nothing outside this executor holds it any
+  // more (a fresh 39 MB tensor, a prefill's logits, costs ~20 ms of page faults on the GPU
+  // machine, more than the transfer), else a new one.
+  Tensor output_tensor(std::size_t i, DType dt, const Shape& shape) {
+    if (recycled_.size() < outputs_.size()) recycled_.resize(outputs_.size());
+    Tensor& last = recycled_[i];
+    if (!(last.defined() && last.owner().use_count() == 1 && last.dtype() == dt && last.shape() == shape)) last = Tensor::empty(dt, shape);
+    return last;
+  }
+  // The next 64-byte aligned slot of `bytes` in pinned_ (every input and output has one).
+  std::size_t pinned_slot(std::int64_t bytes) {
+    const std::size_t at = pinned_bytes_;
+    pinned_bytes_ += (static_cast<std::size_t>(std::max<std::int64_t>(bytes, 0)) + 63) / 64 * 64;
+    return at;
+  }
 
   // A kernel met an index out of range: the error the reference gives (the node, its index tensor,
   // the range), once the error word is cleared for the next run. The run's outputs are discarded.
@@ -294,7 +329,7 @@ class Executor final : public PartitionExecutor {
     throw ops::index_out_of_range(c.what, found, c.size, c.negatives).with_node(c.node).with_tensor(c.tensor).with_file(part_.graph.source);
   }
 
-  void upload(cl_command_queue q, In& in, const Tensor& t) {
+  void upload(cl_command_queue q, In& in, const Tensor& t, std::byte* pin) {
     const ir::TensorInfo& info = part_.graph.tensor(in.id);
     if (!t.defined()) {
       if (in.carried && in.has_value) return;  // the device holds the carried value
@@ -303,14 +338,12 @@ class Executor final : public PartitionExecutor {
     if (t.shape() != info.shape)
       throw Error(ErrorCode::shape, "input has the wrong shape", {.file = part_.graph.source, .tensor = info.name, .expected = to_string(info.shape),
                                                                   .found = to_string(t.shape())});
-    const void* src = t.raw();
+    // Converted (or copied) into pinned memory, then written without blocking: those bytes stay
+    // as they are until the clFinish at the end of run().
     const std::size_t bytes = static_cast<std::size_t>(t.numel()) * dtype_size(in.storage);
-    if (t.dtype() != in.storage) {
-      in.staging.resize(bytes);
-      convert_elements(t.dtype(), t.raw(), in.storage, in.staging.data(), t.numel());
-      src = in.staging.data();
-    }
-    // Non-blocking: the host bytes stay valid until the clFinish at the end of run().
+    std::byte* src = pin + in.pinned_at;
+    if (t.dtype() != in.storage) convert_elements(t.dtype(), t.raw(), in.storage, src, t.numel());
+    else if (bytes) std::memcpy(src, t.raw(), bytes);
     if (bytes) check(clEnqueueWriteBuffer(q, in.buf.get(), CL_FALSE, 0, bytes, src, 0, nullptr, nullptr), "writing input " + info.name, dev_->info().name);
     in.has_value = true;
   }
@@ -595,8 +628,20 @@ class Executor final : public PartitionExecutor {
   std::vector<double> enqueue_us_;
   struct {
     std::int64_t runs = 0;
-    double enqueue_us = 0, total_us = 0;
+    double enqueue_us = 0, total_us = 0, upload_us = 0, read_us = 0, finish_us = 0, copy_us = 0;
   } stats_;
+  PinnedHost pinned_;  // the inputs' and outputs' bytes on their way to and from the device
+  std::size_t pinned_bytes_ = 64;
+  // NPUSIM_OPENCL_PINNED: 0 (the same transfers through ordinary host memory), alloc, use
+  // (PinnedHost's kinds), or stream (the default: alloc, outputs copied out with streaming loads);
+  // measured side by side in docs/opencl.md.
+  int pinned_mode_ = [] {
+    const char* e = std::getenv("NPUSIM_OPENCL_PINNED");
+    const std::string_view v = e ? e : "";
+    return v == "0" ? 0 : v == "alloc" ? 1 : v == "use" ? 3 : 2;
+  }();
+  std::vector<std::byte> pageable_;
+  std::vector<Tensor> recycled_;  // the outputs of the last run (output_tensor)
 };
 
 }  // namespace npusim::inline NPUSIM_ABI::ocl
