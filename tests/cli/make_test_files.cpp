@@ -11,11 +11,17 @@
 //   OUT/huge_ir.json     a relu over a [2^62, 1] float32 tensor: 2^64 bytes (compile must refuse it)
 //   OUT/unknown_ops.json a chain with two op types npusim has no definition for (one on two nodes)
 //   OUT/tiny_decode_*/   copies of qwen2_tiny_decode whose kv_mapping.json is broken one way each
+//   OUT/hf_*/            variants of hf_qwen2_tiny (issue 39): float32 shards (the IR is bf16),
+//                        an int32 norm weight, an infinite norm weight (NaN logits), rotary
+//                        figures out of range, a wrong-shaped embedding, a directory as config.json
+//   OUT/npu_*.json       the ideal NPU description with one absurd figure each
 //   usage: make_test_files DATA_DIR OUT_DIR
 #include <stb/stb_image_write.h>
 
 #include <cmath>
 #include <cstdio>
+#include <cstring>
+#include <functional>
 #include <string_view>
 #include <tuple>
 #include <filesystem>
@@ -113,6 +119,63 @@ int main(int argc, char** argv) try {
     std::string m = mapping;
     m.replace(m.find(from), std::string_view(from).size(), to);
     write_file_atomic((d / "kv_mapping.json").string(), m);
+  }
+  // Issue 39: hostile variants of the Hugging Face directory, one change each.
+  auto variant = [&](const std::string& name, const std::function<Tensor(const std::string&, Tensor)>& edit, const std::function<void(ir::json&)>& cfg) {
+    const fs::path v = out / ("hf_" + name);
+    fs::remove_all(v);
+    fs::create_directories(v);
+    for (const auto& e : fs::directory_iterator(hf))
+      if (e.path().extension() != ".safetensors") fs::copy_file(e.path(), v / e.path().filename());
+    for (const char* shard : {"model-00001-of-00002.safetensors", "model-00002-of-00002.safetensors"}) {
+      auto f = weights::SafetensorsFile::open((hf / shard).string());
+      std::vector<std::pair<std::string, Tensor>> ts;
+      for (const auto& e : f.entries()) ts.emplace_back(e.name, edit ? edit(e.name, f.tensor(e)) : f.tensor(e));
+      weights::write_safetensors((v / shard).string(), ts, {{"format", "pt"}});
+    }
+    if (cfg) {
+      ir::json c = ir::parse_json(read_file((v / "config.json").string()), "config.json");
+      cfg(c);
+      write_file_atomic((v / "config.json").string(), c.dump(2));
+    }
+  };
+  variant("f32", [](const std::string&, Tensor t) { return t.to(DType::f32); }, {});
+  variant("int_norm", [](const std::string& n, Tensor t) { return n == "model.norm.weight" ? t.to(DType::i32) : t; }, {});
+  variant("inf_norm", [](const std::string& n, Tensor t) {
+    if (n != "model.norm.weight") return t;
+    Tensor f = t.to(DType::f32);
+    for (auto& x : f.span<float>()) x = INFINITY;
+    return f.to(t.dtype());
+  }, {});
+  variant("short_embedding", [](const std::string& n, Tensor t) {
+    if (n != "model.embed_tokens.weight") return t;
+    Tensor f = Tensor::empty(t.dtype(), {t.shape()[0] - 1, t.shape()[1]});
+    std::memcpy(f.raw(), t.raw(), f.nbytes());
+    return f;
+  }, {});
+  auto rope = [](ir::json p) { return [p](ir::json& c) { c.erase("rope_theta"), c.erase("rope_scaling"), c["rope_parameters"] = p; }; };
+  variant("rope_theta_1e-45", {}, rope({{"rope_type", "default"}, {"rope_theta", 1e-45}}));
+  variant("rope_theta_1e308", {}, rope({{"rope_type", "default"}, {"rope_theta", 1e308}}));
+  variant("rope_linear_1e300", {}, rope({{"rope_type", "linear"}, {"rope_theta", 1e6}, {"factor", 1e300}}));
+  variant("rope_llama3_zero_length", {}, rope({{"rope_type", "llama3"}, {"rope_theta", 1e6}, {"factor", 8}, {"low_freq_factor", 1},
+                                               {"high_freq_factor", 4}, {"original_max_position_embeddings", 0}}));
+  variant("head_dim_16_5", {}, [](ir::json& c) { c["head_dim"] = 16.5; });
+  {
+    const fs::path v = out / "hf_config_is_dir";
+    fs::remove_all(v);
+    fs::create_directories(v / "config.json");
+    for (const char* shard : {"model-00001-of-00002.safetensors", "model-00002-of-00002.safetensors", "model.safetensors.index.json"})
+      fs::copy_file(hf / shard, v / shard);
+  }
+  // The ideal NPU description with one absurd (finite) figure each.
+  const std::string ideal = read_file((data / "../../data/npu/ideal.json").string());
+  for (auto [name, from, to] : {std::tuple{"clock_1e30", "\"clock_mhz\": 1000", "\"clock_mhz\": 1e30"},
+                                std::tuple{"bandwidth_1e-300", "\"bandwidth_gb_per_s\": 256", "\"bandwidth_gb_per_s\": 1e-300"},
+                                std::tuple{"latency_1e300", "\"latency_ns\": 0", "\"latency_ns\": 1e300"}}) {
+    std::string t = ideal;
+    if (t.find(from) == std::string::npos) return std::fprintf(stderr, "ideal.json lacks %s\n", from), 1;
+    t.replace(t.find(from), std::string_view(from).size(), to);
+    write_file_atomic((out / (std::string("npu_") + name + ".json")).string(), t);
   }
   std::printf("wrote %s\n", out.c_str());
   return 0;

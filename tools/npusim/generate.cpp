@@ -41,15 +41,17 @@ std::vector<std::int64_t> parse_ids(const std::string& text, const std::string& 
   return ids;
 }
 
-// Token ids must index the embedding table.
-void check_ids_in_vocab(const std::vector<std::int64_t>& ids, const ir::Graph& g, const std::string& what) {
+// Token ids must index the embedding table. `what` and `from` name where the ids come from (an
+// option, the tokenizer, a config.json): that is what is wrong, not the model's ir.json.
+void check_ids_in_vocab(const std::vector<std::int64_t>& ids, const ir::Graph& g, const std::string& what, const std::string& from = {}) {
   for (const ir::Node& n : g.nodes)
     if (n.op_type == "aten.embedding.default" && !n.inputs.empty() && !g.tensor(n.inputs[0]).shape.empty()) {
       const std::int64_t vocab = g.tensor(n.inputs[0]).shape[0];
       for (auto id : ids)
-        if (id >= vocab)
-          throw Error(ErrorCode::attr, what + ": token id outside the vocabulary", {.file = g.source, .expected = "< " + std::to_string(vocab),
-                      .found = std::to_string(id)});
+        if (id < 0 || id >= vocab)
+          throw Error(ErrorCode::attr, what + ": token id outside the vocabulary of the model's embedding (" + std::to_string(vocab) + " rows in " + g.source +
+                                           (from.empty() ? ")" : "; do the ids' source and the model belong together?)"),
+                      {.file = from, .expected = "0 <= id < " + std::to_string(vocab), .found = std::to_string(id)});
       return;
     }
 }
@@ -132,12 +134,12 @@ int cmd_generate(const GenerateArgs& a, const TargetChoice& tc) {
   if (!pc.weights) throw Error(ErrorCode::weights, "prefill case has no weights (weights.safetensors or synth.json; or give --weights)", {.file = a.prefill_dir});
   for (const auto& n : pc.weights->notes()) std::fprintf(info, "weights: %s\n", n.c_str());
   if (!user_prompt.empty()) {
-    check_ids_in_vocab(user_prompt, pc.graph, prompt_source);
+    check_ids_in_vocab(user_prompt, pc.graph, prompt_source, tp ? mt->tokenizer_path() : a.prompt_ids_file);
     if (static_cast<std::int64_t>(user_prompt.size()) > map.max_cache_len)
       throw Error(ErrorCode::resource, "prompt longer than the KV cache", {.file = a.decode_dir + "/kv_mapping.json",
                   .expected = "<= " + std::to_string(map.max_cache_len) + " tokens", .found = std::to_string(user_prompt.size())});
   }
-  check_ids_in_vocab(eos, pc.graph, eos_source.empty() ? "--eos" : eos_source);
+  check_ids_in_vocab(eos, pc.graph, "stop ids", eos_source.empty() || eos_source == "--eos" ? std::string() : eos_source);
   if (!a.check && user_prompt.empty() && !pc.io)
     throw Error(ErrorCode::io, "no prompt: give --prompt, --prompt-ids or --prompt-ids-file (the prefill case has no io.safetensors)", {.file = a.prefill_dir});
   std::fprintf(info, "prefill %s: %zu nodes; decode %s: %zu nodes; %zu layers, prefill %lld tokens, cache %lld\n", pc.name.c_str(),

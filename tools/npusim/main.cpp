@@ -1,7 +1,10 @@
 // The npusim command line: the subcommands' options (CLI11) and the dispatch to them. Each
 // subcommand is its own TU (cli.hpp lists them).
 #include <CLI/CLI.hpp>
+#include <cerrno>
 #include <cmath>
+#include <cstdint>
+#include <cstdlib>
 #include <cstdio>
 #include <string>
 
@@ -29,10 +32,40 @@ CLI::Validator finite_range(double lo, double hi, bool lo_open = false) {
       "FLOAT in " + desc);
 }
 
-// An unsigned option: CLI11 reads "-1" into an unsigned as 2^64-1; refuse the sign instead.
-CLI::Validator no_sign() {
-  return CLI::Validator([](std::string& in) -> std::string { return in.find('-') != std::string::npos ? "value " + in + " must not be negative" : ""; },
-                        "");
+// A whole-number option in [lo, hi]. CLI11's Range says "2.5 not in range 1 to 4096" for a
+// fraction, reads "-1" into an unsigned as 2^64-1 and saturates 2^64: all refused here, by what
+// is wrong with the value.
+CLI::Validator integer_in(std::uint64_t lo, std::uint64_t hi) {
+  const std::string desc = "an integer in [" + std::to_string(lo) + ", " + std::to_string(hi) + "]";
+  return CLI::Validator(
+      [=](std::string& in) -> std::string {
+        const std::size_t sign = !in.empty() && (in[0] == '-' || in[0] == '+') ? 1 : 0;
+        if (in.size() <= sign || in.find_first_not_of("0123456789", sign) != std::string::npos)
+          return "value " + in + " is not an integer (expected " + desc + ")";
+        if (in[0] == '-') return "value " + in + " must not be negative (expected " + desc + ")";
+        errno = 0;
+        const unsigned long long v = std::strtoull(in.c_str(), nullptr, 10);
+        if (errno == ERANGE || v < lo || v > hi) return "value " + in + " is out of range (expected " + desc + ")";
+        return {};
+      },
+      "INT in [" + std::to_string(lo) + ", " + std::to_string(hi) + "]");
+}
+
+// The first word that is not an option (nor --threads' value) must name a subcommand; CLI11 says
+// only "A subcommand is required" for a misspelt one.
+std::string unknown_subcommand(CLI::App& app, int argc, char** argv) {
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    if (a == "--threads") {
+      ++i;
+      continue;
+    }
+    if (a.starts_with("-")) continue;
+    for (const CLI::App* sub : app.get_subcommands([](CLI::App*) { return true; }))
+      if (sub->get_name() == a) return {};
+    return a;
+  }
+  return {};
 }
 
 }  // namespace
@@ -44,7 +77,7 @@ int main(int argc, char** argv) {
   app.fallthrough();  // options of the whole program (--threads) also after the subcommand
   cli::TargetChoice tc;
   int threads = 0;
-  app.add_option("--threads", threads, "worker threads of the cpu target and Eigen (default: all cores)")->check(CLI::Range(1, 4096));
+  app.add_option("--threads", threads, "worker threads of the cpu target and Eigen (default: all cores)")->check(integer_in(1, 4096));
 
   const std::string target_help = "execution target: " + [] {
     std::string s;
@@ -83,9 +116,9 @@ int main(int argc, char** argv) {
       ->check(CLI::ExistingFile);
   cli::ProfileArgs prof;
   auto* run_profile = run->add_flag("--profile", prof.enabled, "time every kernel over --runs runs; print a table by kernel kind");
-  run->add_option("--runs", prof.runs, "runs to profile (default 10)")->check(CLI::Range(1, 1000000))->needs(run_profile);
+  run->add_option("--runs", prof.runs, "runs to profile (default 10)")->check(integer_in(1, 1000000))->needs(run_profile);
   run->add_option("--trace", prof.trace, "with --profile: write a Chrome/Perfetto trace JSON here")->needs(run_profile);
-  run->add_option("--time", prof.time_runs, "time N more runs: median/min/max wall latency")->check(CLI::Range(1, 1000000));
+  run->add_option("--time", prof.time_runs, "time N more runs: median/min/max wall latency")->check(integer_in(1, 1000000));
   run->add_option("--npu", prof.npu.npu, cli::npu_help("with --profile: the NPU whose estimate to print next to the measured times"))->needs(run_profile);
   run->add_option("--npu-dtype", prof.npu.dtype, "with --profile: the NPU estimate's operand dtype (f32, f16, bf16, i16, i8)")->needs(run_profile);
   add_target(run, true);
@@ -98,9 +131,9 @@ int main(int argc, char** argv) {
   gen->add_option("--weights", ga.weights, "auto, safetensors, synth, or a path (.safetensors, synth.json, a Hugging Face model directory)");
   gen->add_option("--tol", ga.tol, "with --check: relative L2 tolerance for logits")->check(finite_range(0.0, 1.0, true))->needs(gen_check);
   gen->add_option("--min-token-matches", ga.min_matches, "with --check: greedy tokens that must match (default: all; half dtypes: all but one; q8 weights: half; q4 weights: a quarter)")
-      ->check(CLI::NonNegativeNumber)->needs(gen_check);
+      ->check(integer_in(0, INT32_MAX))->needs(gen_check);
   gen->add_option("--max-new-tokens", ga.max_new_tokens, "tokens to generate (default 16; stops earlier at an --eos id or the cache's end)")
-      ->check(no_sign())->check(CLI::Range(std::size_t{1}, std::size_t{1} << 40))->excludes(gen_check);
+      ->check(integer_in(1, std::uint64_t{1} << 40))->excludes(gen_check);
   auto* gen_ids = gen->add_option("--prompt-ids", ga.prompt_ids, "prompt token ids, e.g. 1,2,3 (default: the prefill case's input_ids)")->excludes(gen_check);
   auto* gen_ids_file = gen->add_option("--prompt-ids-file", ga.prompt_ids_file, "file of prompt token ids (whitespace or comma separated)")
       ->excludes(gen_check)->excludes(gen_ids)->check(CLI::ExistingFile);
@@ -115,16 +148,24 @@ int main(int argc, char** argv) {
   gen->add_option("--system", ga.text.system, "with --chat: the system message (default: the template's own, if it has one)")->needs(gen_chat);
   gen->add_option("--chat-format", ga.text.chat_format, "with --chat: render this form instead of the template's")
       ->check(CLI::IsMember({"chatml", "llama3"}))->needs(gen_chat);
-  gen->callback([gen_chat, gen_prompt, gen_prompt_file] {
+  auto* gen_eos = gen->add_option("--eos", ga.eos, "stop after generating any of these ids (comma separated)")->excludes(gen_check);
+  auto* gen_temp = gen->add_option("--temperature", ga.sampling.temperature, "sampling temperature (0: greedy)")->check(finite_range(0.0, 100.0))->excludes(gen_check);
+  auto* gen_top_k = gen->add_option("--top-k", ga.sampling.top_k, "sample among the k most likely tokens (0: all)")->check(integer_in(0, std::uint64_t{1} << 31))->excludes(gen_check);
+  auto* gen_top_p = gen->add_option("--top-p", ga.sampling.top_p, "sample among the smallest set reaching this probability (1: all)")
+      ->check(finite_range(0.0, 1.0, true))->excludes(gen_check);
+  auto* gen_seed = gen->add_option("--seed", ga.sampling.seed, "sampling seed (with --temperature)")->check(integer_in(0, UINT64_MAX))->excludes(gen_check);
+  // Flags that do not apply are errors, never ignored (README): sampling options without a
+  // temperature (greedy decoding uses none of them), an --eos that lists no id.
+  gen->callback([gen_chat, gen_prompt, gen_prompt_file, gen_eos, gen_temp, gen_top_k, gen_top_p, gen_seed, &ga] {
     if (gen_chat->count() && !gen_prompt->count() && !gen_prompt_file->count())
       throw CLI::ValidationError("--chat", "needs the user's message: --prompt TEXT or --prompt-file FILE");
+    for (const CLI::Option* o : {gen_top_k, gen_top_p, gen_seed})
+      if (o->count() && !(gen_temp->count() && ga.sampling.temperature > 0))
+        throw CLI::ValidationError(o->get_name(), "applies to sampling: give --temperature > 0 too (without it decoding is greedy and takes no " +
+                                                      o->get_name() + ")");
+    if (gen_eos->count() && ga.eos.find_first_not_of(" ,\t\n") == std::string::npos)
+      throw CLI::ValidationError("--eos", "no token ids (expected ids such as 2,0, found '" + ga.eos + "')");
   });
-  gen->add_option("--eos", ga.eos, "stop after generating any of these ids (comma separated)")->excludes(gen_check);
-  gen->add_option("--temperature", ga.sampling.temperature, "sampling temperature (0: greedy)")->check(finite_range(0.0, 100.0))->excludes(gen_check);
-  gen->add_option("--top-k", ga.sampling.top_k, "sample among the k most likely tokens (0: all)")->check(CLI::Range(std::int64_t{0}, std::int64_t{1} << 31))->excludes(gen_check);
-  gen->add_option("--top-p", ga.sampling.top_p, "sample among the smallest set reaching this probability (1: all)")
-      ->check(finite_range(0.0, 1.0, true))->excludes(gen_check);
-  gen->add_option("--seed", ga.sampling.seed, "sampling seed")->check(no_sign())->excludes(gen_check);
   auto* gen_profile = gen->add_flag("--profile", ga.profile, "time every decode kernel; print a table by kernel kind");
   gen->add_option("--trace", ga.trace, "with --profile: write a Chrome/Perfetto trace of the decode steps")->needs(gen_profile);
   add_target(gen, true);
@@ -150,15 +191,15 @@ int main(int argc, char** argv) {
   quant->add_option("model", qa.model, "case directory or torch_ir JSON file (float)")->required();
   quant->add_option("-o,--output", qa.output, "output .npubin path")->required();
   quant->add_option("--calib", qa.calib, "calibration inputs: a folder of images, .npy or .safetensors files, or synthetic:N")->required();
-  quant->add_option("--calib-count", qa.calib_count, "use at most this many calibration inputs (default: all)")->check(CLI::Range(std::int64_t{1}, std::int64_t{1} << 40));
+  quant->add_option("--calib-count", qa.calib_count, "use at most this many calibration inputs (default: all)")->check(integer_in(1, std::uint64_t{1} << 40));
   quant->add_option("--eval", qa.eval, "evaluation inputs for the report (default: the --calib folder's files after the calibration ones; synthetic:N draws other ones)");
-  quant->add_option("--eval-count", qa.eval_count, "use at most this many evaluation inputs")->check(CLI::Range(std::int64_t{1}, std::int64_t{1} << 40));
+  quant->add_option("--eval-count", qa.eval_count, "use at most this many evaluation inputs")->check(integer_in(1, std::uint64_t{1} << 40));
   quant->add_option("--observer", qa.observer, "activation ranges: minmax, or percentile (outliers clipped)")->check(CLI::IsMember({"minmax", "percentile"}));
   quant->add_option("--percentile", qa.percentile, "with --observer percentile: the percentile kept (default 99.99)")->check(finite_range(50, 100, true));
   quant->add_option("--keep-float", qa.keep_float, "layers (node names) left in float, comma-separated")->delimiter(',');
-  quant->add_option("--auto-keep", qa.auto_keep, "leave the N layers of worst own error in float (reported again after)")->check(CLI::Range(std::int64_t{1}, std::int64_t{1} << 20));
+  quant->add_option("--auto-keep", qa.auto_keep, "leave the N layers of worst own error in float (reported again after)")->check(integer_in(1, std::uint64_t{1} << 20));
   quant->add_option("--weight-bits", qa.weight_bits, "LAYER=BITS: that layer's weights in fewer bits (2..8), to see what a layer costs")->delimiter(',');
-  quant->add_option("--layers", qa.layers_shown, "rows of the per-layer table to print (default 10)");
+  quant->add_option("--layers", qa.layers_shown, "rows of the per-layer table to print (default 10)")->check(integer_in(0, 1000000));
   quant->add_option("--report-json", qa.report_json, "write the accuracy report (every layer) as JSON");
   quant->add_option("--weights", qa.weights, "the float weights (default: those beside the IR)");
   quant->add_flag("--embed-weights", qa.embed, "store the weights in the .npubin (the int8 ones derive from them when loaded)");
@@ -195,7 +236,7 @@ int main(int argc, char** argv) {
   sim->add_option("--svg", sa.svg, "write a roofline of the kernels here (SVG)");
   sim->add_option("--trace", sa.trace, "write the simulated timeline here (Chrome/Perfetto JSON: DMA, compute and host lanes)");
   sim->add_option("--json", sa.json, "write the estimate here (JSON: totals and every kernel)");
-  auto* s_top = sim->add_option("--top", sa.top, "list the N longest kernels (default 10)")->check(CLI::Range(0, 1000000));
+  auto* s_top = sim->add_option("--top", sa.top, "list the N longest kernels (default 10)")->check(integer_in(0, 1000000));
   sim->add_flag("--kernels", sa.kernels, "list every kernel")->excludes(s_top);
   sim->add_option_function<std::string>("--target", [&](const std::string& t) { s_tc.target = t, s_tc.target_given = true; },
                                         "target whose compiler prepares the program (its fusion decides the kernels; default cpu)")
@@ -213,8 +254,8 @@ int main(int argc, char** argv) {
   bench->add_option("model", b_dir, "case directory, IR .json file or .npubin")->required();
   bench->add_option("--weights", b_weights, "auto, none, safetensors, synth, or a path");
   add_inputs(bench, b_inputs);
-  bench->add_option("--warmup", ba.warmup, "untimed runs first (default 3)")->check(CLI::Range(0, 1000000));
-  bench->add_option("--repeats", ba.repeats, "timed runs (default 20)")->check(CLI::Range(1, 1000000));
+  bench->add_option("--warmup", ba.warmup, "untimed runs first (default 3)")->check(integer_in(0, 1000000));
+  bench->add_option("--repeats", ba.repeats, "timed runs (default 20)")->check(integer_in(1, 1000000));
   bench->add_option("--json", ba.json, "write the results as JSON here");
   add_target(bench, false);
 
@@ -225,7 +266,7 @@ int main(int argc, char** argv) {
   bench_llm->add_option("prefill_dir", bl_prefill, "prefill case directory (weights come from here)")->required();
   bench_llm->add_option("decode_dir", bl_decode, "decode case directory (with kv_mapping.json)")->required();
   bench_llm->add_option("--positions", bla.positions, "cache positions: log2 (1, 2, 4, ..., max-1) or a comma list");
-  bench_llm->add_option("--repeats", bla.repeats, "timed steps per position (default 5)")->check(CLI::Range(1, 1000000));
+  bench_llm->add_option("--repeats", bla.repeats, "timed steps per position (default 5)")->check(integer_in(1, 1000000));
   bench_llm->add_flag("!--no-check", bla.check, "skip the check against the reference at every position");
   bench_llm->add_option("--json", bla.json, "write the results as JSON here");
   bench_llm->add_option("--svg", bla.svg, "write a chart of step time vs position here");
@@ -233,6 +274,10 @@ int main(int argc, char** argv) {
   auto* o_md = opsc->add_flag("--markdown", o_markdown, "print docs/operators.md: ops, attributes, targets, fusion patterns");
   opsc->add_option("-o,--output", o_out, "with --markdown: write to this file instead of stdout")->needs(o_md);
 
+  if (const std::string sub = unknown_subcommand(app, argc, argv); !sub.empty()) {
+    std::fprintf(stderr, "npusim: unknown subcommand '%s'; see npusim --help\n", sub.c_str());
+    return 2;
+  }
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -242,6 +287,7 @@ int main(int argc, char** argv) {
   try {
     // --interpret without --target means the reference (the only target that interprets).
     if (tc.interpret && !tc.target_given) tc.target = "reference";
+    cli::check_thread_env();  // NPUSIM_THREADS: a number of threads or nothing, whichever target runs
     if (threads > 0) cli::set_cpu_threads(threads);  // the pool, OpenMP and Eigen
     if (*run) return cli::cmd_run(ra, tc, prof);
     if (*gen) return cli::cmd_generate(ga, tc);

@@ -94,8 +94,12 @@ int cmd_run(const RunArgs& a, TargetChoice tc, ProfileArgs prof) {
       std::printf("weights quantized to %s: outputs compared with tolerance rel_l2 <= %.3g (the format's; --tol sets another)\n",
                   tc.weights_dtype.c_str(), tol);
     }
-    harness::CaseResult r = harness::check_outputs(names, dtypes, outs, expected.lookup, tol,
-                                                   m.kind() == "vision" || (m.kind().empty() && outs.size() == 1), co);
+    harness::CaseResult r;
+    try {
+      r = harness::check_outputs(names, dtypes, outs, expected.lookup, tol, m.kind() == "vision" || (m.kind().empty() && outs.size() == 1), co);
+    } catch (Error& e) {
+      throw e.with_file(expected.from);  // the --expected file (or the case's io.safetensors)
+    }
     r.seconds = secs;
     std::printf("expected outputs: %s\n", expected.from.c_str());
     harness::print_case_result(stdout, m.name, r);

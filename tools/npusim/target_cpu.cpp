@@ -12,5 +12,6 @@ TargetEntry cpu_target_entry() {
 
 void set_cpu_threads(int n) { cpu::set_threads(n); }
 int cpu_threads() { return cpu::max_threads(); }
+void check_thread_env() { (void)cpu::threads_from_env(); }
 
 }  // namespace npusim::cli

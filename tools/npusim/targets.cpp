@@ -66,9 +66,8 @@ program::CompileOptions compile_options(const TargetChoice& t) {
   program::CompileOptions o;
   o.compute = *parse_dtype(t.dtype);
   o.evaluator = ReferenceTarget::evaluator();
-  std::string force = t.force_fallback;
-  if (const char* env = std::getenv("NPUSIM_FORCE_FALLBACK"); env && *env) force += (force.empty() ? "" : ",") + std::string(env);
-  o.force = partition::ForceFallback::parse(force);
+  o.force = partition::ForceFallback::parse(t.force_fallback, "--force-fallback");
+  if (const char* env = std::getenv("NPUSIM_FORCE_FALLBACK")) o.force.merge(partition::ForceFallback::parse(env, "NPUSIM_FORCE_FALLBACK"));
   o.weight_quant = {t.weights_dtype, t.keep};
   return o;
 }

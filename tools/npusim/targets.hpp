@@ -78,6 +78,8 @@ weights::BindOptions interpreter_bind_options();
 // The CPU target's worker threads (--threads): the pool, OpenMP and Eigen.
 void set_cpu_threads(int n);
 int cpu_threads();
+// Refuses an NPUSIM_THREADS that is not a thread count (before any target starts).
+void check_thread_env();
 // The OpenCL device the target would use (empty without OpenCL).
 std::string opencl_device_description();
 // The OpenCL device's copy bandwidth, GB/s read + written (0 without OpenCL).

@@ -33,7 +33,8 @@ text::ModelText open_model_text(const TextPromptArgs& a, const std::vector<std::
   std::string looked;
   for (const auto& d : search) {
     std::error_code ec;
-    if (fs::is_regular_file(fs::path(d) / "tokenizer.json", ec)) return text::ModelText::open(d);
+    // Anything named tokenizer.json counts: a directory of that name is an error saying so.
+    if (fs::exists(fs::symlink_status(fs::path(d) / "tokenizer.json", ec))) return text::ModelText::open(d);
     looked += (looked.empty() ? "" : ", ") + d;
   }
   throw Error(ErrorCode::io, "no tokenizer.json for the text prompt: give --tokenizer FILE|DIR",

@@ -91,7 +91,8 @@ inline Tensor align_to_expected(const Tensor& got, const Tensor& want) {
       std::memcpy(r.data<float>() + o * keep * v, f.data<float>() + (o * rows + rows - keep) * v, static_cast<std::size_t>(keep * v) * 4);
     return r;
   }
-  throw Error(ErrorCode::shape, "output and expected value differ in shape", {.expected = to_string(ws), .found = to_string(gs)});
+  throw Error(ErrorCode::shape, "the model's output and its expected value differ in shape", {.expected = to_string(ws) + " (the expected value's)",
+              .found = to_string(gs) + " (the output's)"});
 }
 
 struct CheckOptions {
@@ -118,7 +119,12 @@ inline CaseResult check_outputs(const std::vector<std::string>& names, const std
     OutputCheck oc;
     oc.name = names[i];
     oc.shape = want->shape();
-    Tensor got = align_to_expected(out.at(i), *want);
+    Tensor got;
+    try {
+      got = align_to_expected(out.at(i), *want);
+    } catch (Error& e) {
+      throw e.with_tensor(names[i]);  // which output; the caller adds the expected file
+    }
     oc.metrics = compare(got, *want);
     oc.exact = !is_floating(dtypes.at(i));
     oc.tolerance = oc.exact ? 0.0 : tol;

@@ -41,6 +41,9 @@ constexpr bool is_floating(DType t) {
 }
 constexpr bool is_integral(DType t) { return !is_floating(t) && t != DType::boolean; }
 constexpr bool is_half(DType t) { return t == DType::f16 || t == DType::bf16; }
+// One rule for inputs and weights: a float takes any float type, an integer any integer type,
+// a bool only bool; anything else is a different kind of value, never converted silently.
+constexpr bool same_dtype_kind(DType a, DType b) { return is_floating(a) == is_floating(b) && (a == DType::boolean) == (b == DType::boolean); }
 
 // The torch_ir spelling ("float32"), which is also what .npubin and our messages use.
 constexpr std::string_view dtype_name(DType t) {

@@ -62,6 +62,13 @@ inline int open_regular_file(const std::string& path, struct stat& st) {
   if (const int fl = ::fcntl(fd, F_GETFL); fl >= 0) ::fcntl(fd, F_SETFL, fl & ~O_NONBLOCK);
   return fd;
 }
+// What is at `path`, for a message where a file was expected: "none", or file_kind's words ("a
+// directory", ...), so that a directory is never reported as missing.
+inline std::string path_kind(const std::string& path) {
+  struct stat st {};
+  return ::stat(path.c_str(), &st) != 0 ? "none" : file_kind(st);
+}
+
 // The same check, for readers that open the file themselves afterwards.
 inline void require_regular_file(const std::string& path) {
   struct stat st {};

@@ -36,5 +36,9 @@ const json& require_field(const json& obj, const char* key, std::string_view wha
 std::string get_string(const json& j, const std::string& what, const std::string& source);
 std::int64_t get_int64(const json& j, const std::string& what, const std::string& source);
 double get_number(const json& j, const std::string& what, const std::string& source);
+// An optional field of `obj` (absent or null: `fallback`), of the type asked for, else a parse
+// error naming it: nlohmann's value() would throw its own type_error, which is no npusim::Error.
+bool get_bool_or(const json& obj, const char* key, bool fallback, std::string_view what, std::string_view source);
+std::string get_string_or(const json& obj, const char* key, const std::string& fallback, std::string_view what, std::string_view source);
 
 }  // namespace npusim::inline NPUSIM_ABI::ir

@@ -10,6 +10,7 @@
 
 #include "npusim/config.hpp"
 #include "npusim/core/file.hpp"
+#include "npusim/core/range.hpp"
 #include "npusim/ir/json_fwd.hpp"
 #include "npusim/npu/description.hpp"
 
@@ -45,13 +46,30 @@ struct SchemaReader {
   static std::string join(const std::string& path, const char* key) { return path.empty() ? key : path + "." + key; }
   const ir::json& field(const ir::json& parent, const std::string& path, const char* key) const;
   std::string string(const ir::json& parent, const std::string& path, const char* key) const;
-  // A finite number in [lo, inf) (lo excluded when `open`).
-  double number(const ir::json& parent, const std::string& path, const char* key, double lo, bool open) const;
-  std::int64_t integer(const ir::json& parent, const std::string& path, const char* key, std::int64_t lo, std::int64_t hi = std::int64_t{1} << 50) const;
+  // A number (an integer) within the range the figure can physically have (npu::ranges).
+  double number(const ir::json& parent, const std::string& path, const char* key, const NumberRange& r) const;
+  std::int64_t integer(const ir::json& parent, const std::string& path, const char* key, const NumberRange& r) const;
   DType dtype(const ir::json& j, const std::string& path) const;
 };
 
 }  // namespace detail
+
+// What each figure of a description may be: what the physics of a chip allows, with margin, so
+// that an estimate from any accepted description is a finite number of a sensible size
+// (docs/npu-simulation.md, "Ranges"). A figure outside is refused by name, never computed with.
+namespace ranges {
+inline constexpr NumberRange clock_mhz{1, 10000, false, false, "MHz"};                      // 1 MHz .. 10 GHz
+inline constexpr NumberRange mac_dim{1, 65536, false, true, ""};                           // rows, columns
+inline constexpr NumberRange vector_width{1, 1 << 20, false, true, "bytes"};
+inline constexpr NumberRange transcendental_ops{1, 1000, false, false, "vector operations"};
+inline constexpr NumberRange sram_bytes{1, double(std::int64_t{1} << 40), false, true, "bytes"};    // up to 1 TiB
+inline constexpr NumberRange sram_region{0, double(std::int64_t{1} << 40), false, true, "bytes"};
+inline constexpr NumberRange sram_banks{1, 1 << 20, false, true, ""};
+inline constexpr NumberRange bandwidth_gb_per_s{0.001, 100000, false, false, "GB/s"};       // 1 MB/s .. 100 TB/s
+inline constexpr NumberRange latency_ns{0, 1e6, false, false, "ns"};                        // up to 1 ms
+inline constexpr NumberRange host_gflops{0.001, 1e7, false, false, "GFLOP/s"};              // 1 MFLOP/s .. 10 PFLOP/s
+inline constexpr NumberRange transfer_latency_us{0, 1e6, false, false, "us"};               // up to 1 s
+}  // namespace ranges
 
 // Reads and checks a description (schema "npusim-npu-1"); `file` names it in errors.
 Description parse_description(std::string_view text, const std::string& file);

@@ -32,11 +32,16 @@ struct TargetInfo {
 };
 
 // Forced fallbacks: "aten.max_pool2d.default", an op id ("max_pool2d") or "node:NAME", comma-separated.
+// `parse` refuses an empty item and a name that is no op; `check_nodes` a node the graph lacks.
+// `from` names the switch in errors (--force-fallback, NPUSIM_FORCE_FALLBACK).
 struct ForceFallback {
   std::set<std::string, std::less<>> ops, nodes;
-  static ForceFallback parse(std::string_view spec);
+  std::string from = "forced fallback";
+  static ForceFallback parse(std::string_view spec, std::string_view from = "--force-fallback");
   bool empty() const { return ops.empty() && nodes.empty(); }
   bool forces(const ir::Node& n, std::string_view op_id) const;
+  void merge(const ForceFallback& o);
+  void check_nodes(const ir::Graph& g) const;
 };
 
 struct NodeSupport {

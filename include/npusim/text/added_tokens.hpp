@@ -36,11 +36,14 @@ class AddedVocabulary {
       AddedToken t;
       t.id = ir::get_int64(ir::require_field(a, "id", "added token", source), "added token id", source);
       t.content = ir::get_string(ir::require_field(a, "content", "added token", source), "added token content", source);
-      t.special = a.value("special", false);
-      t.lstrip = a.value("lstrip", false);
-      t.rstrip = a.value("rstrip", false);
-      t.normalized = a.value("normalized", !t.special);
-      t.single_word = a.value("single_word", false);
+      if (t.id < 0 || t.id >= (std::int64_t{1} << 31))
+        throw Error(ErrorCode::parse, "added token '" + t.content + "': id out of range", {.file = source, .expected = "0 <= id < 2^31",
+                    .found = std::to_string(t.id)});
+      t.special = ir::get_bool_or(a, "special", false, "added token '" + t.content + "'", source);
+      t.lstrip = ir::get_bool_or(a, "lstrip", false, "added token '" + t.content + "'", source);
+      t.rstrip = ir::get_bool_or(a, "rstrip", false, "added token '" + t.content + "'", source);
+      t.normalized = ir::get_bool_or(a, "normalized", !t.special, "added token '" + t.content + "'", source);
+      t.single_word = ir::get_bool_or(a, "single_word", false, "added token '" + t.content + "'", source);
       utf8_to_code_points(t.content, "added token content");
       v.by_id_[t.id] = v.tokens_.size();
       v.by_content_[t.content] = t.id;

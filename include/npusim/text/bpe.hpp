@@ -6,6 +6,7 @@
 // Refused loudly: dropout, continuing_subword_prefix, end_of_word_suffix.
 #pragma once
 
+#include <algorithm>
 #include <array>
 #include <cstdint>
 #include <optional>
@@ -47,7 +48,13 @@ class BpeModel {
     if (!vocab.is_object()) throw Error(ErrorCode::parse, "model.vocab must be an object", {.file = source, .found = vocab.type_name()});
     for (const auto& [tok, idj] : vocab.items()) {
       const Id id = ir::get_int64(idj, "model.vocab[\"" + tok + "\"]", source);
-      if (id < 0 || id > (Id{1} << 31)) throw Error(ErrorCode::parse, "vocabulary id out of range", {.file = source, .expected = "0 <= id < 2^31", .found = std::to_string(id)});
+      // Ids index a table: one far beyond the entries (a tiny file claiming id 2^31) would
+      // allocate gigabytes for nothing. Gaps of up to 2^16 unused ids are allowed.
+      const Id limit = std::min<Id>(static_cast<Id>(vocab.size()) + (Id{1} << 16), Id{1} << 31);
+      if (id < 0 || id >= limit)
+        throw Error(ErrorCode::parse, "model.vocab[\"" + tok + "\"]: vocabulary id out of range (the vocabulary has " + std::to_string(vocab.size()) +
+                                          " entries; ids may leave gaps of up to 65536)",
+                    {.file = source, .expected = "0 <= id < " + std::to_string(limit), .found = std::to_string(id)});
       m.vocab_[tok] = id;
       if (static_cast<std::size_t>(id) >= m.id_to_token_.size()) m.id_to_token_.resize(static_cast<std::size_t>(id) + 1);
       m.id_to_token_[static_cast<std::size_t>(id)] = tok;
@@ -72,9 +79,9 @@ class BpeModel {
       m.merges_[pair_key(ia, ib)] = Merge{rank, inew};  // a repeated pair keeps its last rank, as HF's HashMap
       ++rank;
     }
-    m.byte_fallback_ = model.value("byte_fallback", false);
-    m.fuse_unk_ = model.value("fuse_unk", false);
-    m.ignore_merges_ = model.value("ignore_merges", false);
+    m.byte_fallback_ = ir::get_bool_or(model, "byte_fallback", false, "model", source);
+    m.fuse_unk_ = ir::get_bool_or(model, "fuse_unk", false, "model", source);
+    m.ignore_merges_ = ir::get_bool_or(model, "ignore_merges", false, "model", source);
     if (auto it = model.find("unk_token"); it != model.end() && !it->is_null()) {
       const std::string unk = ir::get_string(*it, "model.unk_token", source);
       auto v = m.vocab_.find(unk);

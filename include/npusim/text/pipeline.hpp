@@ -148,16 +148,17 @@ class PreTokenizer {
       const auto& pat = ir::require_field(j, "pattern", "Split pre_tokenizer", source);
       if (!pat.is_object() || !pat.contains("Regex"))
         throw Error(ErrorCode::unsupported, "Split pre_tokenizer pattern is not a regex", {.file = source, .expected = "{\"Regex\": ...}", .found = pat.dump()});
-      const std::string behavior = j.value("behavior", std::string("Isolated"));
-      if (behavior != "Isolated" || j.value("invert", false))
+      const std::string behavior = ir::get_string_or(j, "behavior", "Isolated", "Split pre_tokenizer", source);
+      const bool invert = ir::get_bool_or(j, "invert", false, "Split pre_tokenizer", source);
+      if (behavior != "Isolated" || invert)
         throw Error(ErrorCode::unsupported, "Split pre_tokenizer behaviour is not supported", {.file = source, .expected = "Isolated, invert false",
-                    .found = behavior + (j.value("invert", false) ? ", invert true" : "")});
+                    .found = behavior + (invert ? ", invert true" : "")});
       steps_.push_back({split_pattern_from_regex(ir::get_string(pat["Regex"], "Split pattern", source), source), false, false});
     } else if (type == "ByteLevel") {
       Step st;
       st.byte_level = true;
-      st.add_prefix_space = j.value("add_prefix_space", false);
-      if (j.value("use_regex", true)) st.split = SplitPattern::gpt2;
+      st.add_prefix_space = ir::get_bool_or(j, "add_prefix_space", false, "ByteLevel pre_tokenizer", source);
+      if (ir::get_bool_or(j, "use_regex", true, "ByteLevel pre_tokenizer", source)) st.split = SplitPattern::gpt2;
       steps_.push_back(st);
     } else {
       detail::unsupported_component("pre_tokenizer", type, source, "Split, ByteLevel or Sequence");

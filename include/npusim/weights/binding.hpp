@@ -110,6 +110,10 @@ Tensor rope_inv_freq(double theta, std::int64_t half);
 // The tie rule (BindOptions::ties) for a key the source lacks: the key whose value it takes.
 std::optional<std::string> find_tie(const std::string& key, const Shape& shape, const WeightSource& src,
                                     const std::vector<std::pair<std::string, std::string>>& ties);
+// A key the source lacks whose tie partner is there with another shape: that partner's error
+// (a wrong-shaped embedding), thrown here, rather than the key reported as missing.
+void refuse_tie_of_wrong_shape(const std::string& key, const Shape& shape, const WeightSource& src,
+                               const std::vector<std::pair<std::string, std::string>>& ties, const std::string& node);
 
 // One error naming every missing key (the first 20 and a count), with the source's naming rule.
 Error missing_weights(const std::vector<std::string>& keys, const std::string& file, const std::string& node,

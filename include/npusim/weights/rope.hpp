@@ -8,6 +8,7 @@
 #include <string>
 
 #include "npusim/config.hpp"
+#include "npusim/core/range.hpp"
 #include "npusim/core/tensor.hpp"
 #include "npusim/ir/json_fwd.hpp"
 
@@ -24,9 +25,22 @@ struct RopeParams {
   std::string describe() const;
 };
 
+// What config.json's rotary figures may be (docs/robustness.md, "Ranges"): real models use
+// rope_theta 10^4..10^7 and factors 1..64; the bounds are wide, but keep float32 frequencies finite.
+namespace rope_ranges {
+inline constexpr NumberRange theta{1, 1e30, false, false, ""};
+inline constexpr NumberRange factor{0.001, 1e6, false, false, ""};  // factor, low_freq_factor, high_freq_factor
+inline constexpr NumberRange positions{1, 2147483648.0, false, true, "positions"};  // llama3 original_max_position_embeddings
+inline constexpr NumberRange head_dim{1, 65536, false, true, ""};
+inline constexpr NumberRange hidden_size{1, 16777216, false, true, ""};
+inline constexpr NumberRange heads{1, 65536, false, true, ""};
+inline constexpr NumberRange partial{0, 1, true, false, ""};  // partial_rotary_factor
+}  // namespace rope_ranges
+
 // Reads rope_theta and the scaling from transformers' two layouts: `rope_theta` + `rope_scaling`
 // (v4; the scaling's type under "rope_type" or the older "type") or one `rope_parameters` object
-// (v5). head_dim is config.head_dim, else hidden_size // num_attention_heads.
+// (v5). head_dim is config.head_dim, else hidden_size // num_attention_heads. Every figure is checked
+// against rope_ranges, and the float32 frequencies they give are computed once to check them.
 RopeParams rope_params(const ir::json& config, const std::string& file);
 
 namespace detail {

@@ -3,6 +3,9 @@
 // expected and what was found; lookup by name lists the bundled ones when it fails.
 #include <gtest/gtest.h>
 
+#include <tuple>
+#include <vector>
+
 #include "../../common/compile_util.hpp"
 #include "npu_test_util.hpp"
 #include "../../common/test_util.hpp"
@@ -64,7 +67,7 @@ void expect_field_error(const std::string& text, const std::string& field, std::
 TEST(NpuDescription, SchemaErrorsNameFieldExpectedAndFound) {
   expect_field_error(edited("\"bandwidth_gb_per_s\": 256, ", ""), "dma.bandwidth_gb_per_s", {"missing"});
   expect_field_error(edited("\"bandwidth_gb_per_s\": 256", "\"bandwidth_gb_per_s\": -3"), "dma.bandwidth_gb_per_s",
-                     {"must be positive", "expected a number > 0", "found -3"});
+                     {"must be positive", "expected a number in [0.001, 100000] GB/s", "found -3"});
   expect_field_error(edited("\"dtypes\": [\"i8\"", "\"dtypes\": [\"i3\""), "dtypes[0]", {"unknown dtype", "f32, f16, bf16, i16, i8", "found \"i3\""});
   expect_field_error(edited("\"movement\"", "\"teleport\""), "op_classes[1]", {"unknown op class", "found \"teleport\""});
   expect_field_error(edited("\"clock_mhz\"", "\"clock_mhzz\""), "clock_mhzz", {"unknown field"});
@@ -75,6 +78,33 @@ TEST(NpuDescription, SchemaErrorsNameFieldExpectedAndFound) {
   expect_field_error(edited("\"weight_cache_bytes\": 0", "\"weight_cache_bytes\": 67108864"), "sram.weight_cache_bytes", {"leaves no working memory"});
   expect_field_error(edited("\"schema\": \"npusim-npu-1\"", "\"schema\": \"npusim-npu-9\""), "schema", {"unknown schema"});
   NPUSIM_EXPECT_ERROR(npu::parse_description("{\"schema\": ", "bad.json"), "bad.json", "invalid JSON");
+}
+
+TEST(NpuDescription, FiguresBeyondWhatAChipCanHaveAreRefused) {
+  // Finite but absurd figures printed "inf ms" or 60-digit latencies (issue 39): each field is
+  // bounded by npu::ranges, and named with its range and unit.
+  const std::tuple<const char*, const char*, const char*, std::vector<const char*>> cases[] = {
+      {"\"clock_mhz\": 1000", "\"clock_mhz\": 1e30", "clock_mhz", {"is too large", "[1, 10000] MHz", "found 1e+30"}},
+      {"\"clock_mhz\": 1000", "\"clock_mhz\": 0.5", "clock_mhz", {"is too small"}},
+      {"\"bandwidth_gb_per_s\": 256", "\"bandwidth_gb_per_s\": 1e-300", "dma.bandwidth_gb_per_s", {"is too small", "GB/s"}},
+      {"\"bandwidth_gb_per_s\": 256", "\"bandwidth_gb_per_s\": 1e9", "dma.bandwidth_gb_per_s", {"is too large", "100000] GB/s"}},
+      {"\"latency_ns\": 0", "\"latency_ns\": 1e300", "dma.latency_ns", {"is too large", "[0, 1000000] ns"}},
+      {"\"latency_ns\": 0", "\"latency_ns\": -1", "dma.latency_ns", {"must not be negative"}},
+      {"\"gflops\": 100", "\"gflops\": 1e-200", "host.gflops", {"is too small", "GFLOP/s"}},
+      {"\"transfer_latency_us\": 0", "\"transfer_latency_us\": 1e12", "host.transfer_latency_us", {"is too large", " us"}},
+      {"\"transcendental_ops\": 1", "\"transcendental_ops\": 1e9", "vector.transcendental_ops", {"is too large"}},
+      {"\"bytes\": 67108864", "\"bytes\": 1125899906842624", "sram.bytes", {"is too large", "bytes"}},
+  };
+  for (const auto& [from, to, field, fragments] : cases) {
+    SCOPED_TRACE(to);
+    try {
+      npu::parse_description(edited(from, to), "bad.json");
+      ADD_FAILURE() << "accepted " << to;
+    } catch (const npu::DescriptionError& e) {
+      EXPECT_EQ(e.field(), field);
+      for (const char* f : fragments) EXPECT_NE(std::string(e.what()).find(f), std::string::npos) << "lacks '" << f << "': " << e.what();
+    }
+  }
 }
 
 TEST(NpuDescription, ProgramRecordSurvivesTheNpubin) {

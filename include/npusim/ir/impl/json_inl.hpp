@@ -96,6 +96,26 @@ NPUSIM_FUNC std::int64_t get_int64(const json& j, const std::string& what, const
   throw Error(ErrorCode::parse, what + " must be an integer", {.file = source, .found = json_type_name(j)});
 }
 
+NPUSIM_FUNC bool get_bool_or(const json& obj, const char* key, bool fallback, std::string_view what, std::string_view source) {
+  if (!obj.is_object()) return fallback;
+  auto it = obj.find(key);
+  if (it == obj.end() || it->is_null()) return fallback;
+  if (!it->is_boolean())
+    throw Error(ErrorCode::parse, std::string(what) + "." + key + " must be true or false", {.file = std::string(source), .expected = "a boolean",
+                .found = json_type_name(*it)});
+  return it->get<bool>();
+}
+
+NPUSIM_FUNC std::string get_string_or(const json& obj, const char* key, const std::string& fallback, std::string_view what, std::string_view source) {
+  if (!obj.is_object()) return fallback;
+  auto it = obj.find(key);
+  if (it == obj.end() || it->is_null()) return fallback;
+  if (!it->is_string())
+    throw Error(ErrorCode::parse, std::string(what) + "." + key + " must be a string", {.file = std::string(source), .expected = "a string",
+                .found = json_type_name(*it)});
+  return it->get<std::string>();
+}
+
 NPUSIM_FUNC double get_number(const json& j, const std::string& what, const std::string& source) {
   if (j.is_number_float()) return j.get<double>();
   if (j.is_number_integer()) return static_cast<double>(get_int64(j, what, source));

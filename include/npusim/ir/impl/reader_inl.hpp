@@ -216,8 +216,9 @@ NPUSIM_FUNC Graph read_ir_json(const json& root, const std::string& src) {
           if (!id && node_index.count(m.name) == 0) {
             bool later = false;
             for (std::size_t k = ni; k < jnodes.size() && !later; ++k)
-              for (const json& jo : jnodes[k].value("outputs", json::array()))
-                if (jo.is_object() && jo.value("name", "") == m.name) later = true;
+              if (auto outs = jnodes[k].is_object() ? jnodes[k].find("outputs") : jnodes[k].end(); outs != jnodes[k].end() && outs->is_array())
+                for (const json& jo : *outs)
+                  if (jo.is_object() && ir::get_string_or(jo, "name", "", "output", src) == m.name) later = true;
             throw Error(ErrorCode::graph,
                         later ? "input '" + m.name + "' is produced by a later node: nodes are not in topological order"
                               : "input '" + m.name + "' has no producer: it is not a graph input, a weight placeholder or an earlier node's output",

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <array>
+#include <cmath>
 #include <set>
 
 #include "npusim/config.hpp"
@@ -245,6 +246,13 @@ NPUSIM_FUNC Estimate estimate(const program::CompiledProgram& p, const Descripti
   e.latency_ns = clock;
   e.sram_peak_bytes = std::max(e.sram_peak_bytes, e.weight_cache_used + e.activation_used);
   e.mac_utilisation = e.peak_macs_per_s > 0 && e.latency_ns > 0 ? static_cast<double>(e.npu_macs) / (e.peak_macs_per_s * e.latency_ns * 1e-9) : 0.0;
+  // The description's ranges keep every figure finite; a total that is not is refused here, once,
+  // naming the kernel where it first went wrong, rather than printed as "inf ms".
+  if (!std::isfinite(e.latency_ns) || !std::isfinite(e.mac_utilisation))
+    for (const KernelEstimate& k : e.kernels)
+      if (!std::isfinite(k.time_ns) || !std::isfinite(k.end_ns()) || &k == &e.kernels.back())
+        throw Error(ErrorCode::runtime, "NPU estimate is not a finite number (a figure of the NPU description, or a kernel's size, out of range)",
+                    {.file = d.name, .node = k.name, .expected = "a finite latency", .found = std::to_string(k.time_ns) + " ns for kernel " + k.kind});
   return e;
 }
 

@@ -49,26 +49,20 @@ NPUSIM_FUNC std::string SchemaReader::string(const ir::json& parent, const std::
   return j.get<std::string>();
 }
 
-NPUSIM_FUNC double SchemaReader::number(const ir::json& parent, const std::string& path, const char* key, double lo, bool open) const {
+NPUSIM_FUNC double SchemaReader::number(const ir::json& parent, const std::string& path, const char* key, const NumberRange& r) const {
   const ir::json& j = field(parent, path, key);
-  char bound[32];
-  std::snprintf(bound, sizeof bound, "%g", lo);
-  const std::string expected = std::string("a number ") + (open ? "> " : ">= ") + bound;
-  if (!j.is_number()) fail(join(path, key), "must be a number", expected, found_of(j));
+  if (!j.is_number()) fail(join(path, key), "must be a number", r.describe(), found_of(j));
   const double v = j.get<double>();
-  if (!std::isfinite(v) || v < lo || (open && v == lo)) fail(join(path, key), open ? "must be positive" : "must not be negative", expected, found_of(j));
+  if (!r.contains(v)) fail(join(path, key), r.why(v), r.describe(), found_of(j));
   return v;
 }
 
-NPUSIM_FUNC std::int64_t SchemaReader::integer(const ir::json& parent, const std::string& path, const char* key, std::int64_t lo,
-                                               std::int64_t hi) const {
+NPUSIM_FUNC std::int64_t SchemaReader::integer(const ir::json& parent, const std::string& path, const char* key, const NumberRange& r) const {
   const ir::json& j = field(parent, path, key);
-  const std::string expected = "an integer in [" + std::to_string(lo) + ", " + std::to_string(hi) + "]";
   if (!j.is_number_integer() || (j.is_number_unsigned() && j.get<std::uint64_t>() > static_cast<std::uint64_t>(INT64_MAX)))
-    fail(join(path, key), "must be an integer", expected, found_of(j));
+    fail(join(path, key), "must be an integer", r.describe(), found_of(j));
   const std::int64_t v = j.get<std::int64_t>();
-  if (v < lo) fail(join(path, key), lo > 0 ? "must be positive" : "must not be negative", expected, found_of(j));
-  if (v > hi) fail(join(path, key), "too large", expected, found_of(j));
+  if (!r.contains(static_cast<double>(v))) fail(join(path, key), r.why(static_cast<double>(v)), r.describe(), found_of(j));
   return v;
 }
 
@@ -96,7 +90,7 @@ NPUSIM_FUNC Description parse_description(std::string_view text, const std::stri
   d.name = r.string(j, "", "name");
   if (d.name.empty()) r.fail("name", "must not be empty", "a name", "\"\"");
   if (j.contains("summary")) d.summary = r.string(j, "", "summary");
-  d.clock_mhz = r.number(j, "", "clock_mhz", 0, true);
+  d.clock_mhz = r.number(j, "", "clock_mhz", ranges::clock_mhz);
 
   const ir::json& dts = r.field(j, "", "dtypes");
   if (!dts.is_array() || dts.empty()) r.fail("dtypes", "must be a non-empty list", "a list of dtype names", detail::SchemaReader::found_of(dts));
@@ -114,21 +108,21 @@ NPUSIM_FUNC Description parse_description(std::string_view text, const std::stri
     if (!d.supports(t)) r.fail(path, "the MAC array computes in a dtype that \"dtypes\" does not list", "one of the dtypes listed", "\"" + k + "\"");
     if (!v.is_object()) r.fail(path, "must be an object", "{\"rows\": R, \"columns\": C}", detail::SchemaReader::found_of(v));
     r.only(v, path, {"rows", "columns"});
-    d.mac_arrays.push_back({t, {r.integer(v, path, "rows", 1, 1 << 16), r.integer(v, path, "columns", 1, 1 << 16)}});
+    d.mac_arrays.push_back({t, {r.integer(v, path, "rows", ranges::mac_dim), r.integer(v, path, "columns", ranges::mac_dim)}});
   }
 
   const ir::json& vec = r.object(j, "", "vector");
   r.only(vec, "vector", {"width_bytes", "transcendental_ops"});
-  d.vector_width_bytes = r.integer(vec, "vector", "width_bytes", 1, 1 << 20);
-  if (vec.contains("transcendental_ops")) d.transcendental_ops = r.number(vec, "vector", "transcendental_ops", 1, false);
+  d.vector_width_bytes = r.integer(vec, "vector", "width_bytes", ranges::vector_width);
+  if (vec.contains("transcendental_ops")) d.transcendental_ops = r.number(vec, "vector", "transcendental_ops", ranges::transcendental_ops);
 
   const ir::json& sram = r.object(j, "", "sram");
   r.only(sram, "sram", {"bytes", "banks", "weight_cache_bytes", "activation_bytes"});
-  d.sram_bytes = r.integer(sram, "sram", "bytes", 1);
-  d.sram_banks = r.integer(sram, "sram", "banks", 1);
+  d.sram_bytes = r.integer(sram, "sram", "bytes", ranges::sram_bytes);
+  d.sram_banks = r.integer(sram, "sram", "banks", ranges::sram_banks);
   if (d.sram_banks > d.sram_bytes) r.fail("sram.banks", "more banks than bytes", "<= sram.bytes (" + std::to_string(d.sram_bytes) + ")", std::to_string(d.sram_banks));
-  if (sram.contains("weight_cache_bytes")) d.weight_cache_bytes = r.integer(sram, "sram", "weight_cache_bytes", 0);
-  if (sram.contains("activation_bytes")) d.activation_bytes = r.integer(sram, "sram", "activation_bytes", 0);
+  if (sram.contains("weight_cache_bytes")) d.weight_cache_bytes = r.integer(sram, "sram", "weight_cache_bytes", ranges::sram_region);
+  if (sram.contains("activation_bytes")) d.activation_bytes = r.integer(sram, "sram", "activation_bytes", ranges::sram_region);
   if (d.weight_cache_bytes >= d.sram_bytes || d.activation_bytes >= d.sram_bytes - d.weight_cache_bytes)
     r.fail(d.weight_cache_bytes >= d.sram_bytes ? "sram.weight_cache_bytes" : "sram.activation_bytes", "leaves no working memory",
            "weight_cache_bytes + activation_bytes < bytes (" + std::to_string(d.sram_bytes) + ")",
@@ -136,8 +130,8 @@ NPUSIM_FUNC Description parse_description(std::string_view text, const std::stri
 
   const ir::json& dma = r.object(j, "", "dma");
   r.only(dma, "dma", {"bandwidth_gb_per_s", "latency_ns"});
-  d.dma_gb_per_s = r.number(dma, "dma", "bandwidth_gb_per_s", 0, true);
-  d.dma_latency_ns = r.number(dma, "dma", "latency_ns", 0, false);
+  d.dma_gb_per_s = r.number(dma, "dma", "bandwidth_gb_per_s", ranges::bandwidth_gb_per_s);
+  d.dma_latency_ns = r.number(dma, "dma", "latency_ns", ranges::latency_ns);
 
   const ir::json& oc = r.field(j, "", "op_classes");
   if (!oc.is_array()) r.fail("op_classes", "must be a list", "a list of op class names", detail::SchemaReader::found_of(oc));
@@ -156,10 +150,10 @@ NPUSIM_FUNC Description parse_description(std::string_view text, const std::stri
 
   const ir::json& host = r.object(j, "", "host");
   r.only(host, "host", {"gflops", "memory_gb_per_s", "transfer_gb_per_s", "transfer_latency_us"});
-  d.host.gflops = r.number(host, "host", "gflops", 0, true);
-  d.host.memory_gb_per_s = r.number(host, "host", "memory_gb_per_s", 0, true);
-  d.host.transfer_gb_per_s = r.number(host, "host", "transfer_gb_per_s", 0, true);
-  d.host.transfer_latency_us = r.number(host, "host", "transfer_latency_us", 0, false);
+  d.host.gflops = r.number(host, "host", "gflops", ranges::host_gflops);
+  d.host.memory_gb_per_s = r.number(host, "host", "memory_gb_per_s", ranges::bandwidth_gb_per_s);
+  d.host.transfer_gb_per_s = r.number(host, "host", "transfer_gb_per_s", ranges::bandwidth_gb_per_s);
+  d.host.transfer_latency_us = r.number(host, "host", "transfer_latency_us", ranges::transfer_latency_us);
 
   if (j.contains("sources")) {
     const ir::json& s = j["sources"];

@@ -74,6 +74,7 @@ NPUSIM_FUNC CompiledProgram compile(ir::Graph g, const partition::TargetInfo& ta
   }
 
   ops::check_graph(g);
+  opt.force.check_nodes(g);  // names the user gave, checked before passes rename or remove nodes
   const passes::DTypePolicy pol = run_passes(g, target, opt, p);
   p.stats.nodes_after_passes = static_cast<std::int64_t>(g.nodes.size());
   for (const std::string& name : opt.observe) {

@@ -135,7 +135,9 @@ inline bool valid_utf8(std::string_view s) {
 
 struct Reader {
   std::string file;
-  [[noreturn]] void fail(const std::string& what) const { throw Error(ErrorCode::parse, "malformed .npubin: " + what, {.file = file}); }
+  [[noreturn]] void fail(const std::string& what) const {
+    throw Error(ErrorCode::parse, "malformed .npubin: " + what + " (in the program payload, from byte " + std::to_string(header_bytes) + ")", {.file = file});
+  }
   // An optional field: null when absent.
   const msgpack::object* find(const msgpack::object& o, std::string_view key) const {
     if (o.type != msgpack::type::MAP) fail("expected a map around \"" + std::string(key) + "\"");

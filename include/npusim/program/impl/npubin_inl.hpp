@@ -85,8 +85,11 @@ NPUSIM_FUNC CompiledProgram deserialize(std::string_view bytes, const std::strin
 
 inline CompiledProgram npubin_detail::parse_program(std::string_view payload, std::uint64_t checksum, const std::string& file) {
   using namespace npubin_detail;
+  // Where: the program payload, after the frame's header.
+  const std::string where = " (the program payload, bytes " + std::to_string(header_bytes) + ".." + std::to_string(header_bytes + payload.size()) + ")";
   auto fail = [&](ErrorCode c, const std::string& msg) { return Error(c, msg, {.file = file}); };
-  if (checksum != fnv1a(payload)) throw fail(ErrorCode::parse, "corrupted .npubin file (checksum mismatch)");
+  if (checksum != fnv1a(payload))
+    throw fail(ErrorCode::parse, "corrupted .npubin file (checksum mismatch)" + where);
 
   msgpack::object_handle oh;
   try {
@@ -95,7 +98,7 @@ inline CompiledProgram npubin_detail::parse_program(std::string_view payload, st
     const std::size_t n = payload.size();
     oh = msgpack::unpack(payload.data(), n, nullptr, nullptr, msgpack::unpack_limit(n, n, n, n, n, 64));
   } catch (const std::exception& e) {
-    throw fail(ErrorCode::parse, std::string("malformed .npubin payload: ") + e.what());
+    throw fail(ErrorCode::parse, std::string("malformed .npubin payload: ") + e.what() + where);
   }
   const msgpack::object& o = oh.get();
   Reader r{file};

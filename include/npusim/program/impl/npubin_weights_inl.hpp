@@ -2,6 +2,7 @@
 #pragma once
 
 #include <algorithm>
+#include <map>
 #include <set>
 
 #include "npusim/config.hpp"
@@ -36,6 +37,7 @@ struct WeightsPlan {
 inline WeightsPlan plan_weights(const CompiledProgram& p, const weights::WeightSource& src, const EmbedOptions& o) {
   WeightsPlan plan;
   std::map<std::string, std::size_t> by_read, by_canon;
+  std::map<std::pair<DType, DType>, std::vector<std::string>> casts;
   std::uint64_t at = 0;
   for (const WeightNeed& n : weight_needs(p)) {
     std::string read = n.key;
@@ -84,11 +86,20 @@ inline WeightsPlan plan_weights(const CompiledProgram& p, const weights::WeightS
                     {.file = src.path(), .node = n.user, .tensor = read, .expected = to_string(n.shape), .found = to_string(shape)});
       // A recipe's input keeps the source's dtype: the recipe computes from exactly those values.
       if (dtype != n.dtype && !n.recipe_input && !src.derived(read)) {
-        if (!o.allow_cast)
-          throw Error(ErrorCode::dtype, "weight dtype differs from the IR (allow casting to convert it)",
+        if (!same_dtype_kind(dtype, n.dtype))
+          throw Error(ErrorCode::dtype, "weight has the wrong kind of dtype (the input rule: a float weight takes float tensors, an integer weight "
+                                        "integer ones, a bool weight bool; no silent conversion)",
+                      {.file = src.path(), .node = n.user, .tensor = read, .expected = std::string(dtype_name(n.dtype)),
+                       .found = std::string(dtype_name(dtype))});
+        // As binding converts at load: a source that converts (a Hugging Face checkpoint) is
+        // stored in the program's dtype, and said so.
+        if (!o.allow_cast && !src.casts())
+          throw Error(ErrorCode::dtype, "weight dtype differs from the IR (only a Hugging Face model directory's checkpoint is converted; "
+                                        "store this file's weights in the IR's dtype)",
                       {.file = src.path(), .node = n.user, .tensor = read, .expected = std::string(dtype_name(n.dtype)),
                        .found = std::string(dtype_name(dtype))});
         store = n.dtype;
+        casts[{dtype, n.dtype}].push_back(read);
       }
     }
     const std::string canon = src.canonical(read);
@@ -110,6 +121,12 @@ inline WeightsPlan plan_weights(const CompiledProgram& p, const weights::WeightS
     plan.tensors.push_back(std::move(s));
   }
   plan.data_bytes = align_up(at);
+  for (const auto& [dt, keys] : casts) {
+    const std::string how = std::string(dtype_name(dt.first)) + " -> " + std::string(dtype_name(dt.second));
+    plan.notes.push_back(keys.size() == 1 ? "cast when embedded: " + keys[0] + " " + how + " (the program's dtype)"
+                                          : "cast when embedded: " + std::to_string(keys.size()) + " weights " + how + " (the program's dtype; " +
+                                                keys[0] + ", ...)");
+  }
   std::map<std::string, int> packed;
   for (const StoredTensor& t : plan.tensors)
     if (!t.format.empty()) ++packed[t.format];

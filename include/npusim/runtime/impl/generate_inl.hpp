@@ -1,7 +1,11 @@
 // Definitions for npusim/runtime/generate.hpp (NPUSIM_FUNC: npusim/config.hpp).
 #pragma once
 
+#include <algorithm>
+#include <cmath>
+
 #include "npusim/config.hpp"
+#include "npusim/core/range.hpp"
 #include "npusim/runtime/generate.hpp"
 
 namespace npusim::inline NPUSIM_ABI::llm {
@@ -140,6 +144,13 @@ NPUSIM_FUNC Generation generate(LlmPrograms& m, std::span<const std::int64_t> pr
   std::vector<float> logits = s.prefill(prompt);
   g.prefill_ms = s.last_prefill_ms();
   for (;;) {
+    // NaN or Inf logits (weights or rotary figures out of range, an overflowing half dtype) would
+    // pick token 0 forever: refused, with the step and position where they first appear.
+    if (auto bad = std::find_if(logits.begin(), logits.end(), [](float v) { return !std::isfinite(v); }); bad != logits.end())
+      throw Error(ErrorCode::runtime, "the model's logits are not finite at generation step " + std::to_string(g.tokens.size()) + " (position " +
+                                          std::to_string(s.position() - 1) + "): the weights, their dtype or the rotary figures overflow",
+                  {.file = (g.tokens.empty() ? m.prefill : m.decode).graph().source, .expected = "finite logits",
+                   .found = NumberRange::format(*bad) + " for token id " + std::to_string(bad - logits.begin())});
     const std::int64_t t = sampler.pick(logits);
     g.tokens.push_back(t);
     if (on_token) on_token(t, g.tokens.size() - 1);

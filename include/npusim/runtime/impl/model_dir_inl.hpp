@@ -17,7 +17,7 @@ NPUSIM_FUNC const ir::json& ModelDir::meta() const {
   return meta_json ? *meta_json : none;
 }
 
-NPUSIM_FUNC std::string ModelDir::kind() const { return meta().is_object() ? meta().value("kind", "") : ""; }
+NPUSIM_FUNC std::string ModelDir::kind() const { return ir::get_string_or(meta(), "kind", "", "meta.json", dir + "/meta.json"); }
 
 NPUSIM_FUNC ModelDir ModelDir::open(const std::string& dir, const std::string& weights) {
   namespace fs = std::filesystem;

@@ -17,6 +17,7 @@
 #include <memory>
 #include <string>
 #include <mutex>
+#include <optional>
 #include <thread>
 #include <utility>
 #include <vector>
@@ -147,9 +148,23 @@ class ThreadPool {
   std::atomic<bool> stop_{false};
 };
 
+// NPUSIM_THREADS when set: a whole number in [1, 4096] (as --threads), anything else an error
+// rather than a silent "all cores". OMP_NUM_THREADS is OpenMP's (it may list nested levels,
+// "8,2"): its leading number is taken when positive, else it is left to OpenMP.
+inline std::optional<int> threads_from_env() {
+  const char* e = std::getenv("NPUSIM_THREADS");
+  if (!e) return std::nullopt;
+  const std::string s = e;
+  const bool digits = !s.empty() && s.size() <= 9 && s.find_first_not_of("0123456789") == std::string::npos;
+  const long n = digits ? std::strtol(s.c_str(), nullptr, 10) : 0;
+  if (n < 1 || n > 4096)
+    throw Error(ErrorCode::attr, "NPUSIM_THREADS must be a number of worker threads", {.expected = "an integer in [1, 4096]", .found = "'" + s + "'"});
+  return static_cast<int>(n);
+}
+
 inline int configured_threads() {
-  for (const char* v : {"NPUSIM_THREADS", "OMP_NUM_THREADS"})
-    if (const char* e = std::getenv(v); e && std::atoi(e) > 0) return std::atoi(e);
+  if (auto n = threads_from_env()) return *n;
+  if (const char* e = std::getenv("OMP_NUM_THREADS"); e && std::atoi(e) > 0) return std::atoi(e);
   return std::max(1u, std::thread::hardware_concurrency());
 }
 

@@ -41,10 +41,11 @@ NPUSIM_FUNC ModelText ModelText::open(const std::string& path) {
   if (fs::is_directory(path, ec)) {
     m.dir_ = path;
     m.tokenizer_path_ = (fs::path(path) / "tokenizer.json").string();
-    if (!fs::is_regular_file(m.tokenizer_path_, ec))
+    if (const std::string kind = path_kind(m.tokenizer_path_); kind != "a regular file")
       throw Error(ErrorCode::io, "no tokenizer.json in the tokenizer directory", {.file = path, .expected = "tokenizer.json (Hugging Face fast tokenizer)",
-                  .found = fs::is_regular_file(fs::path(path) / "tokenizer.model", ec) ? "tokenizer.model only (SentencePiece protobuf: not read; convert "
-                                                                                         "it with transformers, or save a fast tokenizer)" : "no such file"});
+                  .found = kind != "none" ? "tokenizer.json is " + kind
+                           : fs::is_regular_file(fs::path(path) / "tokenizer.model", ec) ? "tokenizer.model only (SentencePiece protobuf: not read; convert "
+                                                                                           "it with transformers, or save a fast tokenizer)" : "no such file"});
   } else {
     m.tokenizer_path_ = path;
     m.dir_ = fs::path(path).parent_path().string();
@@ -112,7 +113,7 @@ NPUSIM_FUNC void ModelText::read_config() {
         chat_template_ = it->get<std::string>();
       } else if (it->is_array()) {  // [{"name": "default", "template": ...}, {"name": "tool_use", ...}]
         for (const auto& e : *it)
-          if (e.is_object() && e.value("name", std::string()) == "default") chat_template_ = ir::get_string(ir::require_field(e, "template", "chat_template entry", cfg), "chat_template", cfg);
+          if (e.is_object() && ir::get_string_or(e, "name", "", "chat_template entry", cfg) == "default") chat_template_ = ir::get_string(ir::require_field(e, "template", "chat_template entry", cfg), "chat_template", cfg);
         if (!chat_template_)
           throw Error(ErrorCode::parse, "chat_template list has no entry named \"default\"", {.file = cfg, .expected = "{\"name\": \"default\", \"template\": ...}"});
       } else {

@@ -31,8 +31,21 @@ NPUSIM_FUNC std::string describe_users(const ir::Graph& g, ir::TensorId id) {
 
 NPUSIM_FUNC Tensor rope_inv_freq(double theta, std::int64_t half) {
   RopeParams p;
-  p.theta = theta, p.dim = 2 * half;
+  p.theta = check_range(theta, rope_ranges::theta, "rope_theta"), p.dim = 2 * half;
   return weights::rope_inv_freq(p);
+}
+
+NPUSIM_FUNC void refuse_tie_of_wrong_shape(const std::string& key, const Shape& shape, const WeightSource& src,
+                                           const std::vector<std::pair<std::string, std::string>>& ties, const std::string& node) {
+  for (const auto& [a, b] : ties) {
+    if (!key.ends_with(a)) continue;
+    const std::string cand = key.substr(0, key.size() - a.size()) + b;
+    if (!src.contains(cand)) continue;
+    const Shape found = src.meta(cand).first;
+    if (found != shape)
+      throw Error(ErrorCode::shape, "'" + key + "' is absent and tied to this tensor, whose shape differs from the IR's (a wrong-shaped embedding?)",
+                  {.file = src.path(), .node = node, .tensor = cand, .expected = to_string(shape), .found = to_string(found)});
+  }
 }
 
 NPUSIM_FUNC std::optional<std::string> find_tie(const std::string& key, const Shape& shape, const WeightSource& src,
@@ -100,6 +113,7 @@ NPUSIM_FUNC BoundWeights bind_weights(const ir::Graph& g, const WeightSource* sr
       } else if (detail::is_inv_freq(w.weight_key) && opt.rope_theta) {
         it.from.clear(), it.recompute = true;  // recomputed below
       } else {
+        if (src) detail::refuse_tie_of_wrong_shape(w.weight_key, w.shape, *src, opt.ties, detail::describe_users(g, id));
         if (missing.empty()) first_missing_user = detail::describe_users(g, id);
         missing.push_back(w.weight_key);
         continue;
@@ -122,8 +136,14 @@ NPUSIM_FUNC BoundWeights bind_weights(const ir::Graph& g, const WeightSource* sr
         throw Error(ErrorCode::shape, "weight shape differs from the IR", {.file = src->path(), .node = detail::describe_users(g, id),
                     .tensor = it.from, .expected = to_string(w.shape), .found = to_string(shape)});
       if (dtype != w.dtype && !src->derived(it.from)) {
+        if (!same_dtype_kind(dtype, w.dtype))
+          throw Error(ErrorCode::dtype, "weight has the wrong kind of dtype (the input rule: a float weight takes float tensors, an integer weight "
+                                        "integer ones, a bool weight bool; no silent conversion)",
+                      {.file = src->path(), .node = detail::describe_users(g, id), .tensor = it.from,
+                       .expected = std::string(dtype_name(w.dtype)), .found = std::string(dtype_name(dtype))});
         if (!opt.allow_cast && !src->casts())
-          throw Error(ErrorCode::dtype, "weight dtype differs from the IR (allow casting to convert it)",
+          throw Error(ErrorCode::dtype, "weight dtype differs from the IR (only a Hugging Face model directory's checkpoint is converted; "
+                                        "store this file's weights in the IR's dtype)",
                       {.file = src->path(), .node = detail::describe_users(g, id), .tensor = it.from,
                        .expected = std::string(dtype_name(w.dtype)), .found = std::string(dtype_name(dtype))});
         casts[{dtype, w.dtype}].push_back(it.from);
@@ -184,7 +204,11 @@ NPUSIM_FUNC BoundWeights bind_weights(const ir::Graph& g, const WeightSource* sr
     } else if (it.recompute) {
       if (w.shape.size() != 1)
         throw Error(ErrorCode::shape, "a rotary inv_freq weight is 1-D", {.file = g.source, .tensor = it.key, .expected = "[head_dim / 2]", .found = to_string(w.shape)});
-      t = finish(detail::rope_inv_freq(*opt.rope_theta, w.shape.at(0)), it.id, false);
+      try {
+        t = finish(detail::rope_inv_freq(*opt.rope_theta, w.shape.at(0)), it.id, false);
+      } catch (Error& e) {
+        throw e.with_file(g.source).with_tensor(it.key);
+      }
       out.notes.push_back("recomputed: " + it.key + " from rope_theta = " + std::to_string(*opt.rope_theta));
     } else {
       std::string canon = src->canonical(it.from);

@@ -83,6 +83,7 @@ NPUSIM_FUNC void HfCheckpointSource::bind_to(const ir::Graph& g) {
     } else if (auto tie = detail::find_tie(k, w.shape, *this, defaults.ties)) {
       if (auto name = resolve(*tie)) reached.insert(*name);
     } else if (used[static_cast<std::size_t>(id)]) {
+      detail::refuse_tie_of_wrong_shape(k, w.shape, *this, defaults.ties, detail::describe_users(g, id));
       if (missing.empty()) first_user = detail::describe_users(g, id);
       missing.push_back(k);
     }
@@ -158,9 +159,9 @@ NPUSIM_FUNC void HfCheckpointSource::open_index(const std::string& path) {
     auto [it, fresh] = shard_ids.emplace(shard, files_.size());
     if (fresh) {
       const fs::path full = fs::path(dir_) / shard;
-      if (!fs::is_regular_file(full))
-        throw Error(ErrorCode::io, "shard named by the index is missing", {.file = full.string(), .tensor = name,
-                    .expected = "a safetensors file", .found = "none"});
+      if (const std::string kind = path_kind(full.string()); kind != "a regular file")
+        throw Error(ErrorCode::io, kind == "none" ? "shard named by the index is missing" : "shard named by the index is not a file",
+                    {.file = full.string(), .tensor = name, .expected = "a safetensors file", .found = kind});
       files_.push_back(SafetensorsFile::open(full.string()));
     }
     listed[name] = it->second;

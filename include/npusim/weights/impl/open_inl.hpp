@@ -4,6 +4,8 @@
 #include "npusim/config.hpp"
 #include <filesystem>
 
+#include "npusim/core/file.hpp"
+
 #include "npusim/weights/open.hpp"
 
 namespace npusim::inline NPUSIM_ABI::weights {
@@ -12,9 +14,10 @@ NPUSIM_FUNC std::unique_ptr<WeightSource> open_weights(const std::string& path, 
   namespace fs = std::filesystem;
   const fs::path p(path);
   if (fs::is_directory(p)) {
-    if (!fs::is_regular_file(p / HfCheckpointSource::config_name))
+    if (const std::string kind = path_kind((p / HfCheckpointSource::config_name).string()); kind != "a regular file")
       throw Error(ErrorCode::io, "a weights directory must be a Hugging Face model directory", {.file = path,
-                  .expected = "config.json with model.safetensors or model.safetensors.index.json", .found = "no config.json"});
+                  .expected = "config.json with model.safetensors or model.safetensors.index.json",
+                  .found = kind == "none" ? "no config.json" : "config.json is " + kind});
     auto src = std::make_unique<HfCheckpointSource>(path);
     if (graph) src->bind_to(*graph);
     return src;
