@@ -4,6 +4,7 @@
 #include "npusim/runtime/impl/program_runner_inl.hpp"
 #include "npusim/runtime/impl/tensor_files_inl.hpp"
 #include "npusim/runtime/impl/int8_inl.hpp"
+#include "npusim/runtime/impl/image_decode_inl.hpp"
 #include "npusim/runtime/impl/image_inl.hpp"
 #include "npusim/runtime/impl/llm_inl.hpp"
 #include "npusim/runtime/impl/model_dir_inl.hpp"

@@ -7,6 +7,8 @@
 //   OUT/resnet18_bare/   ResNet-18 as a user's export without reference values: ir.json and
 //                        synth.json only
 //   OUT/image.png        a 96 x 80 RGB picture (a colour gradient with a disc)
+//   OUT/images/          the same picture in every variant --image takes, and hostile image files
+//                        made from it (tests/cli/probe_reliability3.sh)
 //   OUT/relu_nan.npy     expected outputs of ops/relu that are all NaN (a check that must fail)
 //   OUT/huge_ir.json     a relu over a [2^62, 1] float32 tensor: 2^64 bytes (compile must refuse it)
 //   OUT/unknown_ops.json a chain with two op types npusim has no definition for (one on two nodes)
@@ -16,8 +18,6 @@
 //                        figures out of range, a wrong-shaped embedding, a directory as config.json
 //   OUT/npu_*.json       the ideal NPU description with one absurd figure each
 //   usage: make_test_files DATA_DIR OUT_DIR
-#include <stb/stb_image_write.h>
-
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -26,6 +26,7 @@
 #include <tuple>
 #include <filesystem>
 
+#include "../common/image_files.hpp"
 #include "npusim/core/file.hpp"
 #include "npusim/core/npy.hpp"
 #include "npusim/ir/json.hpp"
@@ -33,6 +34,83 @@
 
 namespace fs = std::filesystem;
 using namespace npusim;
+
+namespace {
+
+// Valid variants (ok_*) and hostile files (bad_*) for the image probe.
+void write_image_variants(const fs::path& dir, int W, int H, const std::vector<unsigned char>& px) {
+  fs::create_directories(dir);
+  auto put = [&](const char* name, const std::string& bytes) { write_file_atomic((dir / name).string(), bytes); };
+  const std::string png = test::png_rgb(W, H, px), bmp = test::bmp_bytes(W, H, 24, px);
+  const std::string raw(px.begin(), px.end());
+  std::string grey16, palette_idx, rgba;
+  for (std::size_t i = 0; i < px.size(); i += 3) {
+    grey16 += static_cast<char>(px[i + 1]), grey16 += static_cast<char>(px[i]);
+    palette_idx += static_cast<char>(px[i] / 64);
+    rgba += raw.substr(i, 3), rgba += '\x80';
+  }
+  std::string plte;
+  for (int i = 0; i < 4; ++i) plte += static_cast<char>(i * 64), plte += static_cast<char>(255 - i * 64), plte += '\x40';
+  put("ok_rgb.png", png);
+  put("ok_grey16.png", test::png_bytes(static_cast<std::uint32_t>(W), static_cast<std::uint32_t>(H), 16, 0, grey16));
+  put("ok_palette.png", test::png_bytes(static_cast<std::uint32_t>(W), static_cast<std::uint32_t>(H), 8, 3, palette_idx, test::png_chunk("PLTE", plte)));
+  put("ok_rgba.png", test::png_bytes(static_cast<std::uint32_t>(W), static_cast<std::uint32_t>(H), 8, 6, rgba));
+  put("ok_bottom_up.bmp", bmp);
+  put("ok_top_down32.bmp", test::bmp_bytes(W, H, 32, px, true));
+  // Not decoded: named. The 16-bit PGM header that crashed stb (issue 39), at two sizes.
+  put("bad_pgm16_4000.pgm", "P5 4000 4000 65535\n");
+  put("bad_pgm16_64.pgm", "P5 64 64 65535\n");
+  put("bad_ppm_truncated.ppm", "P6\n96 80\n255\n" + raw.substr(0, 100));
+  put("bad_gif_truncated.gif", std::string("GIF89a\x60\x00\x50\x00\xf0\x00\x00", 13));
+  put("bad_webp.webp", std::string("RIFF\x1a\x00\x00\x00WEBPVP8 \x0e\x00\x00\x00", 20));
+  put("bad_tiff.tif", std::string("II*\x00\x08\x00\x00\x00", 8));
+  put("bad_tga_truncated.tga", std::string("\x00\x00\x02\x00\x00\x00\x00\x00\x00\x00\x00\x00\x60\x00\x50\x00\x18\x00", 18) + raw.substr(0, 64));
+  put("bad_empty.png", "");
+  // Broken PNGs: cut anywhere, a CRC that does not match, a size past the pixel budget, no pixels.
+  put("bad_png_half.png", png.substr(0, png.size() / 2));
+  put("bad_png_no_iend.png", png.substr(0, png.size() - 12));
+  put("bad_png_header_only.png", png.substr(0, 33));
+  std::string crc = png;
+  crc[29] = static_cast<char>(crc[29] ^ 1);  // IHDR's CRC
+  put("bad_png_ihdr_crc.png", crc);
+  std::string idat_crc = png;
+  idat_crc[idat_crc.size() - 13] = static_cast<char>(idat_crc[idat_crc.size() - 13] ^ 1);  // IDAT's CRC
+  put("bad_png_idat_crc.png", idat_crc);
+  put("bad_png_huge.png", test::png_bytes(100000, 100000, 8, 2, raw.substr(0, 300)));
+  put("bad_png_zero.png", test::png_bytes(0, 80, 8, 2, ""));
+  // Broken BMPs.
+  put("bad_bmp_truncated.bmp", bmp.substr(0, bmp.size() - 1));
+  std::string rle = bmp;
+  rle[30] = 1;  // BI_RLE8
+  put("bad_bmp_rle.bmp", rle);
+  std::string huge = bmp;
+  huge[18] = huge[19] = huge[20] = '\x7f';
+  put("bad_bmp_huge.bmp", huge);
+#if NPUSIM_WITH_IMAGE_CODECS
+  put("ok_baseline.jpg", test::jpeg_bytes(W, H, px));
+  put("ok_progressive.jpg", test::jpeg_bytes(W, H, px, {.progressive = true}));
+  put("ok_arithmetic.jpg", test::jpeg_bytes(W, H, px, {.arithmetic = true}));
+  std::vector<std::uint8_t> g(px.size() / 3), cmyk(px.size() / 3 * 4);
+  for (std::size_t i = 0; i < g.size(); ++i) g[i] = px[i * 3 + 1], cmyk[i * 4] = px[i * 3], cmyk[i * 4 + 3] = 20;
+  put("ok_grey.jpg", test::jpeg_bytes(W, H, g, {.components = 1, .in = JCS_GRAYSCALE}));
+  put("ok_cmyk.jpg", test::jpeg_bytes(W, H, cmyk, {.components = 4, .in = JCS_CMYK}));
+  const std::string jpg = test::jpeg_bytes(W, H, px);
+  put("bad_jpg_half.jpg", jpg.substr(0, jpg.size() / 2));
+  put("bad_jpg_no_eoi.jpg", jpg.substr(0, jpg.size() - 2));
+  const std::size_t sof = jpg.find("\xff\xc0");
+  std::string p12 = jpg, zero = jpg, big = jpg;
+  p12[sof + 4] = 12;
+  put("bad_jpg_12bit.jpg", p12);
+  zero[sof + 5] = zero[sof + 6] = 0;
+  put("bad_jpg_zero_height.jpg", zero);
+  big[sof + 5] = big[sof + 7] = '\xff';
+  put("bad_jpg_huge.jpg", big);
+  std::vector<std::uint8_t> two(px.size() / 3 * 2, 77);
+  put("bad_jpg_2_components.jpg", test::jpeg_bytes(W, H, two, {.components = 2, .in = JCS_UNKNOWN}));
+#endif
+}
+
+}  // namespace
 
 int main(int argc, char** argv) try {
   if (argc != 3) return std::fprintf(stderr, "usage: make_test_files DATA_DIR OUT_DIR\n"), 2;
@@ -86,7 +164,8 @@ int main(int argc, char** argv) try {
       p[1] = static_cast<unsigned char>(disc ? 40 : y * 255 / (H - 1));
       p[2] = static_cast<unsigned char>(disc ? 60 : 128);
     }
-  if (!stbi_write_png((out / "image.png").c_str(), W, H, 3, px.data(), W * 3)) return std::fprintf(stderr, "cannot write image.png\n"), 1;
+  write_file_atomic((out / "image.png").string(), test::png_rgb(W, H, px));
+  write_image_variants(out / "images", W, H, px);
   // Hostile files (docs/robustness.md, issue 26).
   Tensor nan = Tensor::empty(DType::f32, {3, 70});
   for (std::int64_t i = 0; i < nan.numel(); ++i) nan.data<float>()[i] = NAN;

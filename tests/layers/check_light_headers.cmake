@@ -11,7 +11,8 @@ set(heavy
   "/xsimd/"                      # the CPU target's SIMD
   "npusim/text/unicode_tables.hpp"
   "npusim/target/opencl/kernels_cl.hpp"
-  "/stb/stb_image.h"
+  "/png.h"                      # image decoding (runtime/image_decode.hpp)
+  "/jpeglib.h"
   "/CL/cl.h")
 set(src "${CMAKE_CURRENT_BINARY_DIR}/light_headers_${MODE}.cpp")
 set(text "")

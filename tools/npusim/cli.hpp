@@ -73,6 +73,8 @@ struct QuantizeArgs {
   bool embed = false, no_report = false;
 };
 
+// "12.3 MiB" for an output written to a regular file; what it went to otherwise (a device, a FIFO).
+std::string written_size(const std::string& path);
 // An int8 program's float islands (docs/quantization.md): the ops that compute in float on
 // dequantized values, each with the int8 tensor it reads; nothing for a float program.
 void print_float_islands(const program::CompiledProgram& p, FILE* out = stdout);

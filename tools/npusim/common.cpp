@@ -64,6 +64,13 @@ Prepared prepare(const TargetChoice& tc, const ir::Graph& g, const weights::Weig
   return r;
 }
 
+std::string written_size(const std::string& path) {
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(path, ec)) return "written through: not a regular file";
+  const std::uintmax_t n = std::filesystem::file_size(path, ec);
+  return ec ? std::string("size unknown") : program::human_bytes(static_cast<std::int64_t>(n));
+}
+
 void print_float_islands(const program::CompiledProgram& p, FILE* out) {
   std::size_t islands = 0, integer = 0;
   for (const program::Partition& part : p.partitions) {
@@ -78,7 +85,8 @@ void print_float_islands(const program::CompiledProgram& p, FILE* out) {
           const ir::Node& prod = g.nodes[static_cast<std::size_t>(q)];
           if (prod.op_type == "quantized_decomposed.dequantize_per_tensor.default") {
             if (!islands++) std::fprintf(out, "in float between dequantize and quantize (no integer kernel):\n");
-            std::fprintf(out, "  float  %-32s %-34s reads %s\n", n.name.c_str(), n.op_type.c_str(), g.tensor(prod.inputs.at(0)).name.c_str());
+            std::fprintf(out, "  float  %-32s %-34s reads %s\n", printable(n.name).c_str(), printable(n.op_type).c_str(),
+                         printable(g.tensor(prod.inputs.at(0)).name).c_str());
             break;
           }
           if (ops::op_info(ops::require_op(prod)).op_class != ops::OpClass::view) break;

@@ -32,7 +32,7 @@ int cmd_compile(const std::string& model, const std::string& out, const TargetCh
   print_compile_summary(p, seconds_since(t0));
   for (const auto& note : saved.notes) std::printf("%s\n", note.c_str());
   if (npu) print_npu_summary(*npu, estimate_for(*npu, p));
-  std::printf("wrote %s (%s%s)\n", out.c_str(), program::human_bytes(static_cast<std::int64_t>(fs::file_size(out))).c_str(),
+  std::printf("wrote %s (%s%s)\n", out.c_str(), written_size(out).c_str(),
               embed ? ", weights embedded" : ", no weights: run it with --weights");
   return 0;
 }

@@ -124,7 +124,7 @@ int cmd_generate(const GenerateArgs& a, const TargetChoice& tc) {
     text::EosIds s = eos.empty() ? mt->stop_ids(tp && tp->chat ? &*tp->chat : nullptr) : text::EosIds{eos, "--eos"};
     eos = s.ids, eos_source = s.source;
     if (eos.empty()) std::fprintf(info, "stop ids: none (no eos_token_id in generation_config.json or config.json beside the tokenizer; give --eos)\n");
-    else std::fprintf(info, "stop ids: %s (from %s)\n", describe_ids(mt->tokenizer(), eos).c_str(), s.source.c_str());
+    else std::fprintf(info, "stop ids: %s (from %s)\n", printable(describe_ids(mt->tokenizer(), eos)).c_str(), printable(s.source).c_str());
   }
   using runtime::ModelDir;
   ModelDir pc = ModelDir::open(a.prefill_dir, a.weights);

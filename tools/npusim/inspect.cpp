@@ -23,7 +23,8 @@ int cmd_inspect(const std::string& path, bool json, bool buffers, bool no_kernel
   if (json) {
     ir::json j = ir::json::parse(program::inspect_json(p, w));
     if (est) j["npu_estimate"] = npu::estimate_json(*est, npu->description);
-    std::printf("%s\n", j.dump(1).c_str());
+    // Invalid UTF-8 in a name becomes U+FFFD (JSON escapes control characters itself).
+    std::printf("%s\n", j.dump(1, ' ', false, ir::json::error_handler_t::replace).c_str());
   } else {
     program::InspectOptions o;
     o.buffers = buffers, o.kernels = !no_kernels, o.embedded = w;
@@ -33,7 +34,7 @@ int cmd_inspect(const std::string& path, bool json, bool buffers, bool no_kernel
         return k && k->placement != npu::Placement::free ? "npu estimate: " + npu::kernel_brief(*k) + (k->placement == npu::Placement::npu ? "; " + k->tiling : "")
                                                           : std::string();
       };
-    std::printf("%s", program::inspect_text(p, o).c_str());
+    std::printf("%s", printable(program::inspect_text(p, o), true).c_str());
     if (est) std::printf("\n"), print_npu_summary(*npu, *est);
   }
   return 0;
@@ -54,9 +55,10 @@ void print_implementations(const program::CompiledProgram& p, const TargetChoice
     if (part.target != tc.target) continue;
     for (const KernelImplementation& r : entry.implementations(part)) {
       const Kernel& k = part.kernels.at(r.kernel);
-      std::printf("  k%zu %-14s %-28s -> %s%s%s\n", r.kernel, k.kind.c_str(), part.graph.nodes.at(static_cast<std::size_t>(k.nodes.back())).name.c_str(),
-                  r.chosen.c_str(), r.note.empty() ? "" : "; ", r.note.c_str());
-      for (const auto& [name, why] : r.declined) std::printf("      %-18s %s\n", name.c_str(), why.c_str());
+      std::printf("  k%zu %-14s %-28s -> %s%s%s\n", r.kernel, printable(k.kind).c_str(),
+                  printable(part.graph.nodes.at(static_cast<std::size_t>(k.nodes.back())).name).c_str(), r.chosen.c_str(), r.note.empty() ? "" : "; ",
+                  printable(r.note).c_str());
+      for (const auto& [name, why] : r.declined) std::printf("      %-18s %s\n", name.c_str(), printable(why).c_str());
     }
   }
 }
@@ -66,13 +68,13 @@ int cmd_explain(const std::string& ir_path, const TargetChoice& tc_in, bool kern
   if (is_npubin_path(ir_path)) {
     // A compiled program: its fallback partitions as they are, and an int8 program's float ops.
     const program::CompiledProgram p = program::load(ir_path);
-    std::printf("%s: %s program, %zu partition(s)\n", ir_path.c_str(), p.target.c_str(), p.partitions.size());
+    std::printf("%s: %s program, %zu partition(s)\n", printable(ir_path).c_str(), printable(p.target).c_str(), p.partitions.size());
     std::size_t fallback = 0;
     for (const program::Partition& part : p.partitions)
       if (part.fallback)
         for (const ir::Node& n : part.graph.nodes) {
           ++fallback;
-          std::printf("  fallback  %-32s %-34s on %s\n", n.name.c_str(), n.op_type.c_str(), part.target.c_str());
+          std::printf("  fallback  %-32s %-34s on %s\n", printable(n.name).c_str(), printable(n.op_type).c_str(), printable(part.target).c_str());
         }
     std::printf("%zu node(s) fall back to %s\n", fallback, fallback ? "the reference target" : "nothing");
     print_float_islands(p);
@@ -86,7 +88,7 @@ int cmd_explain(const std::string& ir_path, const TargetChoice& tc_in, bool kern
   load_npu(npu_args);
   ir::Graph g = runtime::ModelDir::open(ir_path, "none").graph;
   program::CompiledProgram p = compile(tc, g);
-  std::printf("%s on %s (%s): %lld IR nodes, %lld after passes, %zu partition(s)\n", ir_path.c_str(), p.target.c_str(),
+  std::printf("%s on %s (%s): %lld IR nodes, %lld after passes, %zu partition(s)\n", printable(ir_path).c_str(), p.target.c_str(),
               std::string(dtype_short_name(p.compute)).c_str(), static_cast<long long>(p.stats.nodes_in),
               static_cast<long long>(p.stats.nodes_after_passes), p.partitions.size());
   // Re-derive the verdicts on the transformed graph the partitioner saw: the compiler's own passes.
@@ -100,7 +102,7 @@ int cmd_explain(const std::string& ir_path, const TargetChoice& tc_in, bool kern
   for (std::size_t i = 0; i < sup.size(); ++i)
     if (!sup[i].on_target) {
       ++fallback;
-      std::printf("  fallback  %-32s %-34s %s\n", t.nodes[i].name.c_str(), t.nodes[i].op_type.c_str(), sup[i].reason.c_str());
+      std::printf("  fallback  %-32s %-34s %s\n", printable(t.nodes[i].name).c_str(), printable(t.nodes[i].op_type).c_str(), printable(sup[i].reason).c_str());
     }
   std::printf("%d node(s) fall back to %s\n", fallback, fallback ? "the reference target" : "nothing");
   // Coverage of every target of this build: the nodes (after its passes) each runs itself, and
@@ -122,7 +124,7 @@ int cmd_explain(const std::string& ir_path, const TargetChoice& tc_in, bool kern
       std::string left;
       for (const auto& [op, n] : by_op) left += (left.empty() ? "" : ", ") + op + " x" + std::to_string(n);
       std::printf("  %-10s %zu/%zu (%.1f%%)%s%s\n", entry.name.c_str(), own, s.size(), s.empty() ? 100.0 : 100.0 * static_cast<double>(own) / static_cast<double>(s.size()),
-                  left.empty() ? "" : "; to the fallback: ", left.c_str());
+                  left.empty() ? "" : "; to the fallback: ", printable(left).c_str());
     } catch (const Error& e) {
       std::printf("  %-10s cannot compile this model: %s\n", entry.name.c_str(), e.what());
     }
@@ -132,7 +134,7 @@ int cmd_explain(const std::string& ir_path, const TargetChoice& tc_in, bool kern
                 p.partitions[k].kernels.size());
   for (const auto& x : p.transfers)
     if (x.from >= 0 && x.to >= 0)
-      std::printf("  transfer %-28s partition %d -> %d  %s\n", x.tensor.c_str(), x.from, x.to, program::human_bytes(x.bytes).c_str());
+      std::printf("  transfer %-28s partition %d -> %d  %s\n", printable(x.tensor).c_str(), x.from, x.to, program::human_bytes(x.bytes).c_str());
   if (kernels) print_implementations(p, tc);
   if (auto c = npu_choice(npu_args, p, ir_path)) print_npu_explain(*c, estimate_for(*c, p));
   return 0;

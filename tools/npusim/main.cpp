@@ -289,6 +289,9 @@ int main(int argc, char** argv) {
     if (tc.interpret && !tc.target_given) tc.target = "reference";
     cli::check_thread_env();  // NPUSIM_THREADS: a number of threads or nothing, whichever target runs
     if (threads > 0) cli::set_cpu_threads(threads);  // the pool, OpenMP and Eigen
+    // Every input the command opens is remembered; an output onto one of them is refused by the
+    // writer (AtomicFile), whichever option names it (`compile ir.json -o ir.json`).
+    refuse_outputs_onto_inputs();
     if (*run) return cli::cmd_run(ra, tc, prof);
     if (*gen) return cli::cmd_generate(ga, tc);
     if (*comp) return cli::cmd_compile(c_ir, c_out, tc, c_verify, c_embed, c_weights, c_npu);

@@ -201,7 +201,7 @@ void print_output_summary(std::FILE* out, const Model& m, const std::vector<prog
   for (std::size_t i = 0; i < outs.size(); ++i) {
     const Tensor& t = outs[i];
     const std::string name = i < specs.size() ? specs[i].name : "output " + std::to_string(i);
-    std::fprintf(out, "  output %-24s %-18s %s", ("'" + name + "'").c_str(), to_string(t.shape()).c_str(), std::string(dtype_name(t.dtype())).c_str());
+    std::fprintf(out, "  output %-24s %-18s %s", ("'" + printable(name) + "'").c_str(), to_string(t.shape()).c_str(), std::string(dtype_name(t.dtype())).c_str());
     if (t.numel() == 0) {
       std::fprintf(out, "  (empty)\n");
       continue;

@@ -88,7 +88,7 @@ int cmd_quantize(const QuantizeArgs& a, const TargetChoice& tc) {
   for (const auto& note : saved.notes) std::printf("%s\n", note.c_str());
   print_float_islands(p);
   std::printf("quantize took %.1f s in all\n", seconds_since(t0));
-  std::printf("wrote %s (%s%s)\n", a.output.c_str(), program::human_bytes(static_cast<std::int64_t>(fs::file_size(a.output))).c_str(),
+  std::printf("wrote %s (%s%s)\n", a.output.c_str(), written_size(a.output).c_str(),
               a.embed ? ", weights embedded" : ", no weights: run it with --weights (the float checkpoint)");
   if (!a.report_json.empty()) {
     if (!rep) throw Error(ErrorCode::attr, "--report-json writes the accuracy report: drop --no-report");
@@ -97,13 +97,7 @@ int cmd_quantize(const QuantizeArgs& a, const TargetChoice& tc) {
     j["calibration"] = calib.from;
     j["observer"] = a.observer;
     j["keep_float"] = qo.int8.keep_float;
-    const std::string tmp = a.report_json + ".tmp";
-    {
-      std::ofstream f(tmp);
-      f << j.dump(2) << "\n";
-      if (!f) throw Error(ErrorCode::io, "cannot write the report", {.file = a.report_json});
-    }
-    fs::rename(tmp, a.report_json);
+    write_file_atomic(a.report_json, j.dump(2, ' ', false, ir::json::error_handler_t::replace) + "\n");
     std::printf("report: %s\n", a.report_json.c_str());
   }
   return 0;

@@ -55,11 +55,11 @@ int cmd_run(const RunArgs& a, TargetChoice tc, ProfileArgs prof) {
   if (a.tol && !expected)
     throw Error(ErrorCode::attr, "--tol applies when outputs are compared with expected values, and there are none here",
                 {.file = a.model, .expected = "--expected FILE, or a case whose io.safetensors holds the outputs of its own inputs", .found = "--tol"});
-  std::printf("model %s: %zu inputs, %zu outputs; weights: %s\n", m.name.c_str(), m.inputs().size(), m.outputs().size(),
+  std::printf("model %s: %zu inputs, %zu outputs; weights: %s\n", printable(m.name).c_str(), m.inputs().size(), m.outputs().size(),
               m.weights() ? m.weights()->path().c_str() : "(none)");
   if (m.weights())
-    for (const auto& n : m.weights()->notes()) std::printf("weights: %s\n", n.c_str());
-  for (const auto& n : in.notes) std::printf("%s\n", n.c_str());
+    for (const auto& n : m.weights()->notes()) std::printf("weights: %s\n", printable(n).c_str());
+  for (const auto& n : in.notes) std::printf("%s\n", printable(n).c_str());
   Prepared p;
   if (m.compiled()) {
     weights::BindOptions bo;
@@ -106,7 +106,7 @@ int cmd_run(const RunArgs& a, TargetChoice tc, ProfileArgs prof) {
     rc = r.pass ? 0 : 1;
   } else {
     print_output_summary(stdout, m, m.outputs(), outs);
-    std::printf("ran %s in %.3f s (%s)\n", m.name.c_str(), secs,
+    std::printf("ran %s in %.3f s (%s)\n", printable(m.name).c_str(), secs,
                 in.from_case ? "no expected outputs to compare with" : "inputs given: compare with --expected FILE if you have reference outputs");
   }
   if (!a.output.empty()) {

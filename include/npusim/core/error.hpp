@@ -8,6 +8,7 @@
 #include <string>
 #include <utility>
 
+#include "npusim/core/printable.hpp"
 #include "npusim/version.hpp"
 
 namespace npusim::inline NPUSIM_ABI {
@@ -94,7 +95,9 @@ class Error : public std::runtime_error {
     if (!ctx_.expected.empty() && !ctx_.found.empty()) s += " (expected " + ctx_.expected + ", found " + ctx_.found + ")";
     else if (!ctx_.expected.empty()) s += " (expected " + ctx_.expected + ")";
     else if (!ctx_.found.empty()) s += " (found " + ctx_.found + ")";
-    text_ = std::move(s);
+    // Names and paths come from files: what() is printed, so control characters are escaped here,
+    // the one place every message passes (message() and context() keep the raw text).
+    text_ = printable(s);
   }
 
   ErrorCode code_;

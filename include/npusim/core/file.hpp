@@ -9,9 +9,12 @@
 #include <filesystem>
 #include <fstream>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <string_view>
 #include <system_error>
+#include <tuple>
+#include <vector>
 #include <fcntl.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
@@ -40,6 +43,46 @@ inline const char* file_kind(const struct stat& st) {
   return "not a regular file";
 }
 
+// Inputs this process has read, for refusing an output that would replace one (`compile ir.json -o
+// ir.json`). Off by default (a library user may mean to rewrite a file it read); the CLI turns it on.
+// Files are told apart by device and inode, so a symlink or hard link to an input is that input.
+namespace file_detail {
+struct InputLog {
+  std::mutex mutex;
+  bool on = false;
+  std::vector<std::tuple<dev_t, ino_t, std::string>> files;
+};
+inline InputLog& input_log() {
+  static InputLog log;
+  return log;
+}
+inline void note_input(const struct stat& st, const std::string& path) {
+  InputLog& log = input_log();
+  std::lock_guard lock(log.mutex);
+  if (!log.on) return;
+  for (const auto& [dev, ino, p] : log.files)
+    if (dev == st.st_dev && ino == st.st_ino) return;
+  log.files.emplace_back(st.st_dev, st.st_ino, path);
+}
+// The input path that is this file, or empty.
+inline std::string input_named_by(const struct stat& st) {
+  InputLog& log = input_log();
+  std::lock_guard lock(log.mutex);
+  for (const auto& [dev, ino, p] : log.files)
+    if (dev == st.st_dev && ino == st.st_ino) return p;
+  return {};
+}
+}  // namespace file_detail
+
+// From now on, every file opened through open_regular_file is remembered and AtomicFile refuses to
+// write onto one of them (`on = false` forgets them and stops).
+inline void refuse_outputs_onto_inputs(bool on = true) {
+  file_detail::InputLog& log = file_detail::input_log();
+  std::lock_guard lock(log.mutex);
+  log.on = on;
+  if (!on) log.files.clear();
+}
+
 // The one way npusim opens an input file: without blocking (opening a FIFO for reading would wait
 // for a writer forever), then anything but a regular file is refused, naming what it is. Returns a
 // descriptor in blocking mode; the caller closes it.
@@ -60,6 +103,7 @@ inline int open_regular_file(const std::string& path, struct stat& st) {
     throw Error(ErrorCode::io, "not a regular file", {.file = path, .expected = "a regular file", .found = file_kind(st)});
   }
   if (const int fl = ::fcntl(fd, F_GETFL); fl >= 0) ::fcntl(fd, F_SETFL, fl & ~O_NONBLOCK);
+  file_detail::note_input(st, path);
   return fd;
 }
 // What is at `path`, for a message where a file was expected: "none", or file_kind's words ("a
@@ -119,23 +163,71 @@ inline std::string read_file(const std::string& path, std::uint64_t max_bytes = 
   return s;
 }
 
-// A file written under `path.tmp.<pid>` and renamed to `path` by commit(): readers see the old
-// file or the complete new one, never a prefix. Streams (no need to hold a large file in memory)
-// and can patch bytes already written (a header whose checksums are known only at the end).
-// Destroyed without commit() (an exception), it removes the temporary file.
+// The one way npusim writes an output file. To a regular file (or a new one): written under
+// `FILE.tmp.<pid>` beside it and renamed onto it by commit(), so readers see the old file or the
+// complete new one, never a prefix; a symlink is followed and the file it points to is replaced
+// (the link stays a link); a dangling symlink is refused. To a character device (/dev/null, a
+// terminal) or a FIFO with a reader (`--json >(jq .)`): written to an unnamed temporary file first
+// and copied through on commit(), so a failure writes nothing there either; the node is never
+// replaced. A FIFO without a reader is refused (opened without blocking), as are directories, block
+// devices, sockets and a file this process read as an input (refuse_outputs_onto_inputs).
+// Streams (no need to hold a large file in memory) and can patch bytes already written (a header
+// whose checksums are known only at the end). Destroyed without commit() (an exception), it
+// removes the temporary file.
 class AtomicFile {
  public:
-  explicit AtomicFile(std::string path) : path_(std::move(path)), tmp_(path_ + ".tmp." + std::to_string(::getpid())) {
-    if (std::error_code ec; std::filesystem::is_directory(path_, ec))
+  explicit AtomicFile(std::string path) : path_(std::move(path)) {
+    struct stat lst {};
+    if (::lstat(path_.c_str(), &lst) != 0) {
+      if (errno != ENOENT) throw Error(ErrorCode::io, std::string("cannot stat the output path: ") + std::strerror(errno), {.file = path_});
+      create_temporary(path_);  // a new file
+      return;
+    }
+    struct stat st = lst;
+    std::string target = path_;
+    if (S_ISLNK(lst.st_mode)) {
+      if (::stat(path_.c_str(), &st) != 0)
+        throw Error(ErrorCode::io, std::string("the output path is a symlink to nothing that can be written (") + std::strerror(errno) + ")",
+                    {.file = path_, .expected = "a symlink to an existing file", .found = "a dangling symlink"});
+      if (S_ISREG(st.st_mode)) {
+        std::error_code ec;
+        target = std::filesystem::canonical(path_, ec).string();
+        if (ec) throw Error(ErrorCode::io, "cannot resolve the output symlink: " + ec.message(), {.file = path_});
+      }
+    }
+    if (S_ISDIR(st.st_mode))
       throw Error(ErrorCode::io, "the output path is a directory", {.file = path_, .expected = "a file name (the file is created or replaced)"});
-    f_ = std::fopen(tmp_.c_str(), "wb");
-    if (!f_) throw Error(ErrorCode::io, std::string("cannot create: ") + std::strerror(errno), {.file = tmp_});
+    if (S_ISREG(st.st_mode)) {
+      if (const std::string in = file_detail::input_named_by(st); !in.empty())
+        throw Error(ErrorCode::io, in == path_ ? "the output would replace an input of this command"
+                                               : "the output would replace an input of this command, read as " + in,
+                    {.file = path_, .expected = "an output path other than the inputs", .found = "the same file as the input " + in});
+      create_temporary(target);
+      return;
+    }
+    if (S_ISCHR(st.st_mode) || S_ISFIFO(st.st_mode)) {
+      // O_NONBLOCK: opening a FIFO that no process reads fails at once (ENXIO) instead of waiting.
+      fd_ = ::open(path_.c_str(), O_WRONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+      if (fd_ < 0) {
+        const int err = errno;
+        if (err == ENXIO && S_ISFIFO(st.st_mode))
+          throw Error(ErrorCode::io, "the output is a FIFO that no process is reading", {.file = path_, .expected = "a reader on the FIFO", .found = "none"});
+        throw Error(ErrorCode::io, std::string("cannot open the output: ") + std::strerror(err), {.file = path_});
+      }
+      if (const int fl = ::fcntl(fd_, F_GETFL); fl >= 0) ::fcntl(fd_, F_SETFL, fl & ~O_NONBLOCK);
+      f_ = std::tmpfile();
+      if (!f_) throw Error(ErrorCode::io, std::string("cannot create a temporary file: ") + std::strerror(errno), {.file = path_});
+      return;
+    }
+    throw Error(ErrorCode::io, "the output path is not a file npusim can write",
+                {.file = path_, .expected = "a regular file, a character device or a FIFO", .found = file_kind(st)});
   }
   AtomicFile(const AtomicFile&) = delete;
   AtomicFile& operator=(const AtomicFile&) = delete;
   ~AtomicFile() {
     if (f_) std::fclose(f_);
-    if (!committed_) {
+    if (fd_ >= 0) ::close(fd_);
+    if (!committed_ && !tmp_.empty()) {
       std::error_code ec;
       std::filesystem::remove(tmp_, ec);
     }
@@ -161,22 +253,57 @@ class AtomicFile {
   }
   void commit() {
     errno = 0;
+    if (fd_ >= 0) return copy_through();
     const bool ok = std::fflush(f_) == 0;
     const bool closed = std::fclose(f_) == 0;
     f_ = nullptr;
     if (!ok || !closed) fail("write failed");
     std::error_code ec;
-    std::filesystem::rename(tmp_, path_, ec);
+    std::filesystem::rename(tmp_, target_, ec);
     if (ec) throw Error(ErrorCode::io, "cannot rename temporary file into place: " + ec.message(), {.file = path_});
     committed_ = true;
   }
 
  private:
-  [[noreturn]] void fail(const std::string& what) const {
-    throw Error(ErrorCode::io, what + (errno ? std::string(": ") + std::strerror(errno) : std::string()), {.file = tmp_});
+  // O_EXCL: never follows or truncates something already at the temporary name.
+  void create_temporary(const std::string& target) {
+    target_ = target;
+    tmp_ = target + ".tmp." + std::to_string(::getpid());
+    const int fd = ::open(tmp_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+    if (fd < 0 || !(f_ = ::fdopen(fd, "wb"))) {
+      const int err = errno;
+      if (fd >= 0) ::close(fd);
+      const std::string failed = tmp_;
+      tmp_.clear();  // not ours to remove
+      throw Error(ErrorCode::io, std::string("cannot create: ") + std::strerror(err), {.file = failed});
+    }
   }
-  std::string path_, tmp_;
+  // The whole output, from the temporary file into the device or FIFO.
+  void copy_through() {
+    if (std::fflush(f_) != 0 || ::fseeko(f_, 0, SEEK_SET) != 0) fail("write failed");
+    char buf[1 << 16];
+    for (;;) {
+      const std::size_t n = std::fread(buf, 1, sizeof buf, f_);
+      for (std::size_t done = 0; done < n;) {
+        const ::ssize_t w = ::write(fd_, buf + done, n - done);
+        if (w < 0 && errno == EINTR) continue;
+        if (w <= 0) throw Error(ErrorCode::io, std::string("write failed: ") + std::strerror(w < 0 ? errno : EIO), {.file = path_});
+        done += static_cast<std::size_t>(w);
+      }
+      if (n < sizeof buf) break;
+    }
+    if (std::ferror(f_)) fail("read of the temporary file failed");
+    const int fd = fd_;
+    fd_ = -1;
+    if (::close(fd) != 0 && errno != EINTR) throw Error(ErrorCode::io, std::string("write failed: ") + std::strerror(errno), {.file = path_});
+    committed_ = true;
+  }
+  [[noreturn]] void fail(const std::string& what) const {
+    throw Error(ErrorCode::io, what + (errno ? std::string(": ") + std::strerror(errno) : std::string()), {.file = tmp_.empty() ? path_ : tmp_});
+  }
+  std::string path_, target_, tmp_;
   std::FILE* f_ = nullptr;
+  int fd_ = -1;  // a character device or FIFO written through on commit()
   std::uint64_t size_ = 0;
   bool committed_ = false;
 };

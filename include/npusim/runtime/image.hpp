@@ -1,12 +1,10 @@
-// Images for classifiers: decode (stb_image: JPEG, PNG, BMP, ...) to 8-bit RGB, then torchvision's
-// ImageNet evaluation preprocessing as `weights.transforms()` applies it to a PIL image:
+// Images for classifiers: decode (runtime/image_decode.hpp: PNG, JPEG, BMP) to 8-bit RGB, then
+// torchvision's ImageNet evaluation preprocessing as `weights.transforms()` applies it to a PIL image:
 // Resize(256) (shorter side, PIL bilinear with antialias), CenterCrop(224), ToTensor, Normalize.
 // The resize is Pillow's algorithm step for step (triangle filter whose support grows with the
 // downscale factor, 22-bit fixed-point coefficients, horizontal pass then vertical pass, each
 // rounded and clipped to uint8), so a PNG gives the same uint8 pixels as Pillow and the same
-// floats as torchvision to the last bit or so. JPEG decoding is stb's, not libjpeg's: pixels can
-// differ from PIL's by a level or two (docs/inputs.md). stb_image's implementation comes from the
-// library (link -lstb); this header only declares it.
+// floats as torchvision to the last bit or so. JPEG decoding is libjpeg's, as Pillow's is.
 #pragma once
 
 #include <algorithm>
@@ -19,20 +17,10 @@
 
 #include "npusim/config.hpp"
 #include "npusim/core/file.hpp"
+#include "npusim/runtime/image_decode.hpp"
 #include "npusim/core/tensor.hpp"
 
 namespace npusim::inline NPUSIM_ABI::runtime {
-
-// 8-bit RGB, rows top to bottom, pixels interleaved (R, G, B).
-struct RgbImage {
-  int width = 0, height = 0;
-  std::vector<std::uint8_t> pixels;
-
-  static RgbImage blank(int width, int height);
-  std::uint8_t* row(int y) { return pixels.data() + static_cast<std::size_t>(y) * static_cast<std::size_t>(width) * 3; }
-  const std::uint8_t* row(int y) const { return pixels.data() + static_cast<std::size_t>(y) * static_cast<std::size_t>(width) * 3; }
-  std::uint8_t at(int x, int y, int c) const { return row(y)[x * 3 + c]; }
-};
 
 // torchvision's ImageNet evaluation transform, sizes configurable. The defaults are what
 // `ResNet50_Weights.IMAGENET1K_V1.transforms()` and the other V1 224-pixel classifiers use (some
@@ -47,12 +35,6 @@ struct ImagePreprocess {
   // 342 for 299, as torchvision's presets pair them).
   static ImagePreprocess for_input_shape(const Shape& shape, const std::string& input_name = {});
 };
-
-// Decodes an image held in memory; `name` stands for the file in messages. Greyscale is replicated
-// and alpha dropped (as PIL's convert("RGB")); 16-bit PNGs keep their high byte.
-RgbImage decode_image(std::string_view bytes, const std::string& name = "<memory>");
-
-inline RgbImage read_image(const std::string& path) { return decode_image(read_file(path), path); }
 
 namespace image_detail {
 

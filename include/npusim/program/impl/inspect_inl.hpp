@@ -5,6 +5,7 @@
 #include <sstream>
 
 #include "npusim/config.hpp"
+#include "npusim/core/printable.hpp"
 #include "npusim/ir/json.hpp"
 #include "npusim/program/inspect.hpp"
 
@@ -30,19 +31,19 @@ NPUSIM_FUNC std::string embedded_text(const EmbeddedWeightsInfo& w) {
 
 NPUSIM_FUNC std::string inspect_text(const CompiledProgram& p, const InspectOptions& o) {
   std::ostringstream s;
-  s << "npubin  model " << p.model_name << "  target " << p.target << "  compute " << dtype_name(p.compute);
+  s << "npubin  model " << printable(p.model_name) << "  target " << printable(p.target) << "  compute " << dtype_name(p.compute);
   if (const ir::AttrValue* q = p.stats.pass_counts.find("quantize_int8"); q && q->is_int() && q->as_int() > 0)
     s << " (int8: " << q->as_int() << " integer ops, the others in " << dtype_name(p.compute) << ")";
-  s << "  npusim " << p.npusim_version << "\n";
-  s << "source  " << p.source << "\n";
+  s << "  npusim " << printable(p.npusim_version) << "\n";
+  s << "source  " << printable(p.source) << "\n";
   if (o.embedded) s << embedded_text(*o.embedded);
   s << "inputs ";
-  for (const auto& io : p.inputs) s << " " << io.name << " " << dtype_name(io.dtype) << to_string(io.shape);
+  for (const auto& io : p.inputs) s << " " << printable(io.name) << " " << dtype_name(io.dtype) << to_string(io.shape);
   s << "\noutputs";
-  for (const auto& io : p.outputs) s << " " << io.name << " " << dtype_name(io.dtype) << to_string(io.shape);
+  for (const auto& io : p.outputs) s << " " << printable(io.name) << " " << dtype_name(io.dtype) << to_string(io.shape);
   s << "\nnodes   " << p.stats.nodes_in << " in the IR, " << p.stats.nodes_after_passes << " after passes (";
   for (std::size_t i = 0; i < p.stats.pass_counts.items.size(); ++i)
-    s << (i ? ", " : "") << p.stats.pass_counts.items[i].first << " " << ir::to_string(p.stats.pass_counts.items[i].second);
+    s << (i ? ", " : "") << printable(p.stats.pass_counts.items[i].first) << " " << printable(ir::to_string(p.stats.pass_counts.items[i].second));
   s << ")\n";
   s << "kernels " << p.stats.kernels_unfused << " before fusion -> " << (p.stats.kernels - p.stats.view_kernels) << " after ("
     << p.stats.fused_kernels << " fused) + " << p.stats.view_kernels << " zero-copy views\n";
@@ -50,32 +51,32 @@ NPUSIM_FUNC std::string inspect_text(const CompiledProgram& p, const InspectOpti
   for (const auto& part : p.partitions)
     for (const auto& k : part.kernels) ++by_kind[k.kind];
   s << "by kind";
-  for (const auto& [k, n] : by_kind) s << "  " << k << " " << n;
+  for (const auto& [k, n] : by_kind) s << "  " << printable(k) << " " << n;
   s << "\n";
   for (std::size_t pi = 0; pi < p.partitions.size(); ++pi) {
     const Partition& part = p.partitions[pi];
     const auto& b = part.plan;
-    s << "\npartition " << pi << ": " << part.target << (part.fallback ? " (fallback)" : "") << ", " << part.kernels.size()
+    s << "\npartition " << pi << ": " << printable(part.target) << (part.fallback ? " (fallback)" : "") << ", " << part.kernels.size()
       << " kernels, arena " << human_bytes(b.arena_bytes) << " (liveness bound " << human_bytes(b.lower_bound_bytes) << ", "
       << (b.lower_bound_bytes ? static_cast<double>(b.arena_bytes) / static_cast<double>(b.lower_bound_bytes) : 1.0)
       << "x; one buffer per tensor would be " << human_bytes(b.naive_bytes) << "), " << b.in_place << " in place\n";
     const ir::Graph& g = part.graph;
     auto tname = [&](ir::TensorId t) {
       const auto& i = g.tensor(t);
-      return i.name + ":" + std::string(dtype_short_name(b.tensors[static_cast<std::size_t>(t)].storage)) + to_string(i.shape);
+      return printable(i.name) + ":" + std::string(dtype_short_name(b.tensors[static_cast<std::size_t>(t)].storage)) + to_string(i.shape);
     };
     if (o.kernels) {
       for (std::size_t ki = 0; ki < part.kernels.size(); ++ki) {
         const Kernel& k = part.kernels[ki];
-        s << "  k" << ki << "  " << k.kind;
+        s << "  k" << ki << "  " << printable(k.kind);
         if (k.fused()) {
           s << " [";
-          for (std::size_t m = 0; m < k.nodes.size(); ++m) s << (m ? " " : "") << g.nodes[static_cast<std::size_t>(k.nodes[m])].name;
+          for (std::size_t m = 0; m < k.nodes.size(); ++m) s << (m ? " " : "") << printable(g.nodes[static_cast<std::size_t>(k.nodes[m])].name);
           s << "]";
         } else {
-          s << " " << g.nodes[static_cast<std::size_t>(k.nodes[0])].name;
+          s << " " << printable(g.nodes[static_cast<std::size_t>(k.nodes[0])].name);
         }
-        for (const auto& [pk, pv] : k.params.items) s << " " << pk << "=" << ir::to_string(pv);
+        for (const auto& [pk, pv] : k.params.items) s << " " << printable(pk) << "=" << printable(ir::to_string(pv));
         s << "  (";
         for (std::size_t i = 0; i < k.inputs.size(); ++i) s << (i ? ", " : "") << tname(k.inputs[i]);
         s << ") -> (";
@@ -90,9 +91,9 @@ NPUSIM_FUNC std::string inspect_text(const CompiledProgram& p, const InspectOpti
       for (std::size_t t = 0; t < b.tensors.size(); ++t) {
         const auto& tp = b.tensors[t];
         if (tp.place != plan::Place::arena && tp.place != plan::Place::view) continue;
-        s << "    " << g.tensors[t].name << "  " << plan::place_name(tp.place) << "  " << dtype_short_name(tp.storage) << "  " << tp.bytes
+        s << "    " << printable(g.tensors[t].name) << "  " << plan::place_name(tp.place) << "  " << dtype_short_name(tp.storage) << "  " << tp.bytes
           << "  @" << tp.offset << "  [" << tp.first << ", " << tp.last << "]";
-        if (tp.place == plan::Place::view) s << "  of " << g.tensor(tp.root).name;
+        if (tp.place == plan::Place::view) s << "  of " << printable(g.tensor(tp.root).name);
         s << "\n";
       }
     }
@@ -107,18 +108,18 @@ NPUSIM_FUNC std::string inspect_text(const CompiledProgram& p, const InspectOpti
   if (!p.recipes.empty()) {
     s << "\nrecipes (" << p.recipes.size() << "):\n";
     for (const auto& r : p.recipes) {
-      s << "  " << r.kind << " ->";
-      for (const auto& out : r.outputs) s << " " << out;
+      s << "  " << printable(r.kind) << " ->";
+      for (const auto& out : r.outputs) s << " " << printable(out);
       s << "  from";
-      for (const auto& in : r.inputs) s << " " << (in.empty() ? "-" : in);
-      for (const auto& [k, v] : r.params.items) s << "  " << k << "=" << ir::to_string(v);
+      for (const auto& in : r.inputs) s << " " << (in.empty() ? std::string("-") : printable(in));
+      for (const auto& [k, v] : r.params.items) s << "  " << printable(k) << "=" << printable(ir::to_string(v));
       s << "\n";
     }
   }
   if (p.partitions.size() > 1) {
     s << "\ntransfers:\n";
     for (const auto& t : p.transfers)
-      if (t.from >= 0 && t.to >= 0) s << "  " << t.tensor << "  partition " << t.from << " -> " << t.to << "  " << human_bytes(t.bytes) << "\n";
+      if (t.from >= 0 && t.to >= 0) s << "  " << printable(t.tensor) << "  partition " << t.from << " -> " << t.to << "  " << human_bytes(t.bytes) << "\n";
   }
   return s.str();
 }

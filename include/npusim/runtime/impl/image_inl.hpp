@@ -1,8 +1,6 @@
 // Definitions for npusim/runtime/image.hpp (NPUSIM_FUNC: npusim/config.hpp).
 #pragma once
 
-#include <stb/stb_image.h>
-
 #include <climits>
 #include <cmath>
 #include <memory>
@@ -11,12 +9,6 @@
 #include "npusim/runtime/image.hpp"
 
 namespace npusim::inline NPUSIM_ABI::runtime {
-
-NPUSIM_FUNC RgbImage RgbImage::blank(int width, int height) {
-  check_allocation(static_cast<std::uint64_t>(width) * static_cast<std::uint64_t>(height) * 3,
-                   [&] { return std::to_string(width) + "x" + std::to_string(height) + " RGB image"; });
-  return {width, height, std::vector<std::uint8_t>(static_cast<std::size_t>(width) * static_cast<std::size_t>(height) * 3)};
-}
 
 NPUSIM_FUNC ImagePreprocess ImagePreprocess::for_input_shape(const Shape& shape, const std::string& input_name) {
   if (shape.size() != 4 || shape[0] != 1 || shape[1] != 3 || shape[2] < 1 || shape[3] < 1 || shape[2] > INT_MAX || shape[3] > INT_MAX)
@@ -27,33 +19,6 @@ NPUSIM_FUNC ImagePreprocess ImagePreprocess::for_input_shape(const Shape& shape,
   p.crop_width = static_cast<int>(shape[3]);
   p.resize = static_cast<int>(std::lround(static_cast<double>(std::min(p.crop_height, p.crop_width)) * 256.0 / 224.0));
   return p;
-}
-
-NPUSIM_FUNC RgbImage decode_image(std::string_view bytes, const std::string& name) {
-  if (bytes.size() > static_cast<std::size_t>(INT_MAX))
-    throw Error(ErrorCode::resource, "image file is too large for the decoder", {.file = name, .expected = "< 2 GiB", .found = std::to_string(bytes.size()) + " bytes"});
-  // What the file starts with, for messages: "89 50 4e 47 ..." tells a PNG from a renamed file.
-  auto head = [&] {
-    static constexpr char hex[] = "0123456789abcdef";
-    std::string s = std::to_string(bytes.size()) + " bytes";
-    for (std::size_t i = 0; i < std::min<std::size_t>(bytes.size(), 4); ++i)
-      s += (i ? " " : " starting ") + std::string{hex[static_cast<unsigned char>(bytes[i]) >> 4], hex[static_cast<unsigned char>(bytes[i]) & 15]};
-    return s;
-  };
-  const auto* p = reinterpret_cast<const stbi_uc*>(bytes.data());
-  const int len = static_cast<int>(bytes.size());
-  int w = 0, h = 0, channels = 0;
-  if (!stbi_info_from_memory(p, len, &w, &h, &channels))
-    throw Error(ErrorCode::unsupported, std::string("cannot decode image: ") + stbi_failure_reason(), {.file = name, .expected = "a JPEG, PNG or BMP image", .found = head()});
-  if (stbi_is_hdr_from_memory(p, len))
-    throw Error(ErrorCode::unsupported, "HDR (Radiance) images are not supported: the decoder would tone-map them", {.file = name, .expected = "a JPEG, PNG or BMP image", .found = head()});
-  if (w < 1 || h < 1) throw Error(ErrorCode::shape, "image has no pixels", {.file = name, .found = std::to_string(w) + "x" + std::to_string(h)});
-  RgbImage img = RgbImage::blank(w, h);  // checks the size before the decoder allocates it
-  std::unique_ptr<stbi_uc, void (*)(void*)> data(stbi_load_from_memory(p, len, &w, &h, &channels, 3), stbi_image_free);
-  if (!data) throw Error(ErrorCode::unsupported, std::string("cannot decode image: ") + stbi_failure_reason(), {.file = name, .expected = "a JPEG, PNG or BMP image", .found = head()});
-  if (w != img.width || h != img.height) throw Error(ErrorCode::parse, "image size changed between header and decode", {.file = name});
-  std::memcpy(img.pixels.data(), data.get(), img.pixels.size());
-  return img;
 }
 
 }  // namespace npusim::inline NPUSIM_ABI::runtime
