@@ -227,6 +227,37 @@ TEST(OpenCLModels, CarriedKvCacheMatchesHostRoundTrip) {
   }
 }
 
+// Outputs come back in pinned memory the executor reuses (docs/opencl.md): never while a caller
+// still holds the last run's tensor, and a held tensor outlives its runner (and the device's
+// other users) intact.
+TEST(OpenCLTransfers, OutputsHeldByTheCallerAreNotReusedAndOutliveTheRunner) {
+  runtime::ModelDir c = runtime::ModelDir::open(data("ops/relu"));
+  const auto p = compile_opencl(c.graph, DType::f32);
+  ASSERT_EQ(p.inputs.size(), 1u);
+  auto inputs = [&](float scale) {
+    Tensor x = Tensor::empty(DType::f32, p.inputs[0].shape);
+    for (std::int64_t i = 0; i < x.numel(); ++i) x.data<float>()[i] = scale * static_cast<float>(i % 7 - 3);
+    return std::vector<Tensor>{x};
+  };
+  auto expect_relu_of = [](const Tensor& y, float scale) {
+    for (std::int64_t i = 0; i < y.numel(); ++i) ASSERT_EQ(y.data<float>()[i], std::max(0.0f, scale * static_cast<float>(i % 7 - 3))) << "element " << i;
+  };
+  Tensor held;
+  {
+    auto r = runner_for<OpenCLTarget>::make(p, c.weights.get());
+    for (int round = 0; round < 2; ++round) {  // the second round's outputs are recycled ones
+      std::vector<Tensor> a = r->run(inputs(1.0f));
+      held = a.at(0);
+      a.clear();
+      std::vector<Tensor> b = r->run(inputs(2.0f));
+      expect_relu_of(held, 1.0f);
+      expect_relu_of(b.at(0), 2.0f);
+      EXPECT_NE(held.raw(), b.at(0).raw());
+    }
+  }
+  expect_relu_of(held, 1.0f);
+}
+
 TEST(OpenCLMixedPlans, FallbackPartitionsRunOnTheReference) {
   std::size_t parts = 0;
   auto r = run_case("models/resnet18", DType::f32, {}, "max_pool2d", &parts);

@@ -395,11 +395,13 @@ class Device {
 // clEnqueueCopyBuffer calls between two buffers (512 MiB on a GPU, ten times its largest caches;
 // 64 MiB elsewhere), after one untimed. The floor a weight-streaming step is measured against.
 // Host memory for transfers that the driver can DMA without staging. From or into ordinary
-// (pageable) memory NVIDIA's driver stages each transfer and waits for it. Two kinds (an
-// experiment on the H200 decides which stays, docs/opencl.md):
+// (pageable) memory NVIDIA's driver stages each transfer and waits for it. Two kinds (measured side
+// by side on the H200, docs/opencl.md):
 //   alloc: a buffer the driver allocates in host memory (CL_MEM_ALLOC_HOST_PTR), mapped once;
-//   use:   page-aligned memory of ours that the driver pins (CL_MEM_USE_HOST_PTR), mapped once.
+//   use:   page-aligned memory of ours that the driver pins (CL_MEM_USE_HOST_PTR), mapped once:
+//          ordinary cached memory to the CPU, so an output tensor can live in it.
 // Grows on demand (the old contents are not kept); callers reserve before enqueueing transfers.
+// `keep` holds the device for as long as the memory lives (a tensor may outlive its executor).
 class PinnedHost {
  public:
   enum class Kind { alloc, use };
@@ -408,6 +410,7 @@ class PinnedHost {
   PinnedHost& operator=(const PinnedHost&) = delete;
   ~PinnedHost() { release(); }
 
+  explicit PinnedHost(std::shared_ptr<Device> keep) : keep_(std::move(keep)) {}
   std::byte* reserve(Device& dev, std::size_t bytes, Kind kind = Kind::alloc) {
     if (bytes <= bytes_ && kind == kind_) return ptr_;
     release();
@@ -442,6 +445,7 @@ class PinnedHost {
   std::size_t bytes_ = 0;
   Kind kind_ = Kind::alloc;
   cl_command_queue queue_ = nullptr;
+  std::shared_ptr<Device> keep_;  // declared last: released after the memory
 };
 
 // Copies n bytes out of memory the CPU may map write-combined or uncached (a driver's pinned

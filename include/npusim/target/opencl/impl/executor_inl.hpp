@@ -125,6 +125,7 @@ class Executor final : public PartitionExecutor {
       if (!refs_[static_cast<std::size_t>(t)].mem)
         throw Error(ErrorCode::runtime, "graph output has no device storage (npusim bug)", {.file = g.source, .tensor = g.tensor(t).name});
     }
+    recycled_.resize(outputs_.size()), direct_.resize(outputs_.size());
   }
 
   std::vector<Tensor> run(std::span<const Tensor> inputs) override {
@@ -137,7 +138,7 @@ class Executor final : public PartitionExecutor {
     const auto u0 = std::chrono::steady_clock::now();
     if (pinned_mode_ == 0 && pageable_.size() < pinned_bytes_) pageable_.resize(pinned_bytes_);
     std::byte* const pin = pinned_mode_ == 0 ? pageable_.data()
-                                             : pinned_.reserve(*dev_, pinned_bytes_, pinned_mode_ == 3 ? PinnedHost::Kind::use : PinnedHost::Kind::alloc);
+                                             : pinned_.reserve(*dev_, pinned_bytes_, pinned_mode_ >= 3 ? PinnedHost::Kind::use : PinnedHost::Kind::alloc);
     for (std::size_t i = 0; i < inputs.size(); ++i) upload(q, inputs_[i], inputs[i], pin);
     stats_.upload_us += std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - u0).count();
     const std::size_t nl = launches_.size();
@@ -177,8 +178,11 @@ class Executor final : public PartitionExecutor {
         continue;
       }
       out[i] = output_tensor(i, o.storage, g.tensor(o.id).shape);
-      if (out[i].nbytes())  // into pinned memory (asynchronous), copied out after the clFinish
-        check(clEnqueueReadBuffer(q, r.mem, CL_FALSE, r.off, out[i].nbytes(), pin + o.pinned_at, 0, nullptr, nullptr), "reading output " + g.tensor(o.id).name,
+      // Into pinned memory (asynchronous): the output tensor's own, or a slot copied out after the
+      // clFinish.
+      std::byte* dst = direct_[i] ? static_cast<std::byte*>(out[i].raw()) : pin + o.pinned_at;
+      if (out[i].nbytes())
+        check(clEnqueueReadBuffer(q, r.mem, CL_FALSE, r.off, out[i].nbytes(), dst, 0, nullptr, nullptr), "reading output " + g.tensor(o.id).name,
               dev_->info().name);
     }
     // The index checks' error word (and the persistent launch's) is read behind the last launch.
@@ -191,7 +195,7 @@ class Executor final : public PartitionExecutor {
     const auto c0 = std::chrono::steady_clock::now();
     stats_.finish_us += std::chrono::duration<double, std::micro>(c0 - f0).count();
     for (std::size_t i = 0; i < outputs_.size(); ++i)
-      if (!outputs_[i].carried && out[i].nbytes()) {
+      if (!outputs_[i].carried && !direct_[i] && out[i].nbytes()) {
         if (pinned_mode_ == 2) copy_from_device_visible(out[i].raw(), pin + outputs_[i].pinned_at, out[i].nbytes());
         else std::memcpy(out[i].raw(), pin + outputs_[i].pinned_at, out[i].nbytes());
       }
@@ -300,10 +304,19 @@ class Executor final : public PartitionExecutor {
   // Output i's tensor for this run: last run's, where nothing outside this executor holds it any
   // more (a fresh 39 MB tensor, a prefill's logits, costs ~20 ms of page faults on the GPU
   // machine, more than the transfer), else a new one.
+  // In `direct` mode (the default) a new one lives in pinned memory of its own, which the read
+  // fills with no copy.
   Tensor output_tensor(std::size_t i, DType dt, const Shape& shape) {
-    if (recycled_.size() < outputs_.size()) recycled_.resize(outputs_.size());
     Tensor& last = recycled_[i];
-    if (!(last.defined() && last.owner().use_count() == 1 && last.dtype() == dt && last.shape() == shape)) last = Tensor::empty(dt, shape);
+    if (last.defined() && last.owner().use_count() == 1 && last.dtype() == dt && last.shape() == shape) return last;
+    direct_[i] = pinned_mode_ == 4;
+    if (direct_[i]) {
+      auto mem = std::make_shared<PinnedHost>(dev_);
+      std::byte* p = mem->reserve(*dev_, std::max<std::size_t>(static_cast<std::size_t>(checked_nbytes(shape, dt)), 64), PinnedHost::Kind::use);
+      last = Tensor::wrap(dt, shape, p, std::move(mem));
+    } else {
+      last = Tensor::empty(dt, shape);
+    }
     return last;
   }
   // The next 64-byte aligned slot of `bytes` in pinned_ (every input and output has one).
@@ -633,15 +646,17 @@ class Executor final : public PartitionExecutor {
   PinnedHost pinned_;  // the inputs' and outputs' bytes on their way to and from the device
   std::size_t pinned_bytes_ = 64;
   // NPUSIM_OPENCL_PINNED: 0 (the same transfers through ordinary host memory), alloc, use
-  // (PinnedHost's kinds), or stream (the default: alloc, outputs copied out with streaming loads);
-  // measured side by side in docs/opencl.md.
+  // (PinnedHost's kinds, outputs copied out of a slot), stream (alloc, copied out with streaming
+  // loads) or direct (outputs in pinned memory of their own, no copy); measured side by side in
+  // docs/opencl.md.
   int pinned_mode_ = [] {
     const char* e = std::getenv("NPUSIM_OPENCL_PINNED");
     const std::string_view v = e ? e : "";
-    return v == "0" ? 0 : v == "alloc" ? 1 : v == "use" ? 3 : 2;
+    return v == "0" ? 0 : v == "alloc" ? 1 : v == "stream" ? 2 : v == "use" ? 3 : 4;
   }();
   std::vector<std::byte> pageable_;
   std::vector<Tensor> recycled_;  // the outputs of the last run (output_tensor)
+  std::vector<bool> direct_;      // recycled_[i] lives in pinned memory of its own
 };
 
 }  // namespace npusim::inline NPUSIM_ABI::ocl
