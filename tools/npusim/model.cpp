@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <filesystem>
 
 #include "npusim/core/npy.hpp"
@@ -69,6 +70,9 @@ void adopt_program_target(TargetChoice& tc, const Model& m) {
                 {.file = m.path, .expected = "--dtype " + dt, .found = "--dtype " + tc.dtype});
   if (tc.interpret) throw Error(ErrorCode::unsupported, "--interpret runs an IR, not a compiled .npubin", {.file = m.path});
   if (!tc.force_fallback.empty()) throw Error(ErrorCode::unsupported, "--force-fallback acts when compiling; a .npubin is compiled already", {.file = m.path});
+  if (const char* env = std::getenv("NPUSIM_FORCE_FALLBACK"); env && *env)
+    throw Error(ErrorCode::unsupported, "NPUSIM_FORCE_FALLBACK acts when compiling; a .npubin is compiled already (unset it, or compile with it)",
+                {.file = m.path, .found = std::string("NPUSIM_FORCE_FALLBACK=") + env});
   if (!tc.weights_dtype.empty())
     throw Error(ErrorCode::unsupported, "--weights-dtype acts when compiling; a .npubin is compiled already (compile it with --weights-dtype)", {.file = m.path});
   tc.target = m.program->target, tc.dtype = dt;
