@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Issue 43: the host side of a Qwen2.5-1.5B prefill on the GPU (a run was ~42 ms, its kernels
-# ~15 ms). Builds the CLI (GCC 13); generate --check once; then, for each NPUSIM_OPENCL_PINNED kind
-# in MODES (default "0 alloc stream use": pageable, the driver's pinned buffer, the same read with
-# streaming loads, our memory pinned by the driver), alternating over two rounds: `run --time` of
+# ~15 ms). Builds the CLI (GCC 13); generate --check once; then, for each NPUSIM_OPENCL_PINNED value
+# in MODES (default "0 1": pageable, pinned; the session of 2026-11-27 also had kinds since
+# dropped: alloc, stream, use, direct = today's 1), alternating over two rounds: `run --time` of
 # the bf16 prefill with the executor's breakdown (NPUSIM_OPENCL_STATS), ResNet-18/50 f16, and
 # bench-llm bf16 at position 128 (time to first token, step).
 #   source .devdeps/device-env.sh && tools/device/prefill_probe.sh     carry: [".devdeps"]
@@ -24,7 +24,7 @@ strip() { sed 's/launch by launch: the default (NPUSIM_OPENCL_PERSISTENT=on for 
 timeout 150 build-p/npusim generate $P $D --check --target opencl --dtype bf16 > "$R/check.log" 2>&1
 echo "check bf16: $(grep -E 'greedy tokens|^PASS|^FAIL|rror' "$R/check.log" | tr '\n' ' ' | cut -c1-200)"
 for round in 1 2; do
-  for m in ${MODES:-0 alloc stream use}; do
+  for m in ${MODES:-0 1}; do
     export NPUSIM_OPENCL_PINNED=$m NPUSIM_OPENCL_STATS=1
     timeout 150 build-p/npusim run $P --target opencl --dtype bf16 --time 10 > "$R/run_${m}_$round.log" 2>&1
     echo "prefill $m/$round: $(grep -E 'latency|opencl partition' "$R/run_${m}_$round.log" | strip)"

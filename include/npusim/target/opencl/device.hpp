@@ -7,10 +7,6 @@
 // a hash of all of these, so a driver or source change rebuilds; build logs surface in errors.
 #pragma once
 
-#if defined(__SSE4_1__)
-#include <smmintrin.h>
-#endif
-
 #ifndef CL_TARGET_OPENCL_VERSION
 #define CL_TARGET_OPENCL_VERSION 120
 #endif
@@ -394,43 +390,35 @@ class Device {
 // The device's copy bandwidth in GB/s, bytes read plus bytes written: the median of `reps`
 // clEnqueueCopyBuffer calls between two buffers (512 MiB on a GPU, ten times its largest caches;
 // 64 MiB elsewhere), after one untimed. The floor a weight-streaming step is measured against.
-// Host memory for transfers that the driver can DMA without staging. From or into ordinary
-// (pageable) memory NVIDIA's driver stages each transfer and waits for it. Two kinds (measured side
-// by side on the H200, docs/opencl.md):
-//   alloc: a buffer the driver allocates in host memory (CL_MEM_ALLOC_HOST_PTR), mapped once;
-//   use:   page-aligned memory of ours that the driver pins (CL_MEM_USE_HOST_PTR), mapped once:
-//          ordinary cached memory to the CPU, so an output tensor can live in it.
-// Grows on demand (the old contents are not kept); callers reserve before enqueueing transfers.
-// `keep` holds the device for as long as the memory lives (a tensor may outlive its executor).
+// Pinned host memory: page-aligned memory of ours that the driver pins (CL_MEM_USE_HOST_PTR),
+// mapped once, ordinary cached memory to the CPU, so an output tensor can live in it. Transfers
+// between it and device buffers are DMA the queue runs asynchronously; from or into pageable memory
+// NVIDIA's driver stages each transfer and waits for it. (The driver's own CL_MEM_ALLOC_HOST_PTR
+// buffer, which the CPU reads slowly, was measured beside it: docs/benchmarks.md.) Grows on demand
+// (the old contents are not kept); callers reserve before enqueueing transfers. `keep` holds the
+// device for as long as the memory lives (a tensor may outlive its executor).
 class PinnedHost {
  public:
-  enum class Kind { alloc, use };
   PinnedHost() = default;
+  explicit PinnedHost(std::shared_ptr<Device> keep) : keep_(std::move(keep)) {}
   PinnedHost(const PinnedHost&) = delete;
   PinnedHost& operator=(const PinnedHost&) = delete;
   ~PinnedHost() { release(); }
 
-  explicit PinnedHost(std::shared_ptr<Device> keep) : keep_(std::move(keep)) {}
-  std::byte* reserve(Device& dev, std::size_t bytes, Kind kind = Kind::alloc) {
-    if (bytes <= bytes_ && kind == kind_) return ptr_;
+  std::byte* reserve(Device& dev, std::size_t bytes) {
+    if (bytes <= bytes_) return ptr_;
     release();
-    cl_int e = CL_SUCCESS;
     bytes = (bytes + 4095) / 4096 * 4096;
-    if (kind == Kind::use) {
-      own_ = static_cast<std::byte*>(std::aligned_alloc(4096, bytes));
-      if (!own_) throw Error(ErrorCode::resource, "cannot allocate " + std::to_string(bytes) + " bytes of host memory for transfers");
-      buf_ = Mem(clCreateBuffer(dev.context(), CL_MEM_READ_WRITE | CL_MEM_USE_HOST_PTR, bytes, own_, &e));
-    } else {
-      buf_ = Mem(clCreateBuffer(dev.context(), CL_MEM_READ_WRITE | CL_MEM_ALLOC_HOST_PTR, bytes, nullptr, &e));
-    }
-    check(e, "allocating " + std::to_string(bytes) + " bytes of pinned host memory", dev.info().name);
+    own_ = static_cast<std::byte*>(std::aligned_alloc(4096, bytes));
+    if (!own_) throw Error(ErrorCode::resource, "cannot allocate " + std::to_string(bytes) + " bytes of host memory for transfers");
+    cl_int e = CL_SUCCESS;
+    buf_ = Mem(clCreateBuffer(dev.context(), CL_MEM_READ_WRITE | CL_MEM_USE_HOST_PTR, bytes, own_, &e));
+    check(e, "pinning " + std::to_string(bytes) + " bytes of host memory", dev.info().name);
     void* p = clEnqueueMapBuffer(dev.queue(), buf_.get(), CL_TRUE, CL_MAP_READ | CL_MAP_WRITE, 0, bytes, 0, nullptr, nullptr, &e);
     check(e, "mapping pinned host memory", dev.info().name);
-    ptr_ = static_cast<std::byte*>(p), bytes_ = bytes, queue_ = dev.queue(), kind_ = kind;
+    ptr_ = static_cast<std::byte*>(p), bytes_ = bytes, queue_ = dev.queue();
     return ptr_;
   }
-  std::byte* data() const { return ptr_; }
-  std::size_t size() const { return bytes_; }
 
  private:
   void release() {
@@ -443,30 +431,9 @@ class PinnedHost {
   std::byte* ptr_ = nullptr;
   std::byte* own_ = nullptr;
   std::size_t bytes_ = 0;
-  Kind kind_ = Kind::alloc;
   cl_command_queue queue_ = nullptr;
   std::shared_ptr<Device> keep_;  // declared last: released after the memory
 };
-
-// Copies n bytes out of memory the CPU may map write-combined or uncached (a driver's pinned
-// buffer): 16-byte streaming loads (SSE4.1 MOVNTDQA) where the build has them, else memcpy.
-inline void copy_from_device_visible(void* dst, const void* src, std::size_t n) {
-#if defined(__SSE4_1__)
-  auto* d = static_cast<std::byte*>(dst);
-  const auto* s = static_cast<const std::byte*>(src);
-  std::size_t i = 0;
-  if (reinterpret_cast<std::uintptr_t>(s) % 16 == 0)
-    for (; i + 64 <= n; i += 64) {
-      __m128i* p = reinterpret_cast<__m128i*>(const_cast<std::byte*>(s + i));
-      const __m128i a = _mm_stream_load_si128(p), b = _mm_stream_load_si128(p + 1), c = _mm_stream_load_si128(p + 2), e = _mm_stream_load_si128(p + 3);
-      _mm_storeu_si128(reinterpret_cast<__m128i*>(d + i), a), _mm_storeu_si128(reinterpret_cast<__m128i*>(d + i + 16), b);
-      _mm_storeu_si128(reinterpret_cast<__m128i*>(d + i + 32), c), _mm_storeu_si128(reinterpret_cast<__m128i*>(d + i + 48), e);
-    }
-  if (i < n) std::memcpy(d + i, s + i, n - i);
-#else
-  std::memcpy(dst, src, n);
-#endif
-}
 
 inline double copy_bandwidth_gbs(Device& dev, int reps = 7) {
   const std::size_t bytes = std::min<std::size_t>(dev.info().gpu ? std::size_t{512} << 20 : std::size_t{64} << 20, static_cast<std::size_t>(dev.info().max_alloc));

@@ -136,10 +136,8 @@ class Executor final : public PartitionExecutor {
     cl_command_queue q = prof_ ? dev_->profiling_queue() : dev_->queue();
     const double h0 = prof_ ? prof_->now_us() : 0;
     const auto u0 = std::chrono::steady_clock::now();
-    if (transfers_ == Transfers::pageable && pageable_.size() < pinned_bytes_) pageable_.resize(pinned_bytes_);
-    const bool driver_alloc = transfers_ == Transfers::alloc || transfers_ == Transfers::stream;
-    std::byte* const pin = transfers_ == Transfers::pageable ? pageable_.data()
-                                                             : pinned_.reserve(*dev_, pinned_bytes_, driver_alloc ? PinnedHost::Kind::alloc : PinnedHost::Kind::use);
+    if (!pinned_on_ && pageable_.size() < pinned_bytes_) pageable_.resize(pinned_bytes_);
+    std::byte* const pin = pinned_on_ ? pinned_.reserve(*dev_, pinned_bytes_) : pageable_.data();
     for (std::size_t i = 0; i < inputs.size(); ++i) upload(q, inputs_[i], inputs[i], pin);
     stats_.upload_us += std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - u0).count();
     const std::size_t nl = launches_.size();
@@ -196,10 +194,7 @@ class Executor final : public PartitionExecutor {
     const auto c0 = std::chrono::steady_clock::now();
     stats_.finish_us += std::chrono::duration<double, std::micro>(c0 - f0).count();
     for (std::size_t i = 0; i < outputs_.size(); ++i)
-      if (!outputs_[i].carried && !direct_[i] && out[i].nbytes()) {
-        if (transfers_ == Transfers::stream) copy_from_device_visible(out[i].raw(), pin + outputs_[i].pinned_at, out[i].nbytes());
-        else std::memcpy(out[i].raw(), pin + outputs_[i].pinned_at, out[i].nbytes());
-      }
+      if (!outputs_[i].carried && !direct_[i] && out[i].nbytes()) std::memcpy(out[i].raw(), pin + outputs_[i].pinned_at, out[i].nbytes());
     stats_.copy_us += std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - c0).count();
     if (pk_ && err_host_[1] != 0) {
       err_host_ = {};
@@ -305,17 +300,17 @@ class Executor final : public PartitionExecutor {
   // Output i's tensor for this run: last run's, where nothing outside this executor holds it any
   // more (a fresh 39 MB tensor, a prefill's logits, costs ~20 ms of page faults on the GPU
   // machine, more than the transfer), else a new one.
-  // With Transfers::direct (the default) a new one lives in pinned memory of its own, which the
-  // read fills with no copy; where the driver cannot pin more, in ordinary memory (filled from a
-  // pinned slot: the same bytes, one copy more).
+  // A new one lives in pinned memory of its own, which the read fills with no copy; where the
+  // driver cannot pin more, or NPUSIM_OPENCL_PINNED=0, in ordinary memory (filled from a slot: the
+  // same bytes, one copy more).
   Tensor output_tensor(std::size_t i, DType dt, const Shape& shape) {
     Tensor& last = recycled_[i];
     if (last.defined() && last.owner().use_count() == 1 && last.dtype() == dt && last.shape() == shape) return last;
     direct_[i] = false;
-    if (transfers_ == Transfers::direct) {
+    if (pinned_on_) {
       try {
         auto mem = std::make_shared<PinnedHost>(dev_);
-        std::byte* p = mem->reserve(*dev_, std::max<std::size_t>(static_cast<std::size_t>(checked_nbytes(shape, dt)), 64), PinnedHost::Kind::use);
+        std::byte* p = mem->reserve(*dev_, std::max<std::size_t>(static_cast<std::size_t>(checked_nbytes(shape, dt)), 64));
         last = Tensor::wrap(dt, shape, p, std::move(mem));
         direct_[i] = true;
         return last;
@@ -651,24 +646,17 @@ class Executor final : public PartitionExecutor {
   } stats_;
   PinnedHost pinned_;  // the inputs' and outputs' bytes on their way to and from the device
   std::size_t pinned_bytes_ = 64;
-  // How inputs and outputs cross to the host, NPUSIM_OPENCL_PINNED: 0 (ordinary memory), alloc or
-  // use (PinnedHost's kinds; outputs copied out of a slot), stream (alloc, copied out with
-  // streaming loads), direct (the default: outputs in pinned memory of their own, no copy). The
-  // others are kept to measure the difference (docs/opencl.md).
-  enum class Transfers { pageable, alloc, stream, use, direct };
-  Transfers transfers_ = [] {
+  // NPUSIM_OPENCL_PINNED=0: the same transfers through pageable memory (to measure the
+  // difference, docs/opencl.md); 1 or unset: pinned.
+  bool pinned_on_ = [] {
     const char* e = std::getenv("NPUSIM_OPENCL_PINNED");
-    const std::string_view v = e ? e : "direct";
-    if (v == "0") return Transfers::pageable;
-    if (v == "alloc") return Transfers::alloc;
-    if (v == "stream") return Transfers::stream;
-    if (v == "use") return Transfers::use;
-    if (v == "direct") return Transfers::direct;
-    throw Error(ErrorCode::attr, "NPUSIM_OPENCL_PINNED must be 0, alloc, stream, use or direct", {.found = std::string(v)});
+    const std::string_view v = e && *e ? e : "1";
+    if (v != "0" && v != "1") throw Error(ErrorCode::attr, "NPUSIM_OPENCL_PINNED must be 0 or 1", {.found = std::string(v)});
+    return v == "1";
   }();
   std::vector<std::byte> pageable_;
   std::vector<Tensor> recycled_;  // the outputs of the last run (output_tensor)
-  std::vector<bool> direct_;      // recycled_[i] lives in pinned memory of its own
+  std::vector<bool> direct_;      // recycled_[i] lives in pinned memory of its own (read into with no copy)
 };
 
 }  // namespace npusim::inline NPUSIM_ABI::ocl
