@@ -2,9 +2,13 @@
 // PyTorch's outputs at f32 and at a half type, LLM prefill + decode with the KV cache carried on the
 // device, mixed plans with the reference, device selection, the program cache, build errors, and
 // the profiler's trace.
+#include <cmath>
 #include <filesystem>
+#include <limits>
+#include <random>
 
 #include "../common/compile_util.hpp"
+#include "../common/int8_graphs.hpp"
 #include "../common/test_util.hpp"
 #include "npusim/harness/llm_check.hpp"
 #include "npusim/runtime/generate.hpp"
@@ -140,6 +144,58 @@ TEST(OpenCLModels, QwenTinyPrefillAndDecodeAtFloat32AndBfloat16) {
       EXPECT_LE(s.metrics.rel_l2, half ? 0.04 : 1e-3) << "step at " << s.position;
       EXPECT_GE(s.metrics.cosine, 0.9995) << "step at " << s.position;
     }
+  }
+}
+
+// Decode attention (attention_dec, the splits merged by each row's last split): one query row per
+// head against a long cache, grouped heads, a mask that opens the cache up to a position, K/V rows
+// past it NaN (never read), in bf16 and f16, against the reference target. The cases cover one
+// split and many, a position inside the first split, a cache that is no multiple of the splits,
+// and teams of 4, 8 and 16 items per key.
+TEST(OpenCLAttention, DecodeSplitsMatchTheReference) {
+  struct C {
+    std::int64_t hq, hkv, S, D, pos;
+    DType dt;
+  };
+  for (const C& c : {C{12, 2, 2048, 128, 1029, DType::bf16}, C{12, 2, 2048, 128, 5, DType::bf16}, C{4, 4, 300, 64, 299, DType::f16},
+                     C{8, 2, 64, 32, 40, DType::bf16}}) {
+    SCOPED_TRACE("S " + std::to_string(c.S) + " D " + std::to_string(c.D) + " pos " + std::to_string(c.pos) + " " + std::string(dtype_name(c.dt)));
+    test::OneNode n;
+    const Shape qs{1, c.hq, 1, c.D}, ks{1, c.hkv, c.S, c.D}, ms{1, 1, 1, c.S};
+    const auto q = n.input("q", qs, c.dt), k = n.input("k", ks, c.dt), v = n.input("v", ks, c.dt), m = n.input("mask", ms, c.dt);
+    ir::AttrMap a;
+    a.set("enable_gqa", ir::AttrValue(true));
+    n.node("aten.scaled_dot_product_attention.default", {q, k, v, m}, qs, a, c.dt);
+    std::mt19937 rng(7);
+    std::normal_distribution<float> nd(0.0f, 1.0f);
+    // Rows past the position: 0 for the reference (which multiplies them by a weight of 0), NaN here.
+    auto fill = [&](const Shape& s, bool cache, float past) {
+      std::mt19937 r(static_cast<unsigned>(s.size() + s[1] + cache));
+      Tensor t = Tensor::empty(DType::f32, s);
+      float* p = t.data<float>();
+      for (std::int64_t i = 0; i < t.numel(); ++i) p[i] = cache && (i / c.D) % c.S > c.pos ? past : nd(r);
+      return t.to(c.dt);
+    };
+    Tensor mask = Tensor::empty(DType::f32, ms);
+    for (std::int64_t j = 0; j < c.S; ++j) mask.data<float>()[j] = j <= c.pos ? 0.0f : -std::numeric_limits<float>::infinity();
+    std::vector<Tensor> ins{fill(qs, false, 0), fill(ks, true, 0), fill(ks, true, 0), mask.to(c.dt)};
+    auto run = [&]<class Target>() {
+      program::CompileOptions o;
+      o.compute = c.dt;
+      const program::CompiledProgram p = program::compile(n.g, describe_target<Target>(), o);
+      runtime::ProgramRunner r(p, &n.src, runtime::factories_for<Target>());
+      return r.run(ins).at(0).to(DType::f32);
+    };
+    const Tensor want = run.template operator()<ReferenceTarget>();
+    ins[1] = fill(ks, true, std::nanf("")), ins[2] = fill(ks, true, std::nanf(""));
+    const Tensor got = run.template operator()<OpenCLTarget>();
+    double num = 0, den = 0;
+    for (std::int64_t i = 0; i < want.numel(); ++i) {
+      const double w = want.data<float>()[i], g = got.data<float>()[i];
+      ASSERT_TRUE(std::isfinite(g)) << "element " << i;
+      num += (g - w) * (g - w), den += w * w;
+    }
+    EXPECT_LE(std::sqrt(num / den), c.dt == DType::bf16 ? 8e-3 : 1e-3);
   }
 }
 

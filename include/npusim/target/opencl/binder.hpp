@@ -5,10 +5,12 @@
 #pragma once
 
 #include <array>
+#include <cstddef>
 #include <cstdint>
 #include <cstring>
 #include <functional>
 #include <map>
+#include <vector>
 
 #include "npusim/core/quant.hpp"
 #include "npusim/fusion/kernel.hpp"
@@ -192,6 +194,12 @@ class Binder {
     auto& [mem, size] = reusable_[slot];
     if (!mem || size < bytes) mem = scratch(bytes), size = bytes;
     return mem;
+  }
+
+  // A zero-filled device buffer of `bytes` (counters a kernel keeps, and zeroes again itself).
+  cl_mem zeroed(std::size_t bytes) {
+    const std::vector<std::byte> zeros(std::max<std::size_t>(bytes, 8));
+    return constant(zeros.data(), zeros.size());
   }
 
   // A device buffer for a kernel's own intermediate values (lives as long as the executor).

@@ -292,7 +292,9 @@ class Device {
   // The program for (source, options), built once per process and cached on disk.
   cl_program program(const std::string& name, std::string_view source, const std::string& options) {
     std::lock_guard lock(mu_);
-    std::string full_opts = "-cl-std=CL1.2 " + options;
+    // On NVIDIA GPUs (compute capability >= 7) reductions use warp shuffles (common.cl, NV_WARP).
+    const bool nv_warp = info_.platform_name.find("NVIDIA") != std::string::npos && info_.gpu && info_.cc_major >= 7;
+    std::string full_opts = "-cl-std=CL1.2 " + std::string(nv_warp ? "-DNV_WARP=1 " : "") + options;
     std::string key_text = info_.platform_name + "\n" + info_.name + "\n" + info_.driver + "\n" + info_.version + "\n" + full_opts + "\n";
     std::uint64_t key = fnv1a(source, fnv1a(key_text));
     if (auto it = programs_.find(key); it != programs_.end()) return it->second.get();

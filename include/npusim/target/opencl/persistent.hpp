@@ -39,7 +39,7 @@ inline constexpr std::array<PersistentKernel, 9> persistent_kernels{{
     {"gemv", true, {"TA", "TB", "TC"}, 128},
     {"gemv_q", true, {"TA", "", "TC"}, 256},
     {"attention", true, {"TK", "", ""}, 256 + 1024 + 128},
-    {"attention_combine", true, {"", "", ""}, 0},
+    {"attention_dec", true, {"TK", "", ""}, 128 + 1024},
     {"rmsnorm", true, {"", "", ""}, 128},
     {"gather_rows", false, {"", "", ""}, 0},
     {"rope_kv", false, {"", "", ""}, 0},

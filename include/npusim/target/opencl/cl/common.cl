@@ -45,6 +45,52 @@ inline float round_to(float v, int dt) {
   return v;
 }
 
+// Sums and maxima over work-items. NV_WARP (NVIDIA GPUs, set by the host): warp shuffles through
+// inline PTX, all 32 lanes of each warp taking part (call them outside divergent code); the
+// butterfly adds the same pairs in the same order as the local-memory tree below, so lane 0's sum
+// is the same bits either way. Elsewhere a tree in local memory.
+#ifdef NV_WARP
+#define NV_SHFL_STEP(v, t, o, op) \
+  asm volatile("shfl.sync.bfly.b32 %0, %1, " #o ", 0x1f, 0xffffffff;" : "=f"(t) : "f"(v)); v = op
+inline float warp_sum(float v) {
+  float t;
+  NV_SHFL_STEP(v, t, 16, v + t); NV_SHFL_STEP(v, t, 8, v + t); NV_SHFL_STEP(v, t, 4, v + t);
+  NV_SHFL_STEP(v, t, 2, v + t); NV_SHFL_STEP(v, t, 1, v + t);
+  return v;
+}
+inline float warp_max(float v) {
+  float t;
+  NV_SHFL_STEP(v, t, 16, fmax(v, t)); NV_SHFL_STEP(v, t, 8, fmax(v, t)); NV_SHFL_STEP(v, t, 4, fmax(v, t));
+  NV_SHFL_STEP(v, t, 2, fmax(v, t)); NV_SHFL_STEP(v, t, 1, fmax(v, t));
+  return v;
+}
+#endif
+// The sum (is_max: the maximum) of v over a work-group of wg items (a power of two, >= 32 with
+// NV_WARP), returned to every item; red holds wg floats (NV_WARP: wg / 32).
+inline float group_reduce(float v, __local float* red, int wg, int is_max) {
+  const int l = get_local_id(0);
+#ifdef NV_WARP
+  v = is_max ? warp_max(v) : warp_sum(v);
+  if (wg == 32) return v;
+  if ((l & 31) == 0) red[l >> 5] = v;
+  barrier(CLK_LOCAL_MEM_FENCE);
+  float r = red[0];
+  for (int i = 1; i < wg / 32; ++i) r = is_max ? fmax(r, red[i]) : r + red[i];
+  barrier(CLK_LOCAL_MEM_FENCE);
+  return r;
+#else
+  red[l] = v;
+  barrier(CLK_LOCAL_MEM_FENCE);
+  for (int s = wg / 2; s > 0; s >>= 1) {
+    if (l < s) red[l] = is_max ? fmax(red[l], red[l + s]) : red[l] + red[l + s];
+    barrier(CLK_LOCAL_MEM_FENCE);
+  }
+  const float r = red[0];
+  barrier(CLK_LOCAL_MEM_FENCE);
+  return r;
+#endif
+}
+
 // A kernel that meets an index out of range reports the first one through err (int[4], zeroed by
 // the executor): err[0] the check's code (1-based, the executor's list), err[2], err[3] the index's
 // low and high 32 bits.

@@ -194,6 +194,24 @@ __kernel void gemm_reduce(__global const float* part, int ksplit, __global uchar
 inline void gv_fma8(const float* x, const float* w, float* acc) {
   for (int e = 0; e < 8; ++e) *acc = fma(x[e], w[e], *acc);
 }
+// The sum of v over a team of GV_TEAM items (lane 0's is the whole sum): a warp's shuffles on
+// NVIDIA, else a tree in red (GV_WG floats); every item of the work-group calls it.
+inline float gv_team_sum(float v, __local float* red) {
+#ifdef NV_WARP
+  return warp_sum(v);
+#else
+  const int lid = get_local_id(0), lane = lid % GV_TEAM;
+  red[lid] = v;
+  barrier(CLK_LOCAL_MEM_FENCE);
+  for (int s = GV_TEAM / 2; s > 0; s >>= 1) {
+    if (lane < s) red[lid] += red[lid + s];
+    barrier(CLK_LOCAL_MEM_FENCE);
+  }
+  const float r = red[lid];
+  barrier(CLK_LOCAL_MEM_FENCE);
+  return r;
+#endif
+}
 // Up to three segments (the q/k/v projections of one input in one launch): rows [0, end0) use
 // (W0, bias0, C0), [end0, end1) (W1, bias1, C1), [end1, end2) (W2, bias2, C2), each C row-major.
 PK_GROUP_FN(gemv, GV_WG)
@@ -221,6 +239,20 @@ PK_GROUP_FN(gemv, GV_WG)
 #pragma unroll
   for (int m = 0; m < GV_M; ++m) acc[m] = 0.0f, acc2[m] = 0.0f;
   const long wrow = nn * ldw;
+  // bf16 weights in 16-byte words: the first batch of this row's words is requested before
+  // anything else, so that the RMSNorm's reduction below runs while they arrive.
+  const int bf_raw = vec && TB == DT_BF16;
+  long k = lane * 8;
+  uint4 wr[GV_UB], ur[GV_UB];
+#define GV_LOAD_BATCH()                                                                      \
+  do {                                                                                       \
+    _Pragma("unroll") for (int c = 0; c < GV_UB; ++c) {                                     \
+      const long kc = k + c * GV_TEAM * 8;                                                   \
+      wr[c] = kc < K ? *(__global const uint4*)(W + (wrow + kc) * 2) : (uint4)(0u);          \
+      if (gated) ur[c] = kc < K ? *(__global const uint4*)(W2 + (wrow + kc) * 2) : (uint4)(0u); \
+    }                                                                                        \
+  } while (0)
+  if (bf_raw) GV_LOAD_BATCH();
   // With has_norm, x is an RMSNorm's input: x' = round(round(x * rsqrt(mean(x^2) + eps)) * w), as the
   // unfused model stores it; every work-group reduces its rows itself (no launch, no stored x').
   __global const uchar* NW = CGPTR(nwb, nwo);
@@ -230,18 +262,11 @@ PK_GROUP_FN(gemv, GV_WG)
     inv[m] = 1.0f;
     if (!has_norm) continue;
     float ss = 0.0f;
-    for (long k = lid; k < K; k += GV_WG) {
-      const float v = LD_T(TA, X, m * lda + k);
+    for (long kk = lid; kk < K; kk += GV_WG) {
+      const float v = LD_T(TA, X, m * lda + kk);
       ss = fma(v, v, ss);
     }
-    red[lid] = ss;
-    barrier(CLK_LOCAL_MEM_FENCE);
-    for (int s = GV_WG / 2; s > 0; s >>= 1) {
-      if (lid < s) red[lid] += red[lid + s];
-      barrier(CLK_LOCAL_MEM_FENCE);
-    }
-    inv[m] = 1.0f / sqrt(red[0] / (float)K + eps);
-    barrier(CLK_LOCAL_MEM_FENCE);
+    inv[m] = 1.0f / sqrt(group_reduce(ss, red, GV_WG, 0) / (float)K + eps);
   }
   const int nw_vec = has_norm && ((ulong)NW) % 16 == 0;  // the norm's weights in 16-byte loads too
 #define GV_X8(m, k, x)                                                                         \
@@ -258,17 +283,9 @@ PK_GROUP_FN(gemv, GV_WG)
     // GV_U chunks of 8 per item in flight before the first is used (batch-1 GEMV is latency-bound);
     // bf16 weights stay raw 16-byte words until used, so GV_UB of them fit in registers (the last
     // batch of a row partly empty).
-    long k = lane * 8;
-    if (TB == DT_BF16) {
-      for (; k < K; k += GV_UB * GV_TEAM * 8) {
-        uint4 w[GV_UB], u[GV_UB];
+    if (bf_raw) {
+      for (;;) {
         float x[8], f[8];
-#pragma unroll
-        for (int c = 0; c < GV_UB; ++c) {
-          const long kc = k + c * GV_TEAM * 8;
-          w[c] = kc < K ? *(__global const uint4*)(W + (wrow + kc) * 2) : (uint4)(0u);
-          if (gated) u[c] = kc < K ? *(__global const uint4*)(W2 + (wrow + kc) * 2) : (uint4)(0u);
-        }
 #pragma unroll
         for (int m = 0; m < GV_M; ++m)
 #pragma unroll
@@ -276,13 +293,16 @@ PK_GROUP_FN(gemv, GV_WG)
             const long kc = k + c * GV_TEAM * 8;
             if (kc >= K) break;
             GV_X8(m, kc, x);
-            bf16x8(w[c], f);
+            bf16x8(wr[c], f);
             gv_fma8(x, f, &acc[m]);
             if (gated) {
-              bf16x8(u[c], f);
+              bf16x8(ur[c], f);
               gv_fma8(x, f, &acc2[m]);
             }
           }
+        k += GV_UB * GV_TEAM * 8;
+        if (k >= K) break;
+        GV_LOAD_BATCH();
       }
     }
     for (; k + (GV_U - 1) * GV_TEAM * 8 < K; k += GV_U * GV_TEAM * 8) {
@@ -321,12 +341,12 @@ PK_GROUP_FN(gemv, GV_WG)
       }
     }
   } else {
-    for (long k = lane; k < K; k += GV_TEAM) {
-      const float w = LD_T(TB, W, wrow + k), u = gated ? LD_T(TB, W2, wrow + k) : 0.0f;
+    for (long kk = lane; kk < K; kk += GV_TEAM) {
+      const float w = LD_T(TB, W, wrow + kk), u = gated ? LD_T(TB, W2, wrow + kk) : 0.0f;
 #pragma unroll
       for (int m = 0; m < GV_M; ++m) {
-        float x = LD_T(TA, X, m * lda + k);
-        if (has_norm) x = round_to(round_to(x * inv[m], mid_t) * ldf(NW, nwt, k), TA);
+        float x = LD_T(TA, X, m * lda + kk);
+        if (has_norm) x = round_to(round_to(x * inv[m], mid_t) * ldf(NW, nwt, kk), TA);
         acc[m] = fma(x, w, acc[m]);
         acc2[m] = fma(x, u, acc2[m]);
       }
@@ -335,26 +355,13 @@ PK_GROUP_FN(gemv, GV_WG)
   __global uchar* C = cb;
 #pragma unroll
   for (int m = 0; m < GV_M; ++m) {
-    red[lid] = acc[m];
-    barrier(CLK_LOCAL_MEM_FENCE);
-    for (int s = GV_TEAM / 2; s > 0; s >>= 1) {
-      if (lane < s) red[lid] += red[lid + s];
-      barrier(CLK_LOCAL_MEM_FENCE);
-    }
-    float g = red[lid];
-    barrier(CLK_LOCAL_MEM_FENCE);
+    float g = gv_team_sum(acc[m], red);
     if (gated) {
-      red[lid] = acc2[m];
-      barrier(CLK_LOCAL_MEM_FENCE);
-      for (int s = GV_TEAM / 2; s > 0; s >>= 1) {
-        if (lane < s) red[lid] += red[lid + s];
-        barrier(CLK_LOCAL_MEM_FENCE);
-      }
       // Each of gate and up is rounded to its stored type first, as the unfused model stores them.
+      const float up = gv_team_sum(acc2[m], red);
       g = round_to(g, TC);
       g = g / (1.0f + exp(-g));
-      g = round_to(g, TC) * round_to(red[lid], TC);
-      barrier(CLK_LOCAL_MEM_FENCE);
+      g = round_to(g, TC) * round_to(up, TC);
     }
     if (lane == 0 && row < end2) {
       const float v = epilogue(g, m, n, m * ldc + n, biasb, biast, has_bias, CGPTR(rb, ro), rt, has_res, relu);

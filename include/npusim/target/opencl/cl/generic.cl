@@ -217,18 +217,7 @@ inline void ldf_strided(__global const uchar* p, int dt, long base, long step, l
   else LDF_STRIDED(ldf(p, dt, i_))
 #undef LDF_STRIDED
 }
-inline float wg_sum(float v, __local float* red) {
-  const int l = get_local_id(0);
-  red[l] = v;
-  barrier(CLK_LOCAL_MEM_FENCE);
-  for (int s = NORM_WG / 2; s > 0; s >>= 1) {
-    if (l < s) red[l] += red[l + s];
-    barrier(CLK_LOCAL_MEM_FENCE);
-  }
-  float r = red[0];
-  barrier(CLK_LOCAL_MEM_FENCE);
-  return r;
-}
+inline float wg_sum(float v, __local float* red) { return group_reduce(v, red, NORM_WG, 0); }
 
 // HF RMSNorm: h = x * rsqrt(mean(x^2) + eps), rounded to mid_t (the model's cast), then * w.
 PK_GROUP_FN(rmsnorm, NORM_WG) __global const uchar* xb, ulong xo, int xt,

@@ -2,7 +2,9 @@
 // over every kernel of the target, and the proof that every op and pattern the target lists has one.
 #pragma once
 
+#include <algorithm>
 #include <chrono>
+#include <span>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -390,13 +392,20 @@ class Executor final : public PartitionExecutor {
       const ir::TensorId x = ks[k].inputs[0], h = ks[k].outputs.at(0);
       auto grp = linear_group(b, j, h);
       if (grp && grp->gemm.wq) return 0;  // gemv_q reads x as stored: the rmsnorm runs once, before it
-      // Each work-group reduces its rows again: worth a launch only while the groups are few.
+      // Each work-group reduces its rows again: slower than a launch for the gate/up GEMV's
+      // thousands of work-groups (fold_gated_norm_), and worth a launch only while the groups are few.
+      if (grp && grp->gemm.up && !fold_gated_norm_) return 0;
       std::int64_t rows = grp ? grp->gemm.N : 0;
       if (grp)
         for (const auto& sg : grp->gemm.more) rows += sg.N;
       if (!grp || rows > 32768 || b.storage(h) != b.storage(x) || !only_readers(h, j, grp->end - 1)) return 0;
+      // The RMSNorm's output and the group's intermediates are never written: sharing bytes with them is fine.
+      std::vector<ir::TensorId> unwritten;
+      for (std::size_t i = k; i < grp->end; ++i)
+        for (auto t : ks[i].outputs)
+          if (!std::count(grp->outs.begin(), grp->outs.end(), t)) unwritten.push_back(t);
       for (auto o : grp->outs)
-        if (!early_write_ok(o, k)) return 0;
+        if (!early_write_ok(o, k, unwritten)) return 0;
       Gemm& gm = grp->gemm;
       gm.a = ref(x);
       gm.norm = Gemm::Norm{ref(ks[k].inputs[1]), static_cast<float>(ks[k].param("eps", 1e-6)), rmsnorm_mid(b, ks[k])};
@@ -546,13 +555,16 @@ class Executor final : public PartitionExecutor {
 
   // May tensor o (written at its kernel) be written at kernel `from` instead? Only if no tensor
   // alive in between shares its arena bytes.
-  bool early_write_ok(ir::TensorId o, std::size_t from) const {
+  // Tensors in `unwritten` (the merged kernels' intermediates, which the merged launch never
+  // writes) do not count.
+  bool early_write_ok(ir::TensorId o, std::size_t from, std::span<const ir::TensorId> unwritten = {}) const {
     const auto& tp = part_.plan.tensors;
     const auto& po = tp[static_cast<std::size_t>(o)];
     if (po.place != plan::Place::arena) return false;
     for (std::size_t t = 0; t < tp.size(); ++t) {
       const auto& pt = tp[t];
       if (t == static_cast<std::size_t>(o) || pt.place != plan::Place::arena) continue;
+      if (std::count(unwritten.begin(), unwritten.end(), static_cast<ir::TensorId>(t))) continue;
       const bool overlap = pt.offset < po.offset + po.bytes && po.offset < pt.offset + pt.bytes;
       if (overlap && pt.last >= static_cast<std::int32_t>(from) && pt.first < po.first) return false;
     }
@@ -655,6 +667,15 @@ class Executor final : public PartitionExecutor {
     return v == "1";
   }();
   std::vector<std::byte> pageable_;
+  // NPUSIM_OPENCL_FOLD_GATED_NORM=1: an RMSNorm before a gated (gate/up) GEMV is folded into it
+  // (each of its thousands of work-groups reduces the row again: slower on an H100, docs/opencl.md;
+  // to measure); 0 or unset: its own launch.
+  bool fold_gated_norm_ = [] {
+    const char* e = std::getenv("NPUSIM_OPENCL_FOLD_GATED_NORM");
+    const std::string_view v = e && *e ? e : "0";
+    if (v != "0" && v != "1") throw Error(ErrorCode::attr, "NPUSIM_OPENCL_FOLD_GATED_NORM must be 0 or 1", {.found = std::string(v)});
+    return v == "1";
+  }();
   std::vector<Tensor> recycled_;  // the outputs of the last run (output_tensor)
   std::vector<bool> direct_;      // recycled_[i] lives in pinned memory of its own (read into with no copy)
 };

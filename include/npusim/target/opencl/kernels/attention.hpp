@@ -1,5 +1,6 @@
 // Attention kernels of the OpenCL target (sdpa and the attention pattern): one work-group per
-// query row and key split, online softmax, grouped-query heads by index, masked keys skipped.
+// query row and key split, online softmax, grouped-query heads by index, masked keys skipped; the
+// last split of a row to finish merges the row's splits.
 #pragma once
 
 #include "npusim/fusion/patterns.hpp"
@@ -31,20 +32,32 @@ inline void bind_attention(Binder& b, ir::TensorId q, ir::TensorId k, ir::Tensor
     mask_kind = b.storage(*mask) == DType::boolean ? 2 : 1;
   }
   const bool vec = D % 8 == 0 && b.ref(k).off % 32 == 0 && dtype_size(b.storage(k)) >= 2;
+  // Decode (few query rows) over half-type K/V with heads of 32-128 values in aligned rows:
+  // attention_dec, a team of D / 8 items per key.
+  const std::int64_t team = D / 8;
+  const bool dec = B * Hq * L < 256 && D == Dv && D % 8 == 0 && team >= 4 && team <= 16 && (team & (team - 1)) == 0 &&
+                   (b.storage(k) == DType::bf16 || b.storage(k) == DType::f16) && b.ref(k).off % 16 == 0 && b.ref(v).off % 16 == 0 &&
+                   b.ref(q).off % 16 == 0 &&
+                   (b.storage(q) == DType::f32 || b.storage(q) == DType::f16 || b.storage(q) == DType::bf16);
   if (b.storage(k) != b.storage(v)) b.unsupported("attention with K and V stored in different types");
   cl_program p = b.program("attention", ocl::cl_source::attention, Binder::type_options({{"TK", b.storage(k)}}));
   // Few query rows (decode): split the keys over work-groups and merge the splits after. At most
   // 32 splits, so a long cache does not multiply the work-groups: a 32k cache has as many as a
   // 2k one, and within a split only the keys up to the last unmasked one are read.
   const std::int64_t rows = B * Hq * L;
-  const std::int64_t chunk = rows < 256 ? std::max<std::int64_t>(64, (S + 31) / 32) : std::max<std::int64_t>(S, 1), nsplit = (S + chunk - 1) / chunk;
-  cl_mem part = nsplit > 1 ? b.scratch(static_cast<std::size_t>(rows * nsplit * (Dv + 2)) * sizeof(float)) : b.none().r.mem;
-  b.launch(p, "attention", {static_cast<std::size_t>(rows * nsplit) * 128, 1, 1}, {128, 1, 1}, 1, b.typed(q), b.ptr(k), b.ptr(v),
-           mask ? b.typed(*mask) : b.none(), static_cast<cl_int>(mask_kind), b.typed(out), b.desc(d), static_cast<cl_float>(scale), causal, vec,
-           static_cast<cl_int>(nsplit), static_cast<cl_long>(chunk), part);
-  if (nsplit > 1)
-    b.launch(p, "attention_combine", {static_cast<std::size_t>(rows) * 128, 1, 1}, {128, 1, 1}, 1, part, static_cast<cl_int>(nsplit),
-             static_cast<cl_long>(Dv), b.typed(out));
+  const std::int64_t max_splits = dec ? 64 : 32;
+  const std::int64_t chunk = rows < 256 ? std::max<std::int64_t>(64, (S + max_splits - 1) / max_splits) : std::max<std::int64_t>(S, 1),
+                     nsplit = (S + chunk - 1) / chunk;
+  // With splits, each row's last split to finish merges them: `part` holds the splits' partial
+  // results, `counts` one zeroed counter per row (the merging work-group zeroes it again).
+  cl_mem part = b.none().r.mem, counts = b.none().r.mem;
+  if (nsplit > 1) {
+    part = b.scratch(static_cast<std::size_t>(rows * nsplit * (Dv + 2)) * sizeof(float));
+    counts = b.zeroed(static_cast<std::size_t>(rows) * sizeof(cl_int));
+  }
+  b.launch(p, dec ? "attention_dec" : "attention", {static_cast<std::size_t>(rows * nsplit) * 128, 1, 1}, {128, 1, 1}, 1, b.typed(q), b.ptr(k),
+           b.ptr(v), mask ? b.typed(*mask) : b.none(), static_cast<cl_int>(mask_kind), b.typed(out), b.desc(d), static_cast<cl_float>(scale), causal,
+           static_cast<cl_int>(dec ? team : vec), static_cast<cl_int>(nsplit), static_cast<cl_long>(chunk), part, counts);
 }
 }  // namespace ocl
 
