@@ -21,8 +21,9 @@ std::unique_ptr<runtime::MpiLink> link;
 }  // namespace
 
 bool launched_by_mpi() {
-  for (const char* v : {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_RANK"})
-    if (std::getenv(v)) return true;
+  // A launcher that started one process (srun of one task, mpirun -np 1) changes nothing.
+  for (const char* v : {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE"})
+    if (const char* n = std::getenv(v); n && std::atoi(n) > 1) return true;
   return false;
 }
 
@@ -73,5 +74,13 @@ runtime::StageLink* stage_link() {
 }
 
 bool serving() { return stage_link() && stage_link()->rank() != 0; }
+
+bool built_with_mpi() {
+#ifdef NPUSIM_WITH_MPI
+  return true;
+#else
+  return false;
+#endif
+}
 
 }  // namespace npusim::cli

@@ -10,7 +10,8 @@
 
 namespace npusim::cli {
 
-// True when an MPI launcher started this process (Open MPI's, MPICH's or a PMIx launcher's variables).
+// True when an MPI launcher started this process among several (Open MPI's OMPI_COMM_WORLD_SIZE or
+// MPICH's PMI_SIZE above 1); one process under a launcher runs as without it.
 bool launched_by_mpi();
 // Under mpirun: starts MPI (an error naming the build when it has no MPI) and silences stdout on
 // ranks other than 0. `command` is the subcommand: only run and generate run in several processes.
@@ -23,5 +24,7 @@ void stop_processes();
 runtime::StageLink* stage_link();
 // A rank other than 0: it serves its stage (and prints nothing).
 bool serving();
+// Whether this build has MPI (`npusim targets` says).
+bool built_with_mpi();
 
 }  // namespace npusim::cli
