@@ -8,6 +8,7 @@ pkgs=(
   libeigen3-dev libxsimd-dev xtl-dev nlohmann-json3-dev libmsgpack-cxx-dev libcli11-dev libpng-dev libjpeg-dev
   opencl-c-headers opencl-clhpp-headers ocl-icd-opencl-dev pocl-opencl-icd clinfo
   libgtest-dev libgmock-dev googletest libbenchmark-dev
+  openmpi-bin libopenmpi-dev
 )
 [ "${1:-}" = "--ci" ] && pkgs+=(clang libclang-rt-14-dev libomp-dev)
 missing=()

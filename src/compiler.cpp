@@ -15,5 +15,6 @@
 #include "npusim/fusion/impl/fuse_inl.hpp"
 #include "npusim/partition/impl/support_inl.hpp"
 #include "npusim/partition/impl/partitioner_inl.hpp"
+#include "npusim/partition/impl/stages_inl.hpp"
 #include "npusim/plan/impl/buffer_plan_inl.hpp"
 #include "npusim/program/impl/compiler_inl.hpp"

@@ -177,8 +177,8 @@ int cmd_bench_llm(const std::string& pdir, const std::string& ddir, const Target
   const bool has_floor = host_target || device_bw > 0;
   auto floor_at = [&](double gbs) { return gbs > 0 ? static_cast<double>(wbytes) / (gbs * 1e9) * 1e3 : 0.0; };
   const double floor_ms = floor_at(host_target ? bw : device_bw);
-  std::printf("%s + %s on %s (%s): compile %.0f ms, weights %.1f s\n", pc.name.c_str(), dc.name.c_str(), tc.target.c_str(), tc.dtype.c_str(), compile_ms,
-              load_ms / 1000);
+  std::printf("%s + %s on %s (%s%s): compile %.0f ms, weights %.1f s\n", pc.name.c_str(), dc.name.c_str(), tc.target.c_str(), tc.dtype.c_str(),
+              tc.stages > 1 ? (", " + std::to_string(tc.stages) + " stages in this process").c_str() : "", compile_ms, load_ms / 1000);
   if (host_target)
     std::printf("memory read bandwidth %.1f GB/s (this run); weights read per decode step %.1f MB -> floor %.1f ms/token (%.2f tok/s)\n", bw,
                 static_cast<double>(wbytes) / 1e6, floor_ms, 1000.0 / floor_ms);

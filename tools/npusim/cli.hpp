@@ -16,6 +16,7 @@
 #include "npusim/runtime/sampling.hpp"
 #include "model.hpp"
 #include "npu_cmd.hpp"
+#include "processes.hpp"
 #include "targets.hpp"
 #include "text_prompt.hpp"
 
@@ -35,8 +36,9 @@ struct Prepared {
   runtime::ProgramRunner* plan = nullptr;  // when compiled
 };
 
+// program_id: make_runner's (under mpirun, which of a command's programs rank 0 runs next).
 Prepared prepare(const TargetChoice& tc, const ir::Graph& g, const weights::WeightSource* src, std::unordered_map<std::string, Tensor>* cache,
-                 FILE* info = stdout);
+                 FILE* info = stdout, int program_id = 0);
 
 struct ProfileArgs {
   bool enabled = false;

@@ -40,11 +40,14 @@ void print_compile_summary(const program::CompiledProgram& p, double secs, FILE*
 }
 
 void print_device(const TargetChoice& tc, FILE* out) {
-  if (tc.target == "opencl") std::fprintf(out, "device: %s\n", opencl_device_description().c_str());
+  if (tc.target != "opencl") return;
+  if (tc.devices.empty()) std::fprintf(out, "device: %s\n", opencl_device_description().c_str());
+  for (std::size_t s = 0; s < tc.devices.size(); ++s)
+    std::fprintf(out, "stage %zu on device: %s\n", s, opencl_device_description(tc.devices[s]).c_str());
 }
 
 Prepared prepare(const TargetChoice& tc, const ir::Graph& g, const weights::WeightSource* src, std::unordered_map<std::string, Tensor>* cache,
-                 FILE* info) {
+                 FILE* info, int program_id) {
   Prepared r;
   weights::BindOptions bo;
   bo.progress = console_progress();
@@ -58,7 +61,7 @@ Prepared prepare(const TargetChoice& tc, const ir::Graph& g, const weights::Weig
   auto t0 = clock_type::now();
   program::CompiledProgram p = compile(tc, g);
   print_compile_summary(p, seconds_since(t0), info);
-  auto plan = make_runner(p, src, bo);
+  auto plan = make_runner(p, src, bo, program_id);
   r.plan = plan.get();
   r.runner = std::move(plan);
   return r;

@@ -9,6 +9,7 @@
 #include "npusim/core/file.hpp"
 #include "npusim/core/quant.hpp"
 #include "npusim/harness/llm_check.hpp"
+#include "npusim/program/inspect.hpp"
 #include "npusim/runtime/generate.hpp"
 #include "npusim/runtime/model_dir.hpp"
 #include "npusim/runtime/text_generate.hpp"
@@ -148,14 +149,20 @@ int cmd_generate(const GenerateArgs& a, const TargetChoice& tc) {
   // One set of weights for both programs: loaded once, shared.
   std::unordered_map<std::string, Tensor> cache;
   auto t0 = clock_type::now();
-  Prepared prefill = prepare(tc, pc.graph, pc.weights.get(), &cache, info);
-  Prepared decode = prepare(tc, dc.graph, pc.weights.get(), &cache, info);
+  Prepared prefill = prepare(tc, pc.graph, pc.weights.get(), &cache, info, 0);
+  Prepared decode = prepare(tc, dc.graph, pc.weights.get(), &cache, info, 1);
   std::fprintf(info, "weights from %s ready in %.1f s\n", pc.weights->path().c_str(), seconds_since(t0));
   cache.clear();
   std::fprintf(info, "target: %s\n", prefill.runner->describe().c_str());
   print_device(tc, info);
 
   llm::LlmPrograms model(*prefill.runner, *decode.runner, map, pc.graph, dc.graph);
+  if (serving()) {  // another rank's process: its stage of both programs, until rank 0 is done
+    llm::Session keeps_kv(model);  // the KV cache of this stage's layers stays here between steps
+    runtime::ProgramRunner* const programs[] = {prefill.plan, decode.plan};
+    runtime::serve_stages(*stage_link(), programs);
+    return 0;
+  }
   Profiler prof;
   if (a.profile) {
     if (!decode.plan) throw Error(ErrorCode::unsupported, "--profile needs compiled programs (not --interpret)");
@@ -177,6 +184,7 @@ int cmd_generate(const GenerateArgs& a, const TargetChoice& tc) {
                  go.sampling.greedy() ? "greedy" : ("temperature " + fmt_num(go.sampling.temperature) + ", top-k " + std::to_string(go.sampling.top_k) +
                                                     ", top-p " + fmt_num(go.sampling.top_p) + ", seed " + std::to_string(go.sampling.seed)).c_str());
     llm::Generation g;
+    std::pair<std::uint64_t, std::uint64_t> link_at_first{0, 0};  // rank 0's link bytes when the first token came (after the prefill)
     if (text_mode) {
       std::fflush(info);
       llm::TextGeneration tg = llm::generate_text(model, mt->tokenizer(), prompt, go, [](std::string_view piece) {
@@ -190,7 +198,8 @@ int cmd_generate(const GenerateArgs& a, const TargetChoice& tc) {
     } else {
       std::printf("tokens:");
       std::fflush(stdout);
-      g = llm::generate(model, prompt, go, [](std::int64_t t, std::size_t) {
+      g = llm::generate(model, prompt, go, [&](std::int64_t t, std::size_t i) {
+        if (i == 0 && stage_link()) link_at_first = {stage_link()->bytes_sent, stage_link()->bytes_received};
         std::printf(" %lld", static_cast<long long>(t));
         std::fflush(stdout);
       });
@@ -211,6 +220,14 @@ int cmd_generate(const GenerateArgs& a, const TargetChoice& tc) {
       std::fprintf(info, "; decode %.1f ms/token median (p10 %.1f, p90 %.1f), %.2f tok/s", st[st.size() / 2], st[st.size() / 10], st[st.size() * 9 / 10],
                    1000.0 * static_cast<double>(st.size()) / total);
     std::fprintf(info, "\n");
+    if (const runtime::StageLink* l = stage_link(); l && !text_mode) {
+      const double steps = static_cast<double>(std::max<std::size_t>(g.step_ms.size(), 1));
+      std::fprintf(info, "stage link (rank 0): prefill sent %s, received %s; decode %s sent and %s received per step\n",
+                   program::human_bytes(static_cast<std::int64_t>(link_at_first.first)).c_str(),
+                   program::human_bytes(static_cast<std::int64_t>(link_at_first.second)).c_str(),
+                   program::human_bytes(static_cast<std::int64_t>(static_cast<double>(l->bytes_sent - link_at_first.first) / steps)).c_str(),
+                   program::human_bytes(static_cast<std::int64_t>(static_cast<double>(l->bytes_received - link_at_first.second) / steps)).c_str());
+    }
     if (a.profile) {
       decode.plan->set_profiler(nullptr);
       print_decode_profile(prof, g.step_ms, a.trace, info);

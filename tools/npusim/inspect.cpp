@@ -78,6 +78,7 @@ int cmd_explain(const std::string& ir_path, const TargetChoice& tc_in, bool kern
         }
     std::printf("%zu node(s) fall back to %s\n", fallback, fallback ? "the reference target" : "nothing");
     print_float_islands(p);
+    if (program::stage_count(p) > 1) std::printf("%s", program::describe_stages(p).c_str());
     if (kernels) {
       tc.target = p.target;
       print_implementations(p, tc);
@@ -129,12 +130,15 @@ int cmd_explain(const std::string& ir_path, const TargetChoice& tc_in, bool kern
       std::printf("  %-10s cannot compile this model: %s\n", entry.name.c_str(), e.what());
     }
   }
+  const bool staged = program::stage_count(p) > 1;
   for (std::size_t k = 0; k < p.partitions.size(); ++k)
-    std::printf("  partition %zu: %s%s, %zu kernels\n", k, p.partitions[k].target.c_str(), p.partitions[k].fallback ? " (fallback)" : "",
-                p.partitions[k].kernels.size());
+    std::printf("  partition %zu: %s%s%s, %zu kernels\n", k, p.partitions[k].target.c_str(), p.partitions[k].fallback ? " (fallback)" : "",
+                staged ? (", stage " + std::to_string(p.partitions[k].stage)).c_str() : "", p.partitions[k].kernels.size());
   for (const auto& x : p.transfers)
     if (x.from >= 0 && x.to >= 0)
-      std::printf("  transfer %-28s partition %d -> %d  %s\n", printable(x.tensor).c_str(), x.from, x.to, program::human_bytes(x.bytes).c_str());
+      std::printf("  transfer %-28s partition %d -> %d  %s%s\n", printable(x.tensor).c_str(), x.from, x.to, program::human_bytes(x.bytes).c_str(),
+                  program::stage_note(p, x).c_str());
+  if (staged) std::printf("%s", program::describe_stages(p).c_str());
   if (kernels) print_implementations(p, tc);
   if (auto c = npu_choice(npu_args, p, ir_path)) print_npu_explain(*c, estimate_for(*c, p));
   return 0;

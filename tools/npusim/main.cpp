@@ -10,6 +10,7 @@
 
 #include "bench_cmd.hpp"
 #include "cli.hpp"
+#include "processes.hpp"
 #include "npusim/version.hpp"
 
 using namespace npusim;
@@ -96,8 +97,15 @@ int main(int argc, char** argv) {
                    ->check(CLI::IsMember({"q8", "q4", "q8_0", "q4_0"}));
     sub->add_option("--keep", tc.keep, "with --weights-dtype: weights that stay as they are (a state_dict key or part of one, e.g. lm_head)")
         ->delimiter(',')->needs(wd);
+    sub->add_option_function<int>("--stages", [&](int n) { tc.stages = n, tc.stages_given = true; },
+                                  "pipeline stages: cut the model into N contiguous stages balanced by weights and FLOPs (an LLM between "
+                                  "layers); under mpirun, one stage per rank (docs/scale-out.md)")
+        ->check(integer_in(1, 4096));
     if (interpret) sub->add_flag("--interpret", tc.interpret, "reference only: interpret the IR node by node (no passes, no fusion)");
     sub->add_option("--device", tc.device, "opencl target: device index or name substring (sets NPUSIM_OPENCL_DEVICE; see `npusim devices`)");
+    sub->add_option("--devices", tc.devices, "opencl target: one device per pipeline stage, e.g. 0,1 (--stages defaults to their count; "
+                                             "activations cross through the host)")
+        ->delimiter(',');
   };
   auto add_inputs = [](CLI::App* sub, cli::InputArgs& in) {
     sub->add_option("--input", in.inputs, "an input's value: NAME=FILE (.npy, .safetensors, raw:FILE); NAME may be left out for a single input")
@@ -285,6 +293,12 @@ int main(int argc, char** argv) {
     return rc == 0 ? 0 : 2;  // exit codes: 0 pass, 1 results outside tolerance, 2 bad input
   }
   try {
+    {
+      std::string command;
+      for (const CLI::App* sub : app.get_subcommands()) command = sub->get_name();
+      cli::start_processes(argc, argv, command);  // under mpirun: one pipeline stage per process
+    }
+    if (!tc.devices.empty() && !tc.stages_given) tc.stages = static_cast<int>(tc.devices.size());  // one stage per device
     // --interpret without --target means the reference (the only target that interprets).
     if (tc.interpret && !tc.target_given) tc.target = "reference";
     cli::check_thread_env();  // NPUSIM_THREADS: a number of threads or nothing, whichever target runs
@@ -292,6 +306,10 @@ int main(int argc, char** argv) {
     // Every input the command opens is remembered; an output onto one of them is refused by the
     // writer (AtomicFile), whichever option names it (`compile ir.json -o ir.json`).
     refuse_outputs_onto_inputs();
+    if (cli::stage_link() && tc.interpret)
+      throw Error(ErrorCode::unsupported, "under mpirun, npusim runs compiled programs (one stage per process); --interpret runs the IR in one",
+                  {.found = "--interpret"});
+    auto dispatch = [&]() -> int {
     if (*run) return cli::cmd_run(ra, tc, prof);
     if (*gen) return cli::cmd_generate(ga, tc);
     if (*comp) return cli::cmd_compile(c_ir, c_out, tc, c_verify, c_embed, c_weights, c_npu);
@@ -304,19 +322,27 @@ int main(int argc, char** argv) {
     if (*bench_llm) return cli::cmd_bench_llm(bl_prefill, bl_decode, tc, bla);
     if (*devs) return cli::cmd_devices();
     if (*tlist) return cli::cmd_targets();
+    return 0;
+    };
+    const int rc = dispatch();
+    cli::stop_processes();
+    return rc;
   } catch (const Error& e) {
     std::fflush(stdout);
     std::fprintf(stderr, "%s\n", e.what());
+    if (cli::stage_link()) cli::abort_processes(2);
     return 2;
   } catch (const std::bad_alloc&) {
     // Sizes are checked before allocating (docs/robustness.md); this is memory the machine ran out of.
     std::fflush(stdout);
     std::fprintf(stderr, "npusim resource error: out of memory (the machine could not provide an allocation; a smaller model, batch or --threads may fit)\n");
+    if (cli::stage_link()) cli::abort_processes(2);
     return 2;
   } catch (const std::exception& e) {
     // Every failure npusim knows of is an npusim::Error; anything else is a bug in npusim.
     std::fflush(stdout);
     std::fprintf(stderr, "npusim internal error: an unexpected exception escaped (%s); please report it with the command line\n", e.what());
+    if (cli::stage_link()) cli::abort_processes(2);
     return 2;
   }
   return 0;

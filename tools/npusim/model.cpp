@@ -75,7 +75,10 @@ void adopt_program_target(TargetChoice& tc, const Model& m) {
                 {.file = m.path, .found = std::string("NPUSIM_FORCE_FALLBACK=") + env});
   if (!tc.weights_dtype.empty())
     throw Error(ErrorCode::unsupported, "--weights-dtype acts when compiling; a .npubin is compiled already (compile it with --weights-dtype)", {.file = m.path});
-  tc.target = m.program->target, tc.dtype = dt;
+  if (tc.stages_given && tc.stages != program::stage_count(*m.program))
+    throw Error(ErrorCode::unsupported, "--stages acts when compiling; this .npubin was compiled with another stage count (recompile it, or leave --stages out)",
+                {.file = m.path, .expected = "--stages " + std::to_string(program::stage_count(*m.program)), .found = "--stages " + std::to_string(tc.stages)});
+  tc.target = m.program->target, tc.dtype = dt, tc.stages = program::stage_count(*m.program);
 }
 
 program::CompiledProgram program_for(const TargetChoice& tc, const Model& m) { return m.compiled() ? *m.program : compile(tc, m.source->graph); }

@@ -138,6 +138,8 @@ int cmd_ops(bool markdown, const std::string& out) {
 int cmd_targets() {
   for (const auto& t : targets())
     std::printf("%-12s %s%s\n", t.name.c_str(), t.summary.c_str(), t.name == default_target ? "  (default)" : "");
+  std::printf("processes: %s\n", built_with_mpi() ? "MPI (mpirun -np N npusim run|generate --stages N: one stage per process)"
+                                                   : "one (built without MPI)");
   return 0;
 }
 

@@ -72,6 +72,11 @@ int cmd_run(const RunArgs& a, TargetChoice tc, ProfileArgs prof) {
   } else {
     p = prepare(tc, m.source->graph, m.weights(), nullptr);
   }
+  if (serving()) {  // another rank's process: its stage, until rank 0 is done
+    runtime::ProgramRunner* const programs[] = {p.plan};
+    runtime::serve_stages(*stage_link(), programs);
+    return 0;
+  }
   std::printf("target: %s\n", p.runner->describe().c_str());
   print_device(tc);
   auto t0 = clock_type::now();

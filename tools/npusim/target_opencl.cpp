@@ -10,10 +10,11 @@ namespace npusim::cli {
 
 TargetEntry opencl_target_entry() {
   return {"opencl", "OpenCL C kernels on an OpenCL device (NPUSIM_OPENCL_DEVICE; see `npusim devices`)",
-          [] { return describe_target<OpenCLTarget>(); }, executor_for<OpenCLTarget>::factory()};
+          [] { return describe_target<OpenCLTarget>(); }, executor_for<OpenCLTarget>::factory(), {},
+          [](const ExecutorOptions& o) { return executor_for<OpenCLTarget>::factory(o); }};
 }
 
-std::string opencl_device_description() { return ocl::select_device().describe(); }
+std::string opencl_device_description(const std::string& selector) { return ocl::select_device(selector).describe(); }
 double opencl_copy_bandwidth_gbs() { return ocl::copy_bandwidth_gbs(*ocl::open_device()); }
 
 int cmd_devices() {

@@ -1,6 +1,8 @@
 // The target registry (targets.hpp): the entries, in the order `npusim targets` lists them.
 #include "targets.hpp"
 
+#include "processes.hpp"
+
 #include <cstdio>
 #include <cstdlib>
 
@@ -9,6 +11,10 @@
 namespace npusim::cli {
 
 int cmd_devices();
+
+namespace {
+std::vector<std::string> stage_devices;  // --devices, as the last validate() saw it
+}
 
 const std::vector<TargetEntry>& targets() {
   static const std::vector<TargetEntry> all = [] {
@@ -54,6 +60,19 @@ void validate(const TargetChoice& t) {
     throw Error(ErrorCode::unsupported, "--interpret runs the IR as exported; --weights-dtype acts when compiling", {.found = "--interpret --weights-dtype " + t.weights_dtype});
   if (!t.device.empty() && t.target != "opencl")
     throw Error(ErrorCode::unsupported, "--device picks an OpenCL device: it applies to --target opencl only", {.found = "--target " + t.target});
+  if (t.interpret && t.stages != 1)
+    throw Error(ErrorCode::unsupported, "--interpret runs the IR node by node; --stages acts when compiling", {.found = "--interpret --stages " + std::to_string(t.stages)});
+  if (!t.devices.empty()) {
+    const TargetEntry& e = target(t.target);
+    if (!e.executor_on)
+      throw Error(ErrorCode::unsupported, "--devices places stages on several devices of a target that has devices (opencl)",
+                  {.expected = "--target opencl", .found = "--target " + t.target});
+    if (!t.device.empty()) throw Error(ErrorCode::unsupported, "--device picks one device, --devices one per stage: give one of them", {.found = "--device --devices"});
+    if (t.stages != static_cast<int>(t.devices.size()))
+      throw Error(ErrorCode::unsupported, "--devices lists one device per stage", {.expected = "--stages " + std::to_string(t.devices.size()) +
+                  " (or leave --stages out)", .found = "--stages " + std::to_string(t.stages)});
+  }
+  stage_devices = t.devices;
   if (!t.device.empty()) ::setenv("NPUSIM_OPENCL_DEVICE", t.device.c_str(), 1);
 }
 
@@ -69,13 +88,22 @@ program::CompileOptions compile_options(const TargetChoice& t) {
   o.force = partition::ForceFallback::parse(t.force_fallback, "--force-fallback");
   if (const char* env = std::getenv("NPUSIM_FORCE_FALLBACK")) o.force.merge(partition::ForceFallback::parse(env, "NPUSIM_FORCE_FALLBACK"));
   o.weight_quant = {t.weights_dtype, t.keep};
+  o.stages = t.stages;
   return o;
 }
 
 program::CompiledProgram compile(const TargetChoice& t, const ir::Graph& g) { return program::compile(g, target_info(t), compile_options(t)); }
 
-std::unique_ptr<runtime::ProgramRunner> make_runner(const program::CompiledProgram& p, const weights::WeightSource* source, weights::BindOptions bind) {
-  return std::make_unique<runtime::ProgramRunner>(p, source, executor_factories(), std::move(bind));
+std::unique_ptr<runtime::ProgramRunner> make_runner(const program::CompiledProgram& p, const weights::WeightSource* source, weights::BindOptions bind,
+                                                    int program_id) {
+  runtime::StagePlacement place{stage_link(), program_id, {}};
+  for (const std::string& d : stage_devices) {
+    ExecutorFactories f = executor_factories();
+    const TargetEntry& e = target(p.target);
+    f[e.name] = e.executor_on(ExecutorOptions{.device = d});
+    place.stage_factories.push_back(std::move(f));
+  }
+  return std::make_unique<runtime::ProgramRunner>(p, source, executor_factories(), std::move(bind), std::move(place));
 }
 
 weights::BindOptions interpreter_bind_options() {
@@ -85,7 +113,7 @@ weights::BindOptions interpreter_bind_options() {
 }
 
 #ifndef NPUSIM_WITH_OPENCL
-std::string opencl_device_description() { return {}; }
+std::string opencl_device_description(const std::string&) { return {}; }
 double opencl_copy_bandwidth_gbs() { return 0.0; }
 int cmd_devices() {
   std::printf("this npusim was built without OpenCL\n");

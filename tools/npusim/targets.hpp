@@ -24,6 +24,8 @@ struct TargetEntry {
   ExecutorFactory executor;
   // Which candidate each kernel runs (explain --kernels); empty for targets with one per kind.
   std::function<std::vector<KernelImplementation>(const program::Partition&)> implementations = {};
+  // Its executor on a chosen device (--devices: one per stage); empty for targets of one device.
+  std::function<ExecutorFactory(const ExecutorOptions&)> executor_on = {};
 };
 
 // One per target (target_<name>.cpp).
@@ -51,9 +53,11 @@ struct TargetChoice {
   bool interpret = false;      // reference only: run the IR node by node, no compilation
   std::string force_fallback;  // debug switch (also NPUSIM_FORCE_FALLBACK)
   std::string device;          // opencl only: index or name substring (NPUSIM_OPENCL_DEVICE)
+  std::vector<std::string> devices;  // opencl only: one device per pipeline stage (--devices 0,1)
   std::string weights_dtype;   // q8 or q4: linear weights in blocks (docs/quantization.md); "" none
   std::vector<std::string> keep;  // with weights_dtype: weights that stay as they are
-  bool target_given = false, dtype_given = false;
+  int stages = 1;               // pipeline stages (docs/scale-out.md)
+  bool target_given = false, dtype_given = false, stages_given = false;
 };
 
 inline bool half_dtype(const std::string& d) { return d == "f16" || d == "bf16"; }
@@ -67,8 +71,10 @@ program::CompileOptions compile_options(const TargetChoice& t);
 program::CompiledProgram compile(const TargetChoice& t, const ir::Graph& g);
 
 // A runner for a compiled program: its partitions on their targets (weights bound from `source`).
+// With --devices (validate() keeps the list), stage s's partitions on device s. Under mpirun (processes.hpp) only this rank's stage; program_id tells the programs of one
+// command apart (generate: 0 the prefill, 1 the decode).
 std::unique_ptr<runtime::ProgramRunner> make_runner(const program::CompiledProgram& p, const weights::WeightSource* source,
-                                                    weights::BindOptions bind = {});
+                                                    weights::BindOptions bind = {}, int program_id = 0);
 
 // The reference interpreting the IR directly (no passes, no fusion): the oracle.
 std::unique_ptr<Runner> make_interpreter(const TargetChoice& t, const ir::Graph& g, const weights::BoundWeights& w);
@@ -80,8 +86,8 @@ void set_cpu_threads(int n);
 int cpu_threads();
 // Refuses an NPUSIM_THREADS that is not a thread count (before any target starts).
 void check_thread_env();
-// The OpenCL device the target would use (empty without OpenCL).
-std::string opencl_device_description();
+// The OpenCL device the target would use, or the one `selector` picks (empty without OpenCL).
+std::string opencl_device_description(const std::string& selector = {});
 // The OpenCL device's copy bandwidth, GB/s read + written (0 without OpenCL).
 double opencl_copy_bandwidth_gbs();
 

@@ -8,6 +8,7 @@
 
 #include "npusim/config.hpp"
 #include "npusim/fusion/fuse.hpp"
+#include "npusim/partition/stages.hpp"
 #include "npusim/partition/support.hpp"
 #include "npusim/passes/const_fold.hpp"
 #include "npusim/passes/dtype_policy.hpp"
@@ -28,6 +29,9 @@ struct CompileOptions {
   // Tensors (by name, in the graph after the passes) made extra program outputs, after the graph's
   // own: what calibration and the per-layer accuracy report read. A name not there is an error.
   std::vector<std::string> observe;
+  // Pipeline stages (partition/stages.hpp, docs/scale-out.md): 1 is one stage; N > 1 cuts the graph
+  // into N contiguous stages, each its own partitions (Partition::stage).
+  int stages = 1;
   bool verify = false;                    // re-check every node after each pass (tests)
 };
 

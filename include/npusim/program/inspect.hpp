@@ -24,6 +24,18 @@ struct InspectOptions {
 
 std::string embedded_text(const EmbeddedWeightsInfo& w);
 
+// Pipeline stages (--stages): per stage, its partitions, the weights they bind and the bytes that
+// cross into it and out to the caller per run (`inspect` and `explain` print describe_stages).
+struct StageSummary {
+  std::vector<std::int32_t> partitions;
+  std::int64_t weights = 0, weight_bytes = 0;
+  std::int64_t bytes_in = 0, bytes_from_caller = 0, bytes_to_caller = 0;
+};
+std::vector<StageSummary> stage_summaries(const CompiledProgram& p);
+std::string describe_stages(const CompiledProgram& p);
+// "  (stage a -> b)" for a transfer between two stages; empty otherwise.
+std::string stage_note(const CompiledProgram& p, const partition::Transfer& t);
+
 std::string inspect_text(const CompiledProgram& p, const InspectOptions& o = {});
 
 // `embedded`: the file's weights section (program::embedded_info), reported as "embedded_weights".

@@ -4,6 +4,7 @@
 // weight bindings (state_dict keys) and recipes for derived weights; compile statistics.
 #pragma once
 
+#include <algorithm>
 #include <optional>
 #include <string>
 #include <vector>
@@ -25,6 +26,7 @@ inline constexpr std::uint32_t npubin_oldest_version = 1;
 struct Partition {
   std::string target;  // target name, or the fallback's ("reference")
   bool fallback = false;
+  std::int32_t stage = 0;  // pipeline stage (docs/scale-out.md); 0 without stages
   ir::Graph graph;     // inputs: graph inputs or tensors from earlier partitions (by name)
   std::vector<Kernel> kernels;
   plan::BufferPlan plan;
@@ -81,5 +83,12 @@ struct CompiledProgram {
   CompileStats stats;
   std::optional<NpuRecord> npu;  // absent unless compiled with an NPU description
 };
+
+// Pipeline stages the program was cut into (1 without --stages): its partitions' highest stage + 1.
+inline std::int32_t stage_count(const CompiledProgram& p) {
+  std::int32_t n = 1;
+  for (const auto& part : p.partitions) n = std::max(n, part.stage + 1);
+  return n;
+}
 
 }  // namespace npusim::inline NPUSIM_ABI::program

@@ -3,6 +3,11 @@
 // tensors cross between partitions by name (transfers), and weights are bound once per target (a
 // cache shared by that target's partitions). Single-target programs are the one-partition case of
 // the same thing. runner_for<Target> makes one over Target's executors and its fallback's.
+//
+// Pipeline stages in several processes (docs/scale-out.md): given a StageLink, this process builds
+// executors (and binds weights) for its own stage's partitions only (stage == rank); tensors that
+// cross to another rank's stage go through the link, and loop-carried values (an LLM's KV cache)
+// stay on the rank whose stage makes and reads them. Rank 0 calls run(); the others serve().
 #pragma once
 
 #include <functional>
@@ -12,15 +17,27 @@
 
 #include "npusim/config.hpp"
 #include "npusim/program/program.hpp"
+#include "npusim/runtime/stage_link.hpp"
 #include "npusim/target/executor.hpp"
 #include "npusim/weights/recipe_source.hpp"
 
 namespace npusim::inline NPUSIM_ABI::runtime {
 
+// Where a program's stages run: null link: all here. program_id: what rank 0 announces before each
+// run, so that the serving ranks run the same program (serve_stages). stage_factories (one per
+// stage, or none): stage s's partitions get their executors from stage_factories[s] instead of the
+// runner's factories, e.g. the OpenCL target on another device for each stage (--devices); the
+// tensors between them cross through the host, as between any two partitions.
+struct StagePlacement {
+  StageLink* link = nullptr;
+  int program_id = 0;
+  std::vector<ExecutorFactories> stage_factories;
+};
+
 class ProgramRunner : public Runner {
  public:
   ProgramRunner(program::CompiledProgram program, const weights::WeightSource* source, const ExecutorFactories& factories,
-                weights::BindOptions bind = {});
+                weights::BindOptions bind = {}, StagePlacement placement = {});
   ProgramRunner(const ProgramRunner&) = delete;
   ProgramRunner& operator=(const ProgramRunner&) = delete;
 
@@ -35,7 +52,15 @@ class ProgramRunner : public Runner {
 
   std::vector<Tensor> run(std::span<const Tensor> inputs) override;
 
+  // A rank other than 0: its stage's part of one run() of rank 0.
+  void serve();
+  int program_id() const { return place_.program_id; }
+
  private:
+  std::vector<Tensor> run_stages(std::span<const Tensor> inputs);
+  int rank_of(std::size_t partition) const { return place_.link ? prog_.partitions[partition].stage : 0; }
+  int me() const { return place_.link ? place_.link->rank() : 0; }
+  int tag(const std::string& name) const;
   program::CompiledProgram prog_;  // owned: executors refer into it, so runners do not move
   weights::RecipeSource recipes_;
   std::map<std::string, std::unordered_map<std::string, Tensor>> caches_;
@@ -45,9 +70,12 @@ class ProgramRunner : public Runner {
   struct Carried {
     std::string output;
     bool on_device = false;
+    int holder = 0;  // the rank that keeps it between runs (its stage makes and reads it), else 0
   };
   std::map<std::string, Carried, std::less<>> carried_;  // by input name
   std::map<std::string, Tensor, std::less<>> held_;      // host-carried values, by input name
+  StagePlacement place_;
+  std::map<std::string, int, std::less<>> tags_;  // by tensor name: what the stage link sends it under
 };
 
 // The executors a program compiled for Target needs: Target's own and its fallback's (a target
@@ -66,6 +94,10 @@ ExecutorFactories factories_for(const ExecutorOptions& o = {}) {
   }
   return f;
 }
+
+// A rank other than 0: runs its stage of whichever program rank 0 announces (by program_id),
+// until rank 0 announces StageLink::stop_command.
+void serve_stages(StageLink& link, std::span<ProgramRunner* const> programs);
 
 }  // namespace npusim::inline NPUSIM_ABI::runtime
 

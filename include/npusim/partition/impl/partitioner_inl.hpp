@@ -8,7 +8,7 @@
 
 namespace npusim::inline NPUSIM_ABI::partition {
 
-NPUSIM_FUNC std::vector<Part> split(const ir::Graph& g, const std::vector<NodeSupport>& sup) {
+NPUSIM_FUNC std::vector<Part> split(const ir::Graph& g, const std::vector<NodeSupport>& sup, const std::vector<std::int32_t>* stage_of) {
   const std::size_t N = g.nodes.size();
   std::vector<Part> parts;
   if (N == 0) return parts;
@@ -27,12 +27,27 @@ NPUSIM_FUNC std::vector<Part> split(const ir::Graph& g, const std::vector<NodeSu
   for (std::size_t i = 0; i < N; ++i)
     if (!pending[i]) ready[sup[i].on_target ? 0 : 1].push_back(static_cast<std::int32_t>(i));
   int side = ready[0].empty() ? 1 : 0;
+  // The current stage's nodes first: a ready node of a later stage waits until this one is done.
+  std::int32_t stage = 0;
+  const std::int32_t last_stage = stage_of && N ? *std::max_element(stage_of->begin(), stage_of->end()) : 0;
+  auto of = [&](std::int32_t n) { return stage_of ? (*stage_of)[static_cast<std::size_t>(n)] : 0; };
+  auto earliest = [&](int s) {
+    auto best = ready[s].end();
+    for (auto it = ready[s].begin(); it != ready[s].end(); ++it)
+      if (of(*it) == stage && (best == ready[s].end() || *it < *best)) best = it;
+    return best;
+  };
   std::size_t done = 0;
   while (done < N) {
-    if (ready[side].empty()) side = 1 - side;
-    if (parts.empty() || parts.back().fallback != (side == 1)) parts.push_back({side == 1, {}});
+    auto it = earliest(side);
+    if (it == ready[side].end()) side = 1 - side, it = earliest(side);
+    if (it == ready[side].end()) {
+      if (++stage > last_stage)
+        throw Error(ErrorCode::graph, "a node depends on a later pipeline stage (npusim bug)", {.file = g.source});
+      continue;
+    }
+    if (parts.empty() || parts.back().fallback != (side == 1) || parts.back().stage != stage) parts.push_back({side == 1, {}, stage});
     // Take the earliest ready node of this side.
-    auto it = std::min_element(ready[side].begin(), ready[side].end());
     std::int32_t n = *it;
     ready[side].erase(it);
     parts.back().nodes.push_back(n);
@@ -90,9 +105,10 @@ NPUSIM_FUNC ir::Graph extract(const ir::Graph& g, const std::vector<std::int32_t
   return s;
 }
 
-NPUSIM_FUNC Plan make_plan(const ir::Graph& g, const std::vector<NodeSupport>& sup, const passes::DTypePolicy& pol) {
+NPUSIM_FUNC Plan make_plan(const ir::Graph& g, const std::vector<NodeSupport>& sup, const passes::DTypePolicy& pol,
+                           const std::vector<std::int32_t>* stage_of) {
   Plan p;
-  p.parts = split(g, sup);
+  p.parts = split(g, sup, stage_of);
   std::vector<std::int32_t> part_of(g.nodes.size(), -1);
   for (std::size_t k = 0; k < p.parts.size(); ++k)
     for (auto n : p.parts[k].nodes) part_of[static_cast<std::size_t>(n)] = static_cast<std::int32_t>(k);

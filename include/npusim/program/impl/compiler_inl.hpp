@@ -93,12 +93,15 @@ NPUSIM_FUNC CompiledProgram compile(ir::Graph g, const partition::TargetInfo& ta
       if (!sup[i].on_target)
         throw Error(ErrorCode::unsupported, sup[i].reason + ", and the target has no fallback", {.file = g.source, .node = g.nodes[i].name});
   }
-  partition::Plan plan = partition::make_plan(g, sup, pol);
+  std::optional<partition::StagePlan> stages;
+  if (opt.stages != 1) stages = partition::assign_stages(g, opt.stages, pol);
+  partition::Plan plan = partition::make_plan(g, sup, pol, stages ? &stages->stage_of : nullptr);
   p.transfers = plan.transfers;
   static const std::vector<fusion::PatternInfo> no_patterns;
   for (std::size_t k = 0; k < plan.parts.size(); ++k) {
     Partition part;
     part.fallback = plan.parts[k].fallback;
+    part.stage = plan.parts[k].stage;
     part.target = part.fallback ? target.fallback : target.name;
     part.graph = std::move(plan.graphs[k]);
     part.kernels = fusion::fuse(part.graph, part.fallback ? no_patterns : target.patterns, pol, opt.fuse);

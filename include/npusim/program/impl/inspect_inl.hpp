@@ -11,6 +11,49 @@
 
 namespace npusim::inline NPUSIM_ABI::program {
 
+NPUSIM_FUNC std::string stage_note(const CompiledProgram& p, const partition::Transfer& t) {
+  auto stage = [&](std::int32_t k) { return p.partitions[static_cast<std::size_t>(k)].stage; };
+  if (t.from < 0 || t.to < 0 || stage(t.from) == stage(t.to)) return {};
+  return "  (stage " + std::to_string(stage(t.from)) + " -> " + std::to_string(stage(t.to)) + ")";
+}
+
+NPUSIM_FUNC std::vector<StageSummary> stage_summaries(const CompiledProgram& p) {
+  std::vector<StageSummary> v(static_cast<std::size_t>(stage_count(p)));
+  for (std::size_t k = 0; k < p.partitions.size(); ++k) {
+    const Partition& part = p.partitions[k];
+    StageSummary& s = v[static_cast<std::size_t>(part.stage)];
+    s.partitions.push_back(static_cast<std::int32_t>(k));
+    std::vector<bool> used(part.graph.tensors.size(), false);
+    for (const auto& n : part.graph.nodes)
+      for (auto t : n.inputs) used[static_cast<std::size_t>(t)] = true;
+    for (auto w : part.graph.weights)
+      if (used[static_cast<std::size_t>(w)]) ++s.weights, s.weight_bytes += part.plan.tensors[static_cast<std::size_t>(w)].bytes;
+  }
+  auto stage = [&](std::int32_t k) { return p.partitions[static_cast<std::size_t>(k)].stage; };
+  for (const auto& t : p.transfers) {
+    if (t.to >= 0 && (t.from < 0 || stage(t.from) != stage(t.to))) {
+      auto& s = v[static_cast<std::size_t>(stage(t.to))];
+      (t.from < 0 ? s.bytes_from_caller : s.bytes_in) += t.bytes;
+    }
+    if (t.to < 0 && t.from >= 0) v[static_cast<std::size_t>(stage(t.from))].bytes_to_caller += t.bytes;
+  }
+  return v;
+}
+
+NPUSIM_FUNC std::string describe_stages(const CompiledProgram& p) {
+  std::ostringstream s;
+  s << "stages (" << stage_count(p) << "; bytes per run):\n";
+  const auto v = stage_summaries(p);
+  for (std::size_t i = 0; i < v.size(); ++i) {
+    const StageSummary& st = v[i];
+    s << "  stage " << i << ": partition" << (st.partitions.size() > 1 ? "s " : " ") << st.partitions.front();
+    if (st.partitions.size() > 1) s << "-" << st.partitions.back();
+    s << ", weights " << st.weights << " (" << human_bytes(st.weight_bytes) << "), in from earlier stages " << human_bytes(st.bytes_in)
+      << ", from the caller " << human_bytes(st.bytes_from_caller) << ", out to the caller " << human_bytes(st.bytes_to_caller) << "\n";
+  }
+  return s.str();
+}
+
 NPUSIM_FUNC std::string human_bytes(std::int64_t b) {
   char buf[32];
   if (b >= (std::int64_t{1} << 30)) std::snprintf(buf, sizeof buf, "%.2f GiB", static_cast<double>(b) / (1 << 30));
@@ -56,7 +99,8 @@ NPUSIM_FUNC std::string inspect_text(const CompiledProgram& p, const InspectOpti
   for (std::size_t pi = 0; pi < p.partitions.size(); ++pi) {
     const Partition& part = p.partitions[pi];
     const auto& b = part.plan;
-    s << "\npartition " << pi << ": " << printable(part.target) << (part.fallback ? " (fallback)" : "") << ", " << part.kernels.size()
+    s << "\npartition " << pi << ": " << printable(part.target) << (part.fallback ? " (fallback)" : "")
+      << (stage_count(p) > 1 ? ", stage " + std::to_string(part.stage) : std::string()) << ", " << part.kernels.size()
       << " kernels, arena " << human_bytes(b.arena_bytes) << " (liveness bound " << human_bytes(b.lower_bound_bytes) << ", "
       << (b.lower_bound_bytes ? static_cast<double>(b.arena_bytes) / static_cast<double>(b.lower_bound_bytes) : 1.0)
       << "x; one buffer per tensor would be " << human_bytes(b.naive_bytes) << "), " << b.in_place << " in place\n";
@@ -119,8 +163,9 @@ NPUSIM_FUNC std::string inspect_text(const CompiledProgram& p, const InspectOpti
   if (p.partitions.size() > 1) {
     s << "\ntransfers:\n";
     for (const auto& t : p.transfers)
-      if (t.from >= 0 && t.to >= 0) s << "  " << printable(t.tensor) << "  partition " << t.from << " -> " << t.to << "  " << human_bytes(t.bytes) << "\n";
+      if (t.from >= 0 && t.to >= 0) s << "  " << printable(t.tensor) << "  partition " << t.from << " -> " << t.to << "  " << human_bytes(t.bytes) << stage_note(p, t) << "\n";
   }
+  if (stage_count(p) > 1) s << "\n" << describe_stages(p);
   return s.str();
 }
 
@@ -144,7 +189,7 @@ NPUSIM_FUNC std::string inspect_json(const CompiledProgram& p, const std::option
   for (const auto& io : p.outputs) j["outputs"].push_back({{"name", io.name}, {"shape", io.shape}, {"dtype", dtype_name(io.dtype)}});
   for (const auto& part : p.partitions) {
     json jp;
-    jp["target"] = part.target, jp["fallback"] = part.fallback;
+    jp["target"] = part.target, jp["fallback"] = part.fallback, jp["stage"] = part.stage;
     jp["arena_bytes"] = part.plan.arena_bytes, jp["naive_bytes"] = part.plan.naive_bytes;
     jp["lower_bound_bytes"] = part.plan.lower_bound_bytes, jp["in_place"] = part.plan.in_place;
     const ir::Graph& g = part.graph;

@@ -26,8 +26,9 @@ NPUSIM_FUNC std::string serialize(const CompiledProgram& p) {
   put(pk, "partitions");
   pk.pack_array(static_cast<std::uint32_t>(p.partitions.size()));
   for (const auto& part : p.partitions) {
-    pk.pack_map(5);
+    pk.pack_map(part.stage ? 6 : 5);
     put(pk, "target"), put(pk, part.target);
+    if (part.stage) put(pk, "stage"), pk.pack_int64(part.stage);  // optional: absent means stage 0
     put(pk, "fallback"), part.fallback ? pk.pack_true() : pk.pack_false();
     put(pk, "graph"), put_graph(pk, part.graph);
     put(pk, "kernels");
@@ -116,6 +117,15 @@ inline CompiledProgram npubin_detail::parse_program(std::string_view payload, st
     Partition part;
     part.target = r.str(r.field(po, "target"));
     part.fallback = r.boolean(r.field(po, "fallback"));
+    if (const msgpack::object* st = r.find(po, "stage")) {
+      const std::int64_t v = r.i64(*st);
+      if (v < 0 || v > (p.partitions.empty() ? 0 : p.partitions.back().stage + 1))
+        r.fail("partition stage out of order (a stage follows the one before it: expected " +
+               std::to_string(p.partitions.empty() ? 0 : p.partitions.back().stage) + " or one more, found " + std::to_string(v) + ")");
+      part.stage = static_cast<std::int32_t>(v);
+    } else if (!p.partitions.empty() && p.partitions.back().stage != 0) {
+      r.fail("partition without a stage after one of stage " + std::to_string(p.partitions.back().stage));
+    }
     part.graph = r.graph(r.field(po, "graph"));
     const auto N = static_cast<std::int64_t>(part.graph.nodes.size()), T = static_cast<std::int64_t>(part.graph.tensors.size());
     for (const auto& k : r.arr(r.field(po, "kernels"))) part.kernels.push_back(r.kernel(k, N, T));
