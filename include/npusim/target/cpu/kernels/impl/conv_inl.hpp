@@ -45,8 +45,9 @@ NPUSIM_FUNC Fn bind_conv(Ctx& c, ir::TensorId x, const Tensor& wt, std::shared_p
   return with_candidate<Fn, conv_candidates>(chosen, [&]<class C>() -> Fn {
     bool fused = false;
     if constexpr (requires { C::fuses_residual(binding); }) fused = residual && C::fuses_residual(binding);
-    if (residual && !fused) {  // the convolution, then the residual in a pass of its own
+    if (residual && !fused) {  // the convolution, then the residual and the relu in a pass of their own
       binding.residual.reset();
+      binding.relu = false;
       Fn conv = C::bind(binding), add = bind_residual_add(c, y, *residual, relu);
       return [=] { conv(), add(); };
     }
