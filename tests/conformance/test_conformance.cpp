@@ -19,6 +19,7 @@
 #include "npusim/cpu.hpp"
 #include "npusim/harness/compare.hpp"
 #include "npusim/ir/json.hpp"
+#include "npusim/ir/reader.hpp"
 #include "npusim/reference.hpp"
 #include "npusim/target/reference/interpreter.hpp"
 #if NPUSIM_WITH_OPENCL
@@ -156,8 +157,10 @@ std::vector<Case> make_cases() {
     const bool compare = id == "gt" || id == "lt" || id == "ge" || id == "le" || id == "eq" || id == "ne";
     const Values v = compare || id == "div" ? Values::small_int : Values::real;
     const std::vector<std::pair<Shape, Shape>> pairs = {{{1}, {1}}, {{3, 17}, {3, 17}}, {{3, 17}, {17}}, {{2, 1, 33}, {1, 4, 1}}, {{5, 1}, {1}}};
-    for (const auto& [sa, sb] : pairs)
+    for (const auto& pair : pairs) {
+      const Shape sa = pair.first, sb = pair.second;  // (copies: Clang 14 captures no structured binding)
       cs.push_back({id + "/" + shape_str(sa) + "_" + shape_str(sb), id, [=](Builder& b) { b.output(b.op(aten, {b.input(sa, v), b.input(sb, v)})); }});
+    }
     cs.push_back({id + "/strided_t", id, [=](Builder& b) {
                     b.output(b.op(aten, {b.op("aten.t.default", {b.input({17, 3}, v)}), b.input({3, 17}, v)}));
                   }});
@@ -168,12 +171,16 @@ std::vector<Case> make_cases() {
   auto add = [&](std::string name, std::string op, std::function<void(Builder&)> f, std::vector<std::string> formats = {}) {
     cs.push_back({std::move(name), std::move(op), std::move(f), std::move(formats)});
   };
-  for (const auto& [m, k, n] : std::vector<std::array<std::int64_t, 3>>{{1, 17, 33}, {5, 64, 33}, {1, 1, 1}})
+  for (const auto& mkn : std::vector<std::array<std::int64_t, 3>>{{1, 17, 33}, {5, 64, 33}, {1, 1, 1}}) {
+    const std::int64_t m = mkn[0], k = mkn[1], n = mkn[2];
     add("addmm/" + std::to_string(m) + "x" + std::to_string(k) + "x" + std::to_string(n), "addmm",
         [=](Builder& b) { b.output(b.op("aten.addmm.default", {b.weight({n}), b.input({m, k}), b.weight({k, n})})); });
-  for (const auto& [m, k, n] : std::vector<std::array<std::int64_t, 3>>{{1, 64, 33}, {5, 96, 17}, {1, 32, 1}})
+  }
+  for (const auto& mkn : std::vector<std::array<std::int64_t, 3>>{{1, 64, 33}, {5, 96, 17}, {1, 32, 1}}) {
+    const std::int64_t m = mkn[0], k = mkn[1], n = mkn[2];
     add("linear/" + std::to_string(m) + "x" + std::to_string(k) + "x" + std::to_string(n), "linear",
         [=](Builder& b) { b.output(b.op("aten.linear.default", {b.input({m, k}), b.weight({n, k}), b.weight({n})})); }, {"q8_0", "q4_0"});
+  }
   add("matmul/batched_broadcast", "matmul", [](Builder& b) { b.output(b.op("aten.matmul.default", {b.input({2, 3, 17}), b.input({17, 5})})); });
   for (const char* op : {"argmin", "argmax"}) {
     const std::string aten = std::string("aten.") + op + ".default";

@@ -3,6 +3,7 @@
 #include "../common/test_util.hpp"
 #include "npusim/harness/check.hpp"
 #include "npusim/ir/json.hpp"
+#include "npusim/ir/reader.hpp"
 #include "npusim/harness/llm_check.hpp"
 #include "npusim/runtime/generate.hpp"
 #include "npusim/target/reference/interpreter.hpp"
