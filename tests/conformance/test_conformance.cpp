@@ -230,6 +230,46 @@ std::vector<Case> make_cases() {
       [](Builder& b) { b.output(b.op("aten.index_select.default", {b.input({5, 17}), b.indices(9, 5)}, attrs({{"dim", 0}}))); });
   add("index_select/last_dim", "index_select",
       [](Builder& b) { b.output(b.op("aten.index_select.default", {b.input({2, 3, 17}), b.indices(4, 17)}, attrs({{"dim", -1}}))); });
+  // Convolutions: every CPU candidate's territory (odd channels and images, depthwise, grouped,
+  // strided, 3x3 stride 1 over more than 64 pixels, channel-blocked intermediates in a chain, a
+  // residual added after, a max pool fused after), each at every dtype.
+  struct ConvSpec {
+    std::string name;
+    std::int64_t n, c, h, w, k, kernel, stride, pad, groups;
+  };
+  auto conv = [](Builder& b, ir::TensorId x, std::int64_t c, std::int64_t k, std::int64_t kernel, std::int64_t stride, std::int64_t pad,
+                 std::int64_t groups) {
+    return b.op("aten.conv2d.default", {x, b.weight({k, c / groups, kernel, kernel}), b.weight({k})},
+                attrs({{"stride", ints({stride, stride})}, {"padding", ints({pad, pad})}, {"groups", groups}}));
+  };
+  for (const ConvSpec& cv : std::vector<ConvSpec>{{"odd_3x3", 1, 3, 7, 5, 17, 3, 1, 1, 1},
+                                                  {"depthwise", 1, 16, 9, 9, 16, 3, 1, 1, 16},
+                                                  {"3x3_s1_100px", 1, 32, 10, 10, 32, 3, 1, 1, 1},
+                                                  {"grouped_1x1_s2_batch2", 2, 8, 6, 6, 12, 1, 2, 0, 2},
+                                                  {"7x7_s2", 1, 4, 11, 11, 6, 7, 2, 3, 1}})
+    add("conv2d/" + cv.name, "conv2d", [=](Builder& b) { b.output(conv(b, b.input({cv.n, cv.c, cv.h, cv.w}), cv.c, cv.k, cv.kernel, cv.stride, cv.pad, cv.groups)); });
+  add("conv2d/chain_blocked", "conv2d", [=](Builder& b) {
+    const auto y = b.op("aten.relu.default", {conv(b, b.input({1, 16, 8, 8}), 16, 32, 3, 1, 1, 1)});
+    b.output(conv(b, y, 32, 16, 3, 1, 1, 1));
+  });
+  add("conv2d/residual_relu", "conv2d", [=](Builder& b) {
+    const auto x = b.input({1, 16, 9, 9});
+    const auto y = conv(b, b.op("aten.relu.default", {conv(b, x, 16, 16, 3, 1, 1, 1)}), 16, 16, 3, 1, 1, 1);
+    b.output(b.op("aten.relu.default", {b.op("aten.add.Tensor", {y, x})}));
+  });
+  add("conv2d/then_max_pool", "conv2d", [=](Builder& b) {
+    const auto y = b.op("aten.relu.default", {conv(b, b.input({1, 3, 12, 12}), 3, 16, 3, 1, 1, 1)});
+    b.output(b.op("aten.max_pool2d.default", {y}, attrs({{"kernel_size", ints({3, 3})}, {"stride", ints({2, 2})}, {"padding", ints({1, 1})}})));
+  });
+  add("max_pool2d/odd", "max_pool2d", [](Builder& b) {
+    b.output(b.op("aten.max_pool2d.default", {b.input({1, 3, 7, 5})}, attrs({{"kernel_size", ints({3, 3})}, {"stride", ints({2, 2})}, {"padding", ints({1, 1})}})));
+  });
+  add("avg_pool2d/odd", "avg_pool2d", [](Builder& b) {
+    b.output(b.op("aten.avg_pool2d.default", {b.input({2, 3, 7, 5})}, attrs({{"kernel_size", ints({2, 2})}, {"stride", ints({2, 2})}})));
+  });
+  add("layer_norm/17", "layer_norm", [](Builder& b) {
+    b.output(b.op("aten.layer_norm.default", {b.input({3, 17}), b.weight({17}), b.weight({17})}, attrs({{"normalized_shape", ints({17})}})));
+  });
   add("where/broadcast", "where", [](Builder& b) {
     const auto c = b.op("aten.gt.Tensor", {b.input({3, 17}), b.input({17})});
     b.output(b.op("aten.where.self", {c, b.input({3, 17}), b.input({1})}));
