@@ -74,7 +74,7 @@ cpu::AlignedBuf random_buf(DType dt, std::int64_t n, float scale, unsigned seed)
 // The GEMM candidate bind_linear's gemm() runs (candidates.hpp).
 std::string gemm_path(std::int64_t M, DType w, DType a) {
   const cpu::GemmProblem p{M, a, w, w == DType::bf16, false};
-  return std::string(cpu::gemm_candidates[cpu::choose(cpu::gemm_candidates, [&](std::size_t i, std::string* why) { return cpu::gemm_applies(i, p, why); })].name);
+  return std::string(cpu::candidate_infos<cpu::gemm_candidates>()[cpu::choose<cpu::gemm_candidates>(p)].name);
 }
 
 // y[M, N] = x[M, K] W[N, K]^T, as bind_linear sets it up. `copies` > 1: rotate over that many
@@ -250,7 +250,7 @@ void BM_Conv(benchmark::State& st, std::int64_t Cin, std::int64_t Cout, std::int
   // The candidate bind_conv runs (kernels/conv.hpp).
   const cpu::ConvGeom g{1, Cin, H, H, Cout, k, k, OH, OH, 1, s, s, k / 2, k / 2, 1, 1};
   const bool bin = blocked && b.blocked.at(x), bout = blocked && b.blocked.at(y);
-  const auto& cand = cpu::conv_candidates[cpu::choose_conv(cpu::ConvProblem{g, dt, dt, bin, bout})];
+  const auto cand = cpu::candidate_infos<cpu::conv_candidates>()[cpu::choose_conv(cpu::ConvProblem{g, dt, dt, bin, bout})];
   st.SetLabel(std::string(cand.name) + ": " + std::string(cand.what) + ", " + std::string(dtype_name(dt)));
 }
 

@@ -77,7 +77,7 @@ double rel_l2(const std::vector<float>& got, const std::vector<double>& ref) {
 bool winograd_runs(const ConvCase& cc) {
   const std::int64_t oh = out_size(cc, cc.h), ow = out_size(cc, cc.w);
   const cpu::ConvGeom g{1, cc.cin, cc.h, cc.w, cc.cout, cc.k, cc.k, oh, ow, cc.groups, cc.stride, cc.stride, cc.pad, cc.pad, cc.dil, cc.dil};
-  return cpu::conv_candidates[cpu::choose_conv(cpu::ConvProblem{g, DType::bf16, DType::bf16, false, false})].name == "conv_winograd";
+  return cpu::is<cpu::ConvWinograd, cpu::conv_candidates>(cpu::choose_conv(cpu::ConvProblem{g, DType::bf16, DType::bf16, false, false}));
 }
 
 class CpuConv : public ::testing::TestWithParam<ConvCase> {};
@@ -537,34 +537,91 @@ TEST(CpuConvResidual, EqualsTheConvolutionThenTheAdd) {
 // walked best first, the generic candidate ends it, every candidate that declines says why, and
 // the choice does not depend on the machine where the problem rules a candidate out.
 TEST(CpuKernelCandidates, ChoiceWalksTheListBestFirstAndSaysWhyEachDeclines) {
-  auto check = [](const cpu::Choice& ch, auto& list) {
+  auto check = [](const cpu::Choice& ch, const std::vector<cpu::CandidateInfo>& list) {
     ASSERT_FALSE(ch.chosen.empty());
     std::size_t i = 0;
-    for (; i < std::size(list) && list[i].name != ch.chosen; ++i) {
+    for (; i < list.size() && list[i].name != ch.chosen; ++i) {
       ASSERT_LT(i, ch.declined.size());
       EXPECT_EQ(ch.declined[i].first, list[i].name);
       EXPECT_FALSE(ch.declined[i].second.empty()) << list[i].name << " declined without a reason";
     }
     EXPECT_EQ(ch.declined.size(), i) << "candidates after the chosen one are not reported";
   };
+  const auto convs = cpu::candidate_infos<cpu::conv_candidates>(), gemms = cpu::candidate_infos<cpu::gemm_candidates>();
   // Depthwise 3x3 in f32: no blocked layout, so the depthwise kernel, whatever the CPU.
   cpu::Choice ch;
   const cpu::ConvGeom dw{1, 32, 14, 14, 32, 3, 3, 14, 14, 32, 1, 1, 1, 1, 1, 1};
-  EXPECT_EQ(cpu::conv_candidates[cpu::choose_conv({dw, DType::f32, DType::f32, false, false}, &ch)].name, "conv_depthwise");
-  check(ch, cpu::conv_candidates);
+  EXPECT_TRUE((cpu::is<cpu::ConvDepthwise, cpu::conv_candidates>(cpu::choose_conv({dw, DType::f32, DType::f32, false, false}, &ch))));
+  EXPECT_EQ(ch.chosen, cpu::ConvDepthwise::name);
+  check(ch, convs);
   // A 1x1 convolution on f16 activations: no bf16 kernel, no f32 kernel, not widened (1x1): the
   // generic im2col + GEMM, and each better one says why.
   ch = {};
   const cpu::ConvGeom pw{1, 64, 14, 14, 128, 1, 1, 14, 14, 1, 1, 1, 0, 0, 1, 1};
-  EXPECT_EQ(cpu::conv_candidates[cpu::choose_conv({pw, DType::f16, DType::f16, false, false}, &ch)].name, "conv_im2col_gemm");
-  check(ch, cpu::conv_candidates);
-  EXPECT_EQ(ch.declined.size(), std::size(cpu::conv_candidates) - 1);
+  EXPECT_TRUE((cpu::is<cpu::ConvIm2colGemm, cpu::conv_candidates>(cpu::choose_conv({pw, DType::f16, DType::f16, false, false}, &ch))));
+  check(ch, convs);
+  EXPECT_EQ(ch.declined.size(), convs.size() - 1);
   // GEMM: 2 rows of f32 stream the weights (gemm_gemv); 64 rows of f32 take the generic kernel.
-  for (const auto& [M, want] : {std::pair<std::int64_t, std::string_view>{2, "gemm_gemv"}, {64, "gemm_f32"}}) {
+  for (const auto& [M, want] : {std::pair<std::int64_t, std::string_view>{2, cpu::GemmGemv::name}, {64, cpu::GemmF32::name}}) {
     ch = {};
     const cpu::GemmProblem p{M, DType::f32, DType::f32, false, false};
-    const std::size_t i = cpu::choose(cpu::gemm_candidates, [&](std::size_t j, std::string* why) { return cpu::gemm_applies(j, p, why); }, &ch);
-    EXPECT_EQ(cpu::gemm_candidates[i].name, want);
-    check(ch, cpu::gemm_candidates);
+    const std::size_t i = cpu::choose<cpu::gemm_candidates>(p, &ch);
+    EXPECT_EQ(gemms[i].name, want);
+    EXPECT_EQ(ch.chosen, want);
+    check(ch, gemms);
   }
+}
+
+// A candidate list is checked at compile time: names unique, the last and only the last generic;
+// a type without applies is not a candidate.
+namespace list_checks {
+struct P {};
+struct A {
+  static constexpr std::string_view name = "a", what = "";
+  static constexpr bool generic = false;
+  static bool applies(const P&, std::string*) { return false; }
+};
+struct G {
+  static constexpr std::string_view name = "g", what = "";
+  static constexpr bool generic = true;
+  static bool applies(const P&, std::string*) { return true; }
+};
+struct A2 : A {};  // the same name as A
+struct NoApplies {
+  static constexpr std::string_view name = "n", what = "";
+  static constexpr bool generic = false;
+};
+static_assert(cpu::check_candidate_list<P>(meta::list<A, G>{}));
+static_assert(!cpu::check_candidate_list<P>(meta::list<A>{}), "no generic last");
+static_assert(!cpu::check_candidate_list<P>(meta::list<G, A, G>{}), "a generic before the last");
+static_assert(!cpu::check_candidate_list<P>(meta::list<A, A2, G>{}), "a duplicate name");
+static_assert(!cpu::Candidate<NoApplies, P>);
+static_assert(cpu::Candidate<cpu::ConvWinograd, cpu::ConvProblem> && cpu::Candidate<cpu::GemmAmx, cpu::GemmProblem>);
+struct Q {
+  int v;
+};
+struct Even {
+  static constexpr std::string_view name = "even", what = "";
+  static constexpr bool generic = false;
+  static bool applies(const Q& p, std::string* why) { return p.v % 2 == 0 || cpu::decline(why, "odd"); }
+};
+struct Any {
+  static constexpr std::string_view name = "any", what = "";
+  static constexpr bool generic = true;
+  static bool applies(const Q&, std::string*) { return true; }
+};
+}  // namespace list_checks
+
+// The chooser runs what it reports: a candidate that declines is passed over, and the generic one
+// catches what nothing else takes.
+TEST(CpuKernelCandidates, ChooserReturnsTheFirstThatApplies) {
+  using namespace list_checks;
+  using L = meta::list<Even, Any>;
+  cpu::Choice ch;
+  EXPECT_EQ(cpu::choose<L>(Q{4}), 0u);
+  EXPECT_EQ(cpu::choose<L>(Q{3}, &ch), 1u);
+  EXPECT_EQ(ch.chosen, "any");
+  ASSERT_EQ(ch.declined.size(), 1u);
+  EXPECT_EQ(ch.declined[0].second, "odd");
+  EXPECT_EQ((cpu::with_candidate<std::string_view, L>(1, []<class C>() { return C::name; })), "any");
 }

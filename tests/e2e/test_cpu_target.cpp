@@ -1,6 +1,7 @@
 // The CPU target on every fixture, at float32 and at the model's half type, with the issue's
 // tolerances; and the same fixtures with one op type forced onto the reference fallback.
 #include "../common/compile_util.hpp"
+#include "../common/op_fixtures.hpp"
 #include "../common/test_util.hpp"
 #include "npusim/harness/llm_check.hpp"
 #include "npusim/runtime/generate.hpp"
@@ -12,13 +13,6 @@ using namespace npusim;
 using npusim::test::data;
 
 namespace {
-
-std::vector<std::string> op_cases() {
-  std::vector<std::string> r;
-  for (auto& e : std::filesystem::directory_iterator(data("ops"))) r.push_back(e.path().filename().string());
-  std::sort(r.begin(), r.end());
-  return r;
-}
 
 program::CompiledProgram compile_cpu(const ir::Graph& g, DType dt, const std::string& force = {}) {
   program::CompileOptions o;
@@ -60,7 +54,7 @@ TEST_P(CpuOps, HalfTypeWithinHalfTolerance) {
   EXPECT_TRUE(r.pass);
 }
 
-INSTANTIATE_TEST_SUITE_P(AllOps, CpuOps, ::testing::ValuesIn(op_cases()), [](const auto& info) { return info.param; });
+INSTANTIATE_TEST_SUITE_P(AllOps, CpuOps, ::testing::ValuesIn(test::op_fixtures()), [](const auto& info) { return info.param; });
 
 // bf16 compute on the float32 convolution fixtures (AMX tiles where the CPU has them): storage
 // rounding only, about 3e-3 relative.

@@ -9,6 +9,7 @@
 
 #include "../common/compile_util.hpp"
 #include "../common/int8_graphs.hpp"
+#include "../common/op_fixtures.hpp"
 #include "../common/test_util.hpp"
 #include "npusim/harness/llm_check.hpp"
 #include "npusim/runtime/generate.hpp"
@@ -50,10 +51,10 @@ std::string describe(const harness::CaseResult& r) {
   return s;
 }
 
+// "ops/NAME" for each fixture (run_case takes paths under tests/data).
 std::vector<std::string> op_cases() {
   std::vector<std::string> r;
-  for (auto& e : std::filesystem::directory_iterator(data("ops"))) r.push_back("ops/" + e.path().filename().string());
-  std::sort(r.begin(), r.end());
+  for (const std::string& n : test::op_fixtures()) r.push_back("ops/" + n);
   return r;
 }
 

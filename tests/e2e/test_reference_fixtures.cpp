@@ -1,7 +1,9 @@
 // Every PyTorch fixture through the reference target, at the tolerances.
+#include "../common/op_fixtures.hpp"
 #include "../common/test_util.hpp"
 #include "npusim/harness/check.hpp"
 #include "npusim/ir/json.hpp"
+#include "npusim/ir/reader.hpp"
 #include "npusim/harness/llm_check.hpp"
 #include "npusim/runtime/generate.hpp"
 #include "npusim/target/reference/interpreter.hpp"
@@ -10,16 +12,6 @@ using namespace npusim;
 using npusim::test::data;
 
 namespace {
-
-std::vector<std::string> op_cases(bool half_only = false) {
-  std::vector<std::string> r;
-  for (auto& e : std::filesystem::directory_iterator(data("ops"))) {
-    std::string n = e.path().filename().string();
-    if (!half_only || n.ends_with("fp16") || n.ends_with("bf16")) r.push_back(n);
-  }
-  std::sort(r.begin(), r.end());
-  return r;
-}
 
 harness::CaseResult run_reference(const runtime::ModelDir& c, bool round_half = false, harness::CheckOptions co = {}) {
   weights::BindOptions bo;
@@ -60,10 +52,10 @@ TEST_P(HalfOpFixture, ReferenceWithHalfRoundingStaysWithinHalfTolerance) {
   for (const auto& o : r.outputs) EXPECT_LE(o.metrics.rel_l2, 1e-2) << o.name;
 }
 
-INSTANTIATE_TEST_SUITE_P(AllOps, OpFixture, ::testing::ValuesIn(op_cases()), [](const auto& info) { return info.param; });
-INSTANTIATE_TEST_SUITE_P(HalfOps, HalfOpFixture, ::testing::ValuesIn(op_cases(true)), [](const auto& info) { return info.param; });
+INSTANTIATE_TEST_SUITE_P(AllOps, OpFixture, ::testing::ValuesIn(test::op_fixtures()), [](const auto& info) { return info.param; });
+INSTANTIATE_TEST_SUITE_P(HalfOps, HalfOpFixture, ::testing::ValuesIn(test::op_fixtures(true)), [](const auto& info) { return info.param; });
 
-TEST(OpFixtures, AllSixtyOneArePresent) { EXPECT_EQ(op_cases().size(), 61u); }
+TEST(OpFixtures, AllSixtyOneArePresent) { EXPECT_EQ(test::op_fixtures().size(), 61u); }
 
 class VisionFixture : public ::testing::TestWithParam<std::string> {};
 

@@ -1,4 +1,5 @@
 // `npusim bench` and `npusim bench-llm` (bench_cmd.hpp).
+#include "options.hpp"
 #include "bench_cmd.hpp"
 
 #include <charconv>
@@ -283,6 +284,43 @@ int cmd_bench_llm(const std::string& pdir, const std::string& ddir, const Target
     std::printf("svg: %s\n", a.svg.c_str());
   }
   return all_ok ? 0 : 1;
+}
+
+Registered add_bench(Shared& s) {
+  struct Args {
+    std::string dir, weights = "auto";
+    BenchArgs bench;
+    InputArgs inputs;
+  };
+  auto a = std::make_shared<Args>();
+  auto* bench = s.app.add_subcommand("bench", "time a model (case directory, IR .json or .npubin): compile, weight load, latency, throughput");
+  bench->add_option("model", a->dir, "case directory, IR .json file or .npubin")->required();
+  bench->add_option("--weights", a->weights, "auto, none, safetensors, synth, or a path");
+  add_input_options(bench, a->inputs);
+  bench->add_option("--warmup", a->bench.warmup, "untimed runs first (default 3)")->check(integer_in(0, 1000000));
+  bench->add_option("--repeats", a->bench.repeats, "timed runs (default 20)")->check(integer_in(1, 1000000));
+  bench->add_option("--json", a->bench.json, "write the results as JSON here");
+  add_target_options(bench, s.tc, false);
+  return {bench, [a, &tc = s.tc] { return cmd_bench(a->dir, tc, a->bench, a->weights, a->inputs); }};
+}
+
+Registered add_bench_llm(Shared& s) {
+  struct Args {
+    std::string prefill, decode;
+    BenchArgs bench;
+  };
+  auto a = std::make_shared<Args>();
+  a->bench.repeats = 5;
+  auto* bench_llm = s.app.add_subcommand("bench-llm", "LLM: time to first token, decode step time vs cache position, bandwidth floor");
+  bench_llm->add_option("prefill_dir", a->prefill, "prefill case directory (weights come from here)")->required();
+  bench_llm->add_option("decode_dir", a->decode, "decode case directory (with kv_mapping.json)")->required();
+  bench_llm->add_option("--positions", a->bench.positions, "cache positions: log2 (1, 2, 4, ..., max-1) or a comma list");
+  bench_llm->add_option("--repeats", a->bench.repeats, "timed steps per position (default 5)")->check(integer_in(1, 1000000));
+  bench_llm->add_flag("!--no-check", a->bench.check, "skip the check against the reference at every position");
+  bench_llm->add_option("--json", a->bench.json, "write the results as JSON here");
+  bench_llm->add_option("--svg", a->bench.svg, "write a chart of step time vs position here");
+  add_target_options(bench_llm, s.tc, false);
+  return {bench_llm, [a, &tc = s.tc] { return cmd_bench_llm(a->prefill, a->decode, tc, a->bench); }};
 }
 
 }  // namespace npusim::cli

@@ -1,7 +1,8 @@
 // What the CLI's translation units share: the arguments of each subcommand, the helpers they all
 // use (common.cpp), and one function per subcommand, each in its own TU (run.cpp, generate.cpp,
 // compile.cpp, inspect.cpp, bench_cmd.cpp, npu_cmd.cpp, ops_doc.cpp, target_opencl.cpp), so that a
-// many-core build compiles them in parallel. main.cpp only parses the command line.
+// many-core build compiles them in parallel. Each of those files also holds its subcommand's
+// options (`add_<name>`, options.hpp); main.cpp is the table of them.
 #pragma once
 
 #include <chrono>

@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <optional>
 
+#include "options.hpp"
 #include "cli.hpp"
 #include "npusim/core/file.hpp"
 #include "npusim/core/quant.hpp"
@@ -280,6 +281,56 @@ int cmd_generate(const GenerateArgs& a, const TargetChoice& tc) {
   std::printf("time to first token %.1f ms; decode %.1f ms/token (%.2f tok/s)\n", r.prefill_ms, step_total / steps, 1000.0 * steps / step_total);
   std::printf("%s\n", ok ? "PASS" : "FAIL");
   return ok ? 0 : 1;
+}
+
+Registered add_generate(Shared& s) {
+  auto ga = std::make_shared<GenerateArgs>();
+  auto* gen = s.app.add_subcommand("generate", "prefill + decode an LLM (teacher-forced --check against the fixtures)");
+  gen->add_option("prefill_dir", ga->prefill_dir, "prefill case directory")->required();
+  gen->add_option("decode_dir", ga->decode_dir, "decode case directory (with kv_mapping.json)")->required();
+  auto* gen_check = gen->add_flag("--check", ga->check, "compare prefill/decode logits and greedy tokens with the reference");
+  gen->add_option("--weights", ga->weights, "auto, safetensors, synth, or a path (.safetensors, synth.json, a Hugging Face model directory)");
+  gen->add_option("--tol", ga->tol, "with --check: relative L2 tolerance for logits")->check(finite_range(0.0, 1.0, true))->needs(gen_check);
+  gen->add_option("--min-token-matches", ga->min_matches, "with --check: greedy tokens that must match (default: all; half dtypes: all but one; q8 weights: half; q4 weights: a quarter)")
+      ->check(integer_in(0, INT32_MAX))->needs(gen_check);
+  gen->add_option("--max-new-tokens", ga->max_new_tokens, "tokens to generate (default 16; stops earlier at an --eos id or the cache's end)")
+      ->check(integer_in(1, std::uint64_t{1} << 40))->excludes(gen_check);
+  auto* gen_ids = gen->add_option("--prompt-ids", ga->prompt_ids, "prompt token ids, e.g. 1,2,3 (default: the prefill case's input_ids)")->excludes(gen_check);
+  auto* gen_ids_file = gen->add_option("--prompt-ids-file", ga->prompt_ids_file, "file of prompt token ids (whitespace or comma separated)")
+      ->excludes(gen_check)->excludes(gen_ids)->check(CLI::ExistingFile);
+  auto* gen_prompt = gen->add_option("--prompt", ga->text.prompt, "prompt text (tokenized with the model's tokenizer.json; the output is text)")
+      ->excludes(gen_check)->excludes(gen_ids)->excludes(gen_ids_file);
+  auto* gen_prompt_file = gen->add_option("--prompt-file", ga->text.prompt_file, "file holding the prompt text (UTF-8)")
+      ->excludes(gen_check)->excludes(gen_ids)->excludes(gen_ids_file)->excludes(gen_prompt)->check(CLI::ExistingFile);
+  gen->add_option("--tokenizer", ga->text.tokenizer, "tokenizer.json, or a directory with it (default: next to --weights or the cases)")
+      ->excludes(gen_check)->check(CLI::ExistingPath);
+  auto* gen_chat = gen->add_flag("--chat", ga->text.chat, "the prompt is a user message: apply the model's chat template (ChatML, Llama 3)")
+      ->excludes(gen_check)->excludes(gen_ids)->excludes(gen_ids_file);
+  gen->add_option("--system", ga->text.system, "with --chat: the system message (default: the template's own, if it has one)")->needs(gen_chat);
+  gen->add_option("--chat-format", ga->text.chat_format, "with --chat: render this form instead of the template's")
+      ->check(CLI::IsMember({"chatml", "llama3"}))->needs(gen_chat);
+  auto* gen_eos = gen->add_option("--eos", ga->eos, "stop after generating any of these ids (comma separated)")->excludes(gen_check);
+  auto* gen_temp = gen->add_option("--temperature", ga->sampling.temperature, "sampling temperature (0: greedy)")->check(finite_range(0.0, 100.0))->excludes(gen_check);
+  auto* gen_top_k = gen->add_option("--top-k", ga->sampling.top_k, "sample among the k most likely tokens (0: all)")->check(integer_in(0, std::uint64_t{1} << 31))->excludes(gen_check);
+  auto* gen_top_p = gen->add_option("--top-p", ga->sampling.top_p, "sample among the smallest set reaching this probability (1: all)")
+      ->check(finite_range(0.0, 1.0, true))->excludes(gen_check);
+  auto* gen_seed = gen->add_option("--seed", ga->sampling.seed, "sampling seed (with --temperature)")->check(integer_in(0, UINT64_MAX))->excludes(gen_check);
+  // Flags that do not apply are errors, never ignored (README): sampling options without a
+  // temperature (greedy decoding uses none of them), an --eos that lists no id.
+  gen->callback([gen_chat, gen_prompt, gen_prompt_file, gen_eos, gen_temp, gen_top_k, gen_top_p, gen_seed, ga] {
+    if (gen_chat->count() && !gen_prompt->count() && !gen_prompt_file->count())
+      throw CLI::ValidationError("--chat", "needs the user's message: --prompt TEXT or --prompt-file FILE");
+    for (const CLI::Option* o : {gen_top_k, gen_top_p, gen_seed})
+      if (o->count() && !(gen_temp->count() && ga->sampling.temperature > 0))
+        throw CLI::ValidationError(o->get_name(), "applies to sampling: give --temperature > 0 too (without it decoding is greedy and takes no " +
+                                                      o->get_name() + ")");
+    if (gen_eos->count() && ga->eos.find_first_not_of(" ,\t\n") == std::string::npos)
+      throw CLI::ValidationError("--eos", "no token ids (expected ids such as 2,0, found '" + ga->eos + "')");
+  });
+  auto* gen_profile = gen->add_flag("--profile", ga->profile, "time every decode kernel; print a table by kernel kind");
+  gen->add_option("--trace", ga->trace, "with --profile: write a Chrome/Perfetto trace of the decode steps")->needs(gen_profile);
+  add_target_options(gen, s.tc, true);
+  return {gen, [ga, &tc = s.tc] { return cmd_generate(*ga, tc); }};
 }
 
 }  // namespace npusim::cli

@@ -2,6 +2,7 @@
 #include <filesystem>
 #include <map>
 
+#include "options.hpp"
 #include "cli.hpp"
 #include "npusim/ir/json.hpp"
 #include "npusim/npu/report.hpp"
@@ -142,6 +143,39 @@ int cmd_explain(const std::string& ir_path, const TargetChoice& tc_in, bool kern
   if (kernels) print_implementations(p, tc);
   if (auto c = npu_choice(npu_args, p, ir_path)) print_npu_explain(*c, estimate_for(*c, p));
   return 0;
+}
+
+Registered add_inspect(Shared& s) {
+  struct Args {
+    std::string path;
+    bool json = false, buffers = false, no_kernels = false;
+    NpuArgs npu;
+  };
+  auto a = std::make_shared<Args>();
+  auto* insp = s.app.add_subcommand("inspect", "print a .npubin program: kernels with fused members, buffers, weights, memory");
+  insp->add_option("npubin", a->path, ".npubin file")->required();
+  auto* json_flag = insp->add_flag("--json", a->json, "machine-readable JSON");
+  insp->add_flag("--buffers", a->buffers, "list every stored tensor with its arena offset and lifetime")->excludes(json_flag);
+  insp->add_flag("--no-kernels", a->no_kernels, "omit the kernel list")->excludes(json_flag);
+  insp->add_option("--npu", a->npu.npu, npu_help("show every kernel's estimate on this NPU (default: the one the program was compiled against)"));
+  insp->add_option("--npu-dtype", a->npu.dtype, "the NPU estimate's operand dtype (f32, f16, bf16, i16, i8)");
+  return {insp, [a] { return cmd_inspect(a->path, a->json, a->buffers, a->no_kernels, a->npu); }};
+}
+
+Registered add_explain(Shared& s) {
+  struct Args {
+    std::string ir;
+    bool kernels = false;
+    NpuArgs npu;
+  };
+  auto a = std::make_shared<Args>();
+  auto* expl = s.app.add_subcommand("explain", "list every node that falls back to the reference target, and why");
+  expl->add_option("model", a->ir, "case directory, torch_ir JSON file, or a .npubin (its fallback partitions, an int8 program's float ops)")->required();
+  expl->add_flag("--kernels", a->kernels, "also print the implementation each kernel runs and why the better candidates declined");
+  auto* npu_opt = expl->add_option("--npu", a->npu.npu, npu_help("also list the kernels this NPU leaves to its host, and why"));
+  expl->add_option("--npu-dtype", a->npu.dtype, "with --npu: the estimate's operand dtype (f32, f16, bf16, i16, i8)")->needs(npu_opt);
+  add_target_options(expl, s.tc, false);
+  return {expl, [a, &tc = s.tc] { return cmd_explain(a->ir, tc, a->kernels, a->npu); }};
 }
 
 }  // namespace npusim::cli

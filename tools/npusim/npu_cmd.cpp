@@ -1,4 +1,5 @@
 // `npusim simulate`, and the NPU estimate that `run --profile`, `compile`, `inspect` and `explain` print (npu_cmd.hpp).
+#include "options.hpp"
 #include "npu_cmd.hpp"
 
 #include <cstdio>
@@ -185,6 +186,24 @@ int cmd_simulate(const SimulateArgs& a, TargetChoice tc) {
     std::printf("json: %s\n", a.json.c_str());
   }
   return 0;
+}
+
+Registered add_simulate(Shared& s) {
+  auto sa = std::make_shared<SimulateArgs>();
+  auto s_tc = std::make_shared<TargetChoice>();  // its own: only --target, which prepares the program
+  auto* sim = s.app.add_subcommand("simulate", "estimate a model on an NPU: latency, DRAM traffic, SRAM peak, MAC utilisation; roofline SVG, Perfetto trace");
+  sim->add_option("model", sa->model, "case directory, IR .json file or .npubin (weights are not needed)")->required();
+  sim->add_option("--npu", sa->npu, npu_help("the NPU"))->required();
+  sim->add_option("--dtype", sa->dtype, "operand dtype on the NPU: f32, f16, bf16, i16, i8 (default: the description's first)");
+  sim->add_option("--svg", sa->svg, "write a roofline of the kernels here (SVG)");
+  sim->add_option("--trace", sa->trace, "write the simulated timeline here (Chrome/Perfetto JSON: DMA, compute and host lanes)");
+  sim->add_option("--json", sa->json, "write the estimate here (JSON: totals and every kernel)");
+  auto* top = sim->add_option("--top", sa->top, "list the N longest kernels (default 10)")->check(integer_in(0, 1000000));
+  sim->add_flag("--kernels", sa->kernels, "list every kernel")->excludes(top);
+  sim->add_option_function<std::string>("--target", [s_tc](const std::string& t) { s_tc->target = t, s_tc->target_given = true; },
+                                        "target whose compiler prepares the program (its fusion decides the kernels; default cpu)")
+      ->check(CLI::IsMember(target_names()));
+  return {sim, [sa, s_tc] { return cmd_simulate(*sa, *s_tc); }};
 }
 
 }  // namespace npusim::cli

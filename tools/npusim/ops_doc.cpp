@@ -1,4 +1,5 @@
 // docs/operators.md from the registries, and `npusim ops`.
+#include "options.hpp"
 #include "ops_doc.hpp"
 
 #include "cli.hpp"
@@ -141,6 +142,22 @@ int cmd_targets() {
   std::printf("processes: %s\n", built_with_mpi() ? "MPI (mpirun -np N npusim run|generate --stages N: one stage per process)"
                                                    : "one (built without MPI)");
   return 0;
+}
+
+Registered add_ops(Shared& s) {
+  struct Args {
+    bool markdown = false;
+    std::string out;
+  };
+  auto a = std::make_shared<Args>();
+  auto* opsc = s.app.add_subcommand("ops", "list registered ops, their ATen names and attribute defaults");
+  auto* md = opsc->add_flag("--markdown", a->markdown, "print docs/operators.md: ops, attributes, targets, fusion patterns");
+  opsc->add_option("-o,--output", a->out, "with --markdown: write to this file instead of stdout")->needs(md);
+  return {opsc, [a] { return cmd_ops(a->markdown, a->out); }};
+}
+
+Registered add_targets(Shared& s) {
+  return {s.app.add_subcommand("targets", "list the targets this build has (the default is marked)"), [] { return cmd_targets(); }};
 }
 
 }  // namespace npusim::cli

@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "options.hpp"
 #include "cli.hpp"
 #include "npusim/ir/json.hpp"
 #include "npusim/program/npubin_weights.hpp"
@@ -101,6 +102,29 @@ int cmd_quantize(const QuantizeArgs& a, const TargetChoice& tc) {
     std::printf("report: %s\n", a.report_json.c_str());
   }
   return 0;
+}
+
+Registered add_quantize(Shared& s) {
+  auto qa = std::make_shared<QuantizeArgs>();
+  auto* quant = s.app.add_subcommand("quantize", "post-training int8: calibrate a float model on inputs, write the int8 .npubin, report the accuracy lost per layer");
+  quant->add_option("model", qa->model, "case directory or torch_ir JSON file (float)")->required();
+  quant->add_option("-o,--output", qa->output, "output .npubin path")->required();
+  quant->add_option("--calib", qa->calib, "calibration inputs: a folder of images, .npy or .safetensors files, or synthetic:N")->required();
+  quant->add_option("--calib-count", qa->calib_count, "use at most this many calibration inputs (default: all)")->check(integer_in(1, std::uint64_t{1} << 40));
+  quant->add_option("--eval", qa->eval, "evaluation inputs for the report (default: the --calib folder's files after the calibration ones; synthetic:N draws other ones)");
+  quant->add_option("--eval-count", qa->eval_count, "use at most this many evaluation inputs")->check(integer_in(1, std::uint64_t{1} << 40));
+  quant->add_option("--observer", qa->observer, "activation ranges: minmax, or percentile (outliers clipped)")->check(CLI::IsMember({"minmax", "percentile"}));
+  quant->add_option("--percentile", qa->percentile, "with --observer percentile: the percentile kept (default 99.99)")->check(finite_range(50, 100, true));
+  quant->add_option("--keep-float", qa->keep_float, "layers (node names) left in float, comma-separated")->delimiter(',');
+  quant->add_option("--auto-keep", qa->auto_keep, "leave the N layers of worst own error in float (reported again after)")->check(integer_in(1, std::uint64_t{1} << 20));
+  quant->add_option("--weight-bits", qa->weight_bits, "LAYER=BITS: that layer's weights in fewer bits (2..8), to see what a layer costs")->delimiter(',');
+  quant->add_option("--layers", qa->layers_shown, "rows of the per-layer table to print (default 10)")->check(integer_in(0, 1000000));
+  quant->add_option("--report-json", qa->report_json, "write the accuracy report (every layer) as JSON");
+  quant->add_option("--weights", qa->weights, "the float weights (default: those beside the IR)");
+  quant->add_flag("--embed-weights", qa->embed, "store the weights in the .npubin (the int8 ones derive from them when loaded)");
+  quant->add_flag("--no-report", qa->no_report, "calibrate and write only (no evaluation runs)");
+  add_target_options(quant, s.tc, false);
+  return {quant, [qa, &tc = s.tc] { return cmd_quantize(*qa, tc); }};
 }
 
 }  // namespace npusim::cli

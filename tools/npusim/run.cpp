@@ -2,6 +2,7 @@
 #include <algorithm>
 #include <filesystem>
 
+#include "options.hpp"
 #include "cli.hpp"
 #include "npusim/harness/check.hpp"
 #include "npusim/target/profiler.hpp"
@@ -122,6 +123,27 @@ int cmd_run(const RunArgs& a, TargetChoice tc, ProfileArgs prof) {
   if (prof.time_runs > 0) time_runs(*p.runner, in.tensors, prof.time_runs);
   if (prof.enabled) profile_runs(p, in.tensors, prof);
   return rc;
+}
+
+Registered add_run(Shared& s) {
+  auto ra = std::make_shared<RunArgs>();
+  auto prof = std::make_shared<ProfileArgs>();
+  auto* run = s.app.add_subcommand("run", "run a model (case directory, IR .json or .npubin); compare with expected outputs when the case has them");
+  run->add_option("model", ra->model, "case directory, IR .json file or .npubin")->required();
+  run->add_option("--weights", ra->weights, "auto, none, safetensors, synth, or a path (.safetensors, synth.json, a Hugging Face model directory)");
+  run->add_option("--tol", ra->tol, "relative L2 tolerance (default: by dtype and reduction length)")->check(finite_range(0.0, 1.0, true));
+  add_input_options(run, ra->inputs);
+  run->add_option("--output", ra->output, "write the outputs here (.safetensors: all by name; .npy: one)");
+  run->add_option("--expected", ra->expected, "compare the outputs with these (.safetensors by output name, or .npy for one output)")
+      ->check(CLI::ExistingFile);
+  auto* run_profile = run->add_flag("--profile", prof->enabled, "time every kernel over --runs runs; print a table by kernel kind");
+  run->add_option("--runs", prof->runs, "runs to profile (default 10)")->check(integer_in(1, 1000000))->needs(run_profile);
+  run->add_option("--trace", prof->trace, "with --profile: write a Chrome/Perfetto trace JSON here")->needs(run_profile);
+  run->add_option("--time", prof->time_runs, "time N more runs: median/min/max wall latency")->check(integer_in(1, 1000000));
+  run->add_option("--npu", prof->npu.npu, npu_help("with --profile: the NPU whose estimate to print next to the measured times"))->needs(run_profile);
+  run->add_option("--npu-dtype", prof->npu.dtype, "with --profile: the NPU estimate's operand dtype (f32, f16, bf16, i16, i8)")->needs(run_profile);
+  add_target_options(run, s.tc, true);
+  return {run, [ra, prof, &tc = s.tc] { return cmd_run(*ra, tc, *prof); }};
 }
 
 }  // namespace npusim::cli

@@ -1,4 +1,5 @@
 // The target registry (targets.hpp): the entries, in the order `npusim targets` lists them.
+#include "options.hpp"
 #include "targets.hpp"
 
 #include "processes.hpp"
@@ -120,5 +121,9 @@ int cmd_devices() {
   return 0;
 }
 #endif
+
+Registered add_devices(Shared& s) {
+  return {s.app.add_subcommand("devices", "list the OpenCL devices the opencl target can use"), [] { return cmd_devices(); }};
+}
 
 }  // namespace npusim::cli

@@ -22,7 +22,7 @@ struct TargetInfo {
   std::vector<fusion::PatternInfo> patterns;  // priority order
   std::vector<DType> dtypes;                  // compute dtypes it supports
   TargetLimits limits;
-  std::string fallback = "reference";         // empty: no fallback
+  std::string fallback;                       // the fallback target's name (describe_target); empty: none
   // Block formats (core/quant.hpp names) its linear kernels read: a linear node with a
   // weight_format outside this list is not run here.
   std::vector<std::string> weight_formats;

@@ -384,6 +384,7 @@ inline void check_semantics(const Partition& p, DType compute) {
 inline void validate(const CompiledProgram& p) {
   using namespace validate_detail;
   std::set<std::string, std::less<>> available;  // tensors the caller or earlier partitions provide
+  std::string fallback;                          // the fallback partitions' target
   for (const auto& io : p.inputs) available.insert(io.name);
   for (std::size_t k = 0; k < p.partitions.size(); ++k) {
     const Partition& part = p.partitions[k];
@@ -391,8 +392,15 @@ inline void validate(const CompiledProgram& p) {
       check_graph_structure(part.graph);
       check_schedule(part);
       check_plan(part);
-      if (part.target != p.target && part.target != "reference")  // every target's fallback is the reference
-        fail("partition of another target than the program's or its fallback", {.expected = "'" + p.target + "' or 'reference'", .found = part.target});
+      // A target part names the program's target; the fallback parts name one target, whichever
+      // the target's policy gave (describe_target): the compiler names no target itself.
+      if (!part.fallback && part.target != p.target)
+        fail("a target partition of another target than the program's", {.expected = "'" + p.target + "'", .found = part.target});
+      if (part.fallback) {
+        if (fallback.empty()) fallback = part.target;
+        else if (part.target != fallback)
+          fail("fallback partitions of two targets", {.expected = "'" + fallback + "' (the first fallback partition's)", .found = part.target});
+      }
       check_semantics(part, p.compute);
       // The program's io specs and the partitions' graphs agree (runners check values against the specs).
       for (auto t : part.graph.inputs)

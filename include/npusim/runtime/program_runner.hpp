@@ -19,6 +19,7 @@
 #include "npusim/program/program.hpp"
 #include "npusim/runtime/stage_link.hpp"
 #include "npusim/target/executor.hpp"
+#include "npusim/target/policy.hpp"
 #include "npusim/weights/recipe_source.hpp"
 
 namespace npusim::inline NPUSIM_ABI::runtime {
@@ -86,10 +87,10 @@ ExecutorFactories factories_for(const ExecutorOptions& o = {}) {
   static_assert(ExecutableTarget<Target>, "NPUSIM: no executor_for<Target>: include the target's executor.hpp (or its entry header npusim/<target>.hpp)");
   ExecutorFactories f;
   f[std::string(Target::name)] = executor_for<Target>::factory(o);
-  if constexpr (requires { typename Target::fallback; }) {
-    using F = typename Target::fallback;
+  static_assert(check_target_policy<Target>());
+  using F = typename Target::fallback;
+  if constexpr (!std::is_same_v<F, no_fallback>) {
     static_assert(ExecutableTarget<F>, "NPUSIM: no executor_for<Target::fallback>: include the fallback target's executor.hpp");
-    static_assert(F::name == Target::fallback_name, "NPUSIM: Target::fallback and Target::fallback_name disagree");
     if (!f.count(F::name)) f[std::string(F::name)] = executor_for<F>::factory({});
   }
   return f;

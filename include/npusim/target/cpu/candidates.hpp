@@ -1,94 +1,77 @@
-// Kernel choice on the CPU target, as oneDNN's implementation lists: for a kernel kind, an ordered
-// list of candidates, the best first and the generic one last. Each candidate answers whether it
-// applies to the problem (shapes, dtypes, this CPU, this build) and, when it declines, why. The
-// first candidate that applies runs; `npusim explain --kernels` prints, per kernel, the one chosen
-// and why each better one declined.
+// Kernel choice on the CPU target, as oneDNN's implementation lists: for a kernel kind, a type list
+// of candidates, the best first and the generic one last. A candidate is a type (one file each,
+// its ISA `#if` inside it):
+//
+//   struct ConvDepthwise {
+//     static constexpr std::string_view name = "conv_depthwise", what = "one line for explain";
+//     static constexpr bool generic = false;  // true only for the last of its list
+//     static bool applies(const ConvProblem& p, std::string* why);  // declines with a reason
+//     static Fn bind(const ConvBinding& b);                          // what runs (GEMMs: run)
+//   };
+//
+// One generic chooser (`choose<List>`) walks a list; the binder, `npusim explain --kernels`, the
+// layout decisions and NPUSIM_CPU_SKIP all go through it or name the candidate types, so they cannot
+// disagree, and a misspelt candidate does not compile. `check_candidate_list` proves at compile
+// time that a list is well formed (unique names, exactly the last one generic).
 //
 // NPUSIM_CPU_SKIP names candidates to leave out (comma-separated), for comparisons and
 // workarounds: NPUSIM_CPU_SKIP=conv_amx,gemm_amx runs bf16 work as if the CPU had no AMX,
 // conv_winograd the direct bf16 convolutions. A name that is not a candidate, or a generic one
-// (which every problem needs), is an error naming the valid ones, not ignored.
+// (which every problem needs), is an error naming the valid ones (check_skipped, given every list
+// of the target), not ignored.
 #pragma once
 
+#include <concepts>
 #include <cstdlib>
-#include <iterator>
 #include <string>
 #include <string_view>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "npusim/core/error.hpp"
+#include "npusim/meta/type_list.hpp"
 
 namespace npusim::inline NPUSIM_ABI::cpu {
 
-struct CandidateInfo {
-  std::string_view name;
-  std::string_view what;
-  bool generic = false;  // the last resort of its list: always applies, cannot be skipped
+// What every candidate type declares, for problems of type Problem.
+template <class C, class Problem>
+concept Candidate = requires(const Problem& p, std::string* why) {
+  { C::name } -> std::convertible_to<std::string_view>;
+  { C::what } -> std::convertible_to<std::string_view>;
+  { C::generic } -> std::convertible_to<bool>;
+  { C::applies(p, why) } -> std::same_as<bool>;
 };
 
-// Convolutions (kernels/conv.hpp), best first.
-inline constexpr CandidateInfo conv_candidates[] = {
-    {"conv_blocked_f32", "f32 on channel-blocked activations (NCHW16c), 7-pixel row groups x 64 channels, AVX-512"},
-    {"conv_depthwise", "depthwise (one input and one output channel per group), direct"},
-    {"conv_amx", "bf16 on AMX tiles (32 channels x 32 pixels per tile block)"},
-    {"conv_winograd", "bf16 3x3 stride-1 by Winograd F(2x2, 3x3) on AVX-512 BF16 dot products"},
-    {"conv_dpbf16", "bf16 on AVX-512 BF16 dot products (pixel blocks; small images with channels along the vectors)"},
-    {"conv_widened_f32", "f16/bf16 input widened once to f32, then the f32 pixel-block kernels"},
-    {"conv_small_f32", "f32, images of at most 64 pixels: channels along the vectors, 48-channel strips"},
-    {"conv_blocks_f32", "f32 pixel blocks of 32 gathered per thread, 12-channel strips, AVX-512"},
-    {"conv_im2col_gemm", "im2col into 32-pixel tiles, then the packed GEMM (any dtype, any CPU)", true},
-};
-
-// Matrix products with packed weights (linear, addmm; compute/gemm.hpp), best first.
-inline constexpr CandidateInfo gemm_candidates[] = {
-    {"gemm_amx", "bf16 on AMX tiles"},
-    {"gemm_dpbf16", "bf16 on AVX-512 BF16 dot products"},
-    {"gemm_gemv", "at most 4 rows (decode): weight streaming, every thread its own panels"},
-    {"gemm_f32", "f32 micro-kernel on widened panels (any dtype, any CPU)", true},
-};
-
-// Affine int8 convolutions and matrix products (qconv2d, qlinear; compute/qconv.hpp), best first.
-inline constexpr CandidateInfo qconv_candidates[] = {
-    {"qconv_vnni", "int8 indirect GEMM on AVX-512 VNNI dot products (vpdpbusd), 12 pixels x 32 channels per tile"},
-    {"qconv_int32", "int8 indirect GEMM in plain int32 arithmetic (any CPU)", true},
-};
-
-// Every candidate of every list.
-inline std::vector<CandidateInfo> all_candidates() {
-  std::vector<CandidateInfo> v(std::begin(conv_candidates), std::end(conv_candidates));
-  v.insert(v.end(), std::begin(gemm_candidates), std::end(gemm_candidates));
-  v.insert(v.end(), std::begin(qconv_candidates), std::end(qconv_candidates));
-  return v;
+// A list is well formed: every member a Candidate, names unique, the last (and only the last)
+// generic, so that every problem has a candidate and no better one is unreachable.
+template <class Problem, class... Cs>
+consteval bool check_candidate_list(meta::list<Cs...>) {
+  static_assert(sizeof...(Cs) > 0, "NPUSIM: an empty candidate list");
+  static_assert((Candidate<Cs, Problem> && ...),
+                "NPUSIM: a candidate lacks name, what, generic or a static bool applies(const Problem&, std::string*)");
+  constexpr std::string_view names[] = {Cs::name...};
+  constexpr bool generic[] = {Cs::generic...};
+  for (std::size_t i = 0; i < sizeof...(Cs); ++i) {
+    if (generic[i] != (i + 1 == sizeof...(Cs))) return false;
+    for (std::size_t j = 0; j < i; ++j)
+      if (names[i] == names[j]) return false;
+  }
+  return true;
 }
 
-// The candidates NPUSIM_CPU_SKIP names, read and checked once.
-inline const std::vector<std::string>& skipped_candidates() {
+// The names NPUSIM_CPU_SKIP holds, as written (check_skipped validates them).
+inline const std::vector<std::string>& skip_env() {
   static const std::vector<std::string> names = [] {
     std::vector<std::string> v;
     const char* e = std::getenv("NPUSIM_CPU_SKIP");
-    if (!e) return v;
-    std::string skippable;
-    const std::vector<CandidateInfo> all = all_candidates();
-    for (const CandidateInfo& c : all)
-      if (!c.generic) skippable += (skippable.empty() ? "" : ", ") + std::string(c.name);
-    std::string_view s = e;
+    std::string_view s = e ? e : "";
     while (!s.empty()) {
       const std::size_t comma = s.find(',');
       std::string_view item = s.substr(0, comma);
       while (!item.empty() && item.front() == ' ') item.remove_prefix(1);
       while (!item.empty() && item.back() == ' ') item.remove_suffix(1);
-      if (!item.empty()) {
-        const CandidateInfo* found = nullptr;
-        for (const CandidateInfo& c : all)
-          if (c.name == item) found = &c;
-        if (!found)
-          throw Error(ErrorCode::unsupported, "NPUSIM_CPU_SKIP names no CPU kernel candidate", {.expected = "one of " + skippable, .found = std::string(item)});
-        if (found->generic)
-          throw Error(ErrorCode::unsupported, "NPUSIM_CPU_SKIP cannot skip the generic candidate " + std::string(item) + " (every problem needs it)",
-                      {.expected = "one of " + skippable, .found = std::string(item)});
-        v.emplace_back(item);
-      }
+      if (!item.empty()) v.emplace_back(item);
       if (comma == std::string_view::npos) break;
       s.remove_prefix(comma + 1);
     }
@@ -97,10 +80,36 @@ inline const std::vector<std::string>& skipped_candidates() {
   return names;
 }
 
-inline bool skipped(std::string_view name) {
-  for (const auto& s : skipped_candidates())
-    if (s == name) return true;
-  return false;
+// Whether NPUSIM_CPU_SKIP leaves candidate C out (read once per candidate).
+template <class C>
+bool skipped() {
+  static const bool s = [] {
+    for (const auto& n : skip_env())
+      if (n == C::name) return true;
+    return false;
+  }();
+  return s;
+}
+
+// Every name in NPUSIM_CPU_SKIP must be a non-generic candidate of one of `lists` (a meta::list of
+// candidate lists): otherwise an error naming the valid ones.
+template <class... Lists>
+void check_skipped(meta::list<Lists...>) {
+  std::vector<std::pair<std::string_view, bool>> all;  // (name, generic)
+  auto add = [&]<class... Cs>(meta::list<Cs...>) { (all.emplace_back(Cs::name, Cs::generic), ...); };
+  (add(Lists{}), ...);
+  std::string skippable;
+  for (const auto& [n, g] : all)
+    if (!g) skippable += (skippable.empty() ? "" : ", ") + std::string(n);
+  for (const std::string& item : skip_env()) {
+    const std::pair<std::string_view, bool>* found = nullptr;
+    for (const auto& c : all)
+      if (c.first == item) found = &c;
+    if (!found) throw Error(ErrorCode::unsupported, "NPUSIM_CPU_SKIP names no CPU kernel candidate", {.expected = "one of " + skippable, .found = item});
+    if (found->second)
+      throw Error(ErrorCode::unsupported, "NPUSIM_CPU_SKIP cannot skip the generic candidate " + item + " (every problem needs it)",
+                  {.expected = "one of " + skippable, .found = item});
+  }
 }
 
 // The outcome of walking a list: the candidate that runs and why each one before it declined.
@@ -109,24 +118,49 @@ struct Choice {
   std::vector<std::pair<std::string_view, std::string>> declined;  // (candidate, why)
 };
 
-// Walks `list` with `applies(index, why) -> bool` (why: where to say why it declines, or null when
-// nobody asks), honouring NPUSIM_CPU_SKIP; with `out`, records the reasons. Returns the index of
-// the candidate that runs.
-template <std::size_t N, class Applies>
-std::size_t choose(const CandidateInfo (&list)[N], Applies&& applies, Choice* out = nullptr) {
-  for (std::size_t i = 0; i < N; ++i) {
-    if (!list[i].generic && skipped(list[i].name)) {
-      if (out) out->declined.emplace_back(list[i].name, "skipped by NPUSIM_CPU_SKIP");
-      continue;
-    }
-    std::string why;
-    if (list[i].generic || applies(i, out ? &why : nullptr)) {
-      if (out) out->chosen = list[i].name;
-      return i;
-    }
-    if (out) out->declined.emplace_back(list[i].name, std::move(why));
-  }
-  return N - 1;  // unreachable: the last candidate is generic
+// Walks List best first, honouring NPUSIM_CPU_SKIP: the index of the first candidate whose
+// applies(p, why) says yes (the generic last one always does); with `out`, the reasons of those
+// before it (nobody asks on the run-time path, which builds no string).
+template <class List, class Problem>
+std::size_t choose(const Problem& p, Choice* out = nullptr) {
+  return [&]<class... Cs>(meta::list<Cs...>) {
+    std::size_t i = 0;
+    auto one = [&]<class C>() {
+      if constexpr (C::generic) {
+        if (out) out->chosen = C::name;
+        return true;
+      } else {
+        if (skipped<C>()) {
+          if (out) out->declined.emplace_back(C::name, "skipped by NPUSIM_CPU_SKIP");
+        } else {
+          std::string why;
+          if (C::applies(p, out ? &why : nullptr)) {
+            if (out) out->chosen = C::name;
+            return true;
+          }
+          if (out) out->declined.emplace_back(C::name, std::move(why));
+        }
+        ++i;
+        return false;
+      }
+    };
+    (one.template operator()<Cs>() || ...);
+    return i;
+  }(List{});
+}
+
+// The type at `index` of List: calls f.template operator()<C>() and returns its result (with
+// choose: the binder runs what the chooser picked).
+template <class R, class List, class F>
+R with_candidate(std::size_t index, F&& f) {
+  return meta::dispatch<R>(List{}, index, f);
+}
+
+// Whether the candidate chosen at `index` is C (a type, so a misspelt name does not compile).
+template <class C, class List>
+constexpr bool is(std::size_t index) {
+  static_assert(meta::contains_v<C, List>, "NPUSIM: this candidate is not in the list");
+  return index == meta::index_of_v<C, List>;
 }
 
 // Says why a candidate declines, when someone asks (why != null): a reason, or a callable that
@@ -140,6 +174,16 @@ template <class F>
 bool decline(std::string* why, F&& reason) {
   if (why) *why = reason();
   return false;
+}
+
+// (name, what, generic) of every candidate of List, for listings.
+struct CandidateInfo {
+  std::string_view name, what;
+  bool generic = false;
+};
+template <class List>
+std::vector<CandidateInfo> candidate_infos() {
+  return []<class... Cs>(meta::list<Cs...>) { return std::vector<CandidateInfo>{{Cs::name, Cs::what, Cs::generic}...}; }(List{});
 }
 
 }  // namespace npusim::inline NPUSIM_ABI::cpu

@@ -31,7 +31,6 @@ struct CpuTarget {
   // What it cannot run goes to the reference target (the runtime composes the two; constant
   // folding at compile time evaluates through the fallback).
   using fallback = ReferenceTarget;
-  static constexpr std::string_view fallback_name = "reference";
   // Linear weights it quantizes at load and reads as blocks (docs/quantization.md).
   static constexpr std::string_view weight_formats[] = {"q8_0", "q4_0"};
 

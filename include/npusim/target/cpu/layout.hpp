@@ -20,8 +20,8 @@
 #include "npusim/fusion/patterns.hpp"
 #include "npusim/ops/registry.hpp"
 #include "npusim/plan/buffer_plan.hpp"
-#include "npusim/target/cpu/candidates.hpp"
 #include "npusim/target/cpu/compute/conv_nchwc.hpp"
+#include "npusim/target/cpu/kernels/conv/blocked_f32.hpp"
 
 namespace npusim::inline NPUSIM_ABI::cpu {
 
@@ -61,7 +61,7 @@ inline std::vector<bool> blocked_tensors(const ir::Graph& g, const std::vector<K
   const std::size_t n = g.tensors.size();
   std::vector<bool> blocked(n, false);
 #if defined(NPUSIM_CPU_AVX512)
-  if (skipped("conv_blocked_f32")) return blocked;  // NPUSIM_CPU_SKIP: no convolution reads blocked tensors
+  if (!ConvBlockedF32::enabled()) return blocked;  // NPUSIM_CPU_SKIP: no convolution reads blocked tensors
   std::vector<bool> nchw(n, false), conv(n, false);
   Classes cls(n);
   auto at = [](ir::TensorId t) { return static_cast<std::size_t>(t); };
@@ -83,8 +83,9 @@ inline std::vector<bool> blocked_tensors(const ir::Graph& g, const std::vector<K
         const auto a = ops::read_attrs<ops::Conv2d::Attrs>(c.attrs, c.op_type);
         // conv_max_pool: the convolution's output (the pool's input, inside the kernel) too.
         const ir::TensorId mid = k.kind == fusion::ConvMaxPool::name ? g.nodes.at(static_cast<std::size_t>(k.nodes.back())).inputs.at(0) : k.outputs[0];
-        const bool ok = a.groups == 1 && k.outputs.size() == 1 && plan.tensors[at(c.inputs[0])].storage == DType::f32 &&
-                        plan.tensors[at(k.outputs[0])].storage == DType::f32 && plan.tensors[at(mid)].storage == DType::f32;
+        // The blocked candidate's own rule (kernels/conv/blocked_f32.hpp), so the chooser agrees.
+        const bool ok = k.outputs.size() == 1 && ConvBlockedF32::blockable(a.groups, plan.tensors[at(c.inputs[0])].storage,
+                                                                           plan.tensors[at(mid)].storage, plan.tensors[at(k.outputs[0])].storage);
         if (!ok) {
           all_nchw();
           break;

@@ -12,19 +12,20 @@
 #include "npusim/config.hpp"
 #include "npusim/fusion/fuse.hpp"
 #include "npusim/ir/graph.hpp"
+#include "npusim/npusim_fwd.hpp"
 #include "npusim/ops/registry.hpp"
 #include "npusim/passes/const_fold.hpp"
 
 namespace npusim::inline NPUSIM_ABI {
 
 struct ReferenceTarget {
-  static constexpr std::string_view name = "reference";
+  static constexpr std::string_view name = target_name<ReferenceTarget>::value;  // "reference" (npusim_fwd.hpp)
   using op_list = ops::all_ops;
   // Accepts every pattern: a fused kernel runs as the composition of its members.
   using pattern_list = fusion::all_patterns;
   static constexpr DType dtypes[] = {DType::f32, DType::f16, DType::bf16};
   // The reference is everyone's fallback; naming itself lets tests force plans onto two parts.
-  static constexpr std::string_view fallback_name = "reference";
+  using fallback = ReferenceTarget;
   // Quantized linear weights: the format's meaning, dequantized weights in f32 (docs/quantization.md).
   static constexpr std::string_view weight_formats[] = {"q8_0", "q4_0"};
   // Constant folding at compile time evaluates nodes with this target's kernels.

@@ -23,10 +23,13 @@ static_assert(check_target<CpuTarget>(CpuTarget::pattern_list{}));
 
 namespace cpu {
 
+// Every candidate list of the target, for NPUSIM_CPU_SKIP's check.
+using candidate_lists = meta::list<conv_candidates, gemm_candidates, qconv_candidates>;
+
 class Executor final : public PartitionExecutor {
  public:
   explicit Executor(const PartitionContext& ctx) : part_(ctx.partition) {
-    skipped_candidates();  // NPUSIM_CPU_SKIP checked before anything is bound
+    check_skipped(candidate_lists{});  // NPUSIM_CPU_SKIP checked before anything is bound
     const ir::Graph& g = part_.graph;
     const plan::BufferPlan& plan = part_.plan;
     weights::BindOptions b = ctx.bind;
@@ -185,6 +188,7 @@ class Executor final : public PartitionExecutor {
 // The candidate every convolution and linear kernel of a partition runs, and why the better ones
 // declined (what Executor binds: the same shapes, storage types and blocked layout).
 inline std::vector<KernelImplementation> implementations(const program::Partition& part) {
+  check_skipped(candidate_lists{});
   const ir::Graph& g = part.graph;
   const std::vector<bool> blocked = blocked_tensors(g, part.kernels, part.plan);
   auto storage = [&](ir::TensorId t) { return part.plan.tensors.at(static_cast<std::size_t>(t)).storage; };
@@ -211,9 +215,8 @@ inline std::vector<KernelImplementation> implementations(const program::Partitio
                           a.stride[0], a.stride[1], a.padding[0], a.padding[1], a.dilation[0], a.dilation[1]};
       Choice ch;
       if (pool && conv_max_pool_fused(a.groups, storage(x), storage(mid), storage(kr.outputs.at(0)))) {
-        choose(conv_candidates, [&](std::size_t i, std::string* why) {
-          return conv_candidates[i].name == "conv_blocked_f32" || decline(why, "conv_max_pool runs fused on the blocked kernel");
-        }, &ch);
+        static_assert(meta::index_of_v<ConvBlockedF32, conv_candidates> == 0, "conv_max_pool fused: the blocked candidate is the first, none declined");
+        ch.chosen = ConvBlockedF32::name;
         record(k, ch, "convolution and max pool in one pass, the convolution's output never stored");
         continue;
       }
@@ -226,7 +229,7 @@ inline std::vector<KernelImplementation> implementations(const program::Partitio
       const std::int64_t K = op == "linear" ? ws[1] : ws[0], M = K ? numel(g.tensor(x).shape) / K : 0;
       Choice ch;
       const GemmProblem p{M, storage(x), storage(w), storage(w) == DType::bf16, false};
-      choose(gemm_candidates, [&](std::size_t i, std::string* why) { return gemm_applies(i, p, why); }, &ch);
+      choose<gemm_candidates>(p, &ch);
       record(k, ch);
     }
   }

@@ -9,15 +9,21 @@
 #include <Eigen/Core>
 
 #include "npusim/fusion/patterns.hpp"
-#include "npusim/target/cpu/compute/conv_amx.hpp"
-#include "npusim/target/cpu/compute/conv_dpbf16.hpp"
-#include "npusim/target/cpu/compute/conv_f32.hpp"
+#include "npusim/target/cpu/candidates.hpp"
 #include "npusim/target/cpu/compute/conv_max_pool.hpp"
 #include "npusim/target/cpu/compute/conv_nchwc.hpp"
-#include "npusim/target/cpu/compute/conv_winograd.hpp"
-#include "npusim/target/cpu/candidates.hpp"
 #include "npusim/target/cpu/compute/gemm.hpp"
 #include "npusim/target/cpu/context.hpp"
+#include "npusim/target/cpu/kernels/conv/amx.hpp"
+#include "npusim/target/cpu/kernels/conv/binding.hpp"
+#include "npusim/target/cpu/kernels/conv/blocked_f32.hpp"
+#include "npusim/target/cpu/kernels/conv/blocks_f32.hpp"
+#include "npusim/target/cpu/kernels/conv/depthwise.hpp"
+#include "npusim/target/cpu/kernels/conv/dpbf16.hpp"
+#include "npusim/target/cpu/kernels/conv/im2col_gemm.hpp"
+#include "npusim/target/cpu/kernels/conv/small_f32.hpp"
+#include "npusim/target/cpu/kernels/conv/widened_f32.hpp"
+#include "npusim/target/cpu/kernels/conv/winograd.hpp"
 #include "npusim/target/cpu/kernels/nn.hpp"
 #include "npusim/target/kernel.hpp"
 
@@ -27,24 +33,15 @@ namespace npusim::inline NPUSIM_ABI::cpu {
 // residual of a conv_add_relu whose convolution wrote y.
 Fn bind_residual_add(Ctx& c, ir::TensorId y, ir::TensorId r, bool relu);
 
-// What decides a convolution's candidate (conv_candidates): its geometry, the storage types of
-// its input and output, and whether layout.hpp holds them channel-blocked.
-struct ConvProblem {
-  ConvGeom g;
-  DType dx = DType::f32, dy = DType::f32;
-  bool blocked_in = false, blocked_out = false;
-  std::int64_t Cg() const { return g.C / g.G; }
-  std::int64_t Kg() const { return g.K / g.G; }
-  std::int64_t M() const { return g.OH * g.OW; }
-};
-
-std::string conv_shape(const ConvGeom& g);
-
-// Whether conv_candidates[i] takes p (why: the reason it declines, when asked).
-bool conv_applies(std::size_t i, const ConvProblem& p, std::string* why);
+// Convolutions, best first, the generic one last: one type per way of running them
+// (kernels/conv/*.hpp), walked by choose (candidates.hpp) for the binder, explain --kernels and
+// NPUSIM_CPU_SKIP alike.
+using conv_candidates = meta::list<ConvBlockedF32, ConvDepthwise, ConvAmx, ConvWinograd, ConvDpbf16, ConvWidenedF32, ConvSmallF32, ConvBlocksF32,
+                                   ConvIm2colGemm>;
+static_assert(check_candidate_list<ConvProblem>(conv_candidates{}), "NPUSIM: conv_candidates: names must be unique, the last and only the last generic");
 
 // The candidate a convolution runs (index into conv_candidates), with the reasons when asked.
-std::size_t choose_conv(const ConvProblem& p, Choice* out = nullptr);
+inline std::size_t choose_conv(const ConvProblem& p, Choice* out = nullptr) { return choose<conv_candidates>(p, out); }
 
 // conv2d (+ bias, [+ residual], + relu), per image and group, by the first of conv_candidates that
 // applies: f32 activations held channel-blocked (layout.hpp) by the blocked kernel; depthwise
@@ -72,7 +69,7 @@ Fn bind_conv(Ctx& c, ir::TensorId x, ir::TensorId w, std::optional<ir::TensorId>
 // tensor, read for its shape and storage type only.
 // Whether conv_max_pool runs as one kernel (the blocked convolution pooling its rows in cache):
 // f32 single-group convolutions in AVX-512 builds, unless NPUSIM_CPU_SKIP names conv_blocked_f32.
-bool conv_max_pool_fused([[maybe_unused]] std::int64_t groups, [[maybe_unused]] DType x, [[maybe_unused]] DType mid, [[maybe_unused]] DType y);
+inline bool conv_max_pool_fused(std::int64_t groups, DType x, DType mid, DType y) { return ConvBlockedF32::enabled() && ConvBlockedF32::blockable(groups, x, mid, y); }
 
 Fn bind_conv_max_pool(Ctx& c, ir::TensorId x, const Tensor& wt, std::shared_ptr<std::vector<float>> b, ir::TensorId mid, ir::TensorId y,
                       const ops::Conv2d::Attrs& at, bool relu, const ops::MaxPool2d::Attrs& pa);

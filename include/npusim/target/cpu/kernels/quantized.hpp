@@ -20,8 +20,25 @@ Fn bind_qadd(Ctx& c, const ops::QAdd::Attrs& a);
 Fn bind_qmax_pool2d(Ctx& c, const ops::QMaxPool2d::Attrs& a);
 Fn bind_qcat(Ctx& c, const ops::QCat::Attrs& a);
 
-// Whether qconv_candidates[i] runs a problem (why: the reason it declines, when asked).
-bool qconv_applies(std::size_t i, std::string* why);
+// The int8 indirect GEMM's candidates (qconv2d, qlinear; compute/qconv.hpp), best first. Both run
+// the same packed weights; the choice picks the inner product (qconv::vnni_available holds the ISA
+// `#if`), so a candidate here is its rule and the flag the binder passes on.
+struct QconvProblem {};
+struct QconvVnni {
+  static constexpr std::string_view name = "qconv_vnni",
+                                    what = "int8 indirect GEMM on AVX-512 VNNI dot products (vpdpbusd), 12 pixels x 32 channels per tile";
+  static constexpr bool generic = false, vnni = true;
+  static bool applies(const QconvProblem&, std::string* why) {
+    return qconv::vnni_available() || decline(why, "this build has no AVX-512 VNNI (-march=native on a CPU with avx512_vnni)");
+  }
+};
+struct QconvInt32 {
+  static constexpr std::string_view name = "qconv_int32", what = "int8 indirect GEMM in plain int32 arithmetic (any CPU)";
+  static constexpr bool generic = true, vnni = false;
+  static bool applies(const QconvProblem&, std::string*) { return true; }
+};
+using qconv_candidates = meta::list<QconvVnni, QconvInt32>;
+static_assert(check_candidate_list<QconvProblem>(qconv_candidates{}), "NPUSIM: qconv_candidates: names must be unique, the last and only the last generic");
 
 }  // namespace npusim::inline NPUSIM_ABI::cpu
 

@@ -12,19 +12,15 @@
 
 namespace npusim::inline NPUSIM_ABI::cpu {
 
-NPUSIM_FUNC bool qconv_applies(std::size_t i, std::string* why) {
-  if (qconv_candidates[i].name == "qconv_vnni" && !qconv::vnni_available())
-    return decline(why, "this build has no AVX-512 VNNI (-march=native on a CPU with avx512_vnni)");
-  return true;
-}
-
 namespace qconv_detail {
 inline const std::uint8_t* qconv_rows_scratch(std::int64_t bytes) {
   thread_local std::vector<std::uint8_t> rows;
   if (static_cast<std::int64_t>(rows.size()) < bytes) rows.resize(static_cast<std::size_t>(bytes));
   return rows.data();
 }
-inline bool qconv_vnni_chosen() { return choose(qconv_candidates, [](std::size_t i, std::string* why) { return qconv_applies(i, why); }) == 0; }
+inline bool qconv_vnni_chosen() {
+  return with_candidate<bool, qconv_candidates>(choose<qconv_candidates>(QconvProblem{}), []<class C>() { return C::vnni; });
+}
 
 struct ChannelParams {
   const std::int8_t* w;
