@@ -73,8 +73,19 @@ mkfifo "$work/out.fifo"
 expect 2 "out.fifo: the output is a FIFO that no process is reading" "$npusim" compile "$relu" -o "$work/out.fifo"
 cat "$work/out.fifo" >"$work/from_fifo" &
 reader=$!
+# On a loaded machine the reader may not have opened the FIFO yet: wait until it has (npusim
+# refuses a FIFO that no process reads; Linux shows the reader blocked in open as wait_for_partner),
+# then check the write.
+for _ in $(seq 200); do
+  [ "$(cat "/proc/$reader/wchan" 2>/dev/null)" = wait_for_partner ] && break
+  sleep 0.05
+done
 expect 0 "arena" "$npusim" compile "$relu" -o "$work/out.fifo"
+# Never hang the suite: a reader still waiting (npusim did not write) is failed and stopped.
+( sleep 20; kill $reader 2>/dev/null ) >/dev/null 2>&1 &
+watchdog=$!
 wait $reader
+kill $watchdog 2>/dev/null
 [ -p "$work/out.fifo" ] || fail "the FIFO was replaced"
 head -c 6 "$work/from_fifo" | grep -q NPUBIN || fail "the FIFO's reader did not get the .npubin"
 expect 2 "the output path is a directory" "$npusim" compile "$relu" -o "$work"

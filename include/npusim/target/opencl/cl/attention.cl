@@ -63,6 +63,20 @@ inline void combine_row(__global const float* pp0, int nsplit, long Dv, __global
   if (lid + AT_WG < Dv) stf(O, ot, row * Dv + lid + AT_WG, o1 / l);
 }
 
+// Does query row i have an unmasked key (additive mask above -65504)? Then masked keys are skipped
+// (else every key counts, as in PyTorch). The scan stops at the first block of keys with an unmasked
+// one (a decode step's or a causal row's come first), so a long, mostly empty KV cache costs one
+// block here, not all of it.
+inline int row_has_unmasked(__global const uchar* Mk, int mt, long mbase, long mss, long S, int causal, long i, __local float* red) {
+  const int lid = get_local_id(0);
+  int any = 0;
+  for (long j0 = 0; j0 < S && !any; j0 += AT_WG) {
+    const long j = j0 + lid;
+    any = group_reduce((j < S && !(causal && j > i) && ldf(Mk, mt, mbase + j * mss) > -65504.0f) ? 1.0f : 0.0f, red, AT_WG, 1) > 0.0f;
+  }
+  return any;
+}
+
 // A split's result: with one split, the normalised output; with several (decode), its (max, sum,
 // unnormalised output) in `part`, and the row's last split to finish merges the row's splits (no
 // second launch): each split publishes its partials before it counts itself in counts[row], the
@@ -116,17 +130,7 @@ PK_GROUP_FN(attention, AT_WG)
   const long kbase = (b * Hkv + kvh) * S * D, vbase = (b * Hkv + kvh) * S * Dv;
   const long mbase = b * d[7] + h * d[8] + i * d[9], mss = d[10];
   for (long e = lid; e < D; e += AT_WG) qs[e] = ldf(Q, qt, row * D + e);
-  // Skip masked keys only when the row has an unmasked one (else every key counts, as in PyTorch).
-  int skip = 0;
-  // The scan stops at the first block of keys with an unmasked one (a decode step's or a causal
-  // row's come first), so a long, mostly empty KV cache costs one block here, not all of it.
-  if (mask_kind == 1) {
-    for (long j0 = 0; j0 < S && !skip; j0 += AT_WG) {
-      const long j = j0 + lid;
-      const float any = (j < S && !(causal && j > i) && ldf(Mk, mt, mbase + j * mss) > -65504.0f) ? 1.0f : 0.0f;
-      skip = wg_reduce(any, red, 1) > 0.0f;
-    }
-  }
+  const int skip = mask_kind == 1 && row_has_unmasked(Mk, mt, mbase, mss, S, causal, i, red);
   barrier(CLK_LOCAL_MEM_FENCE);
   float o0 = 0.0f, o1 = 0.0f, mrun = -INFINITY, lrun = 0.0f;
   for (long j0 = jbeg; j0 < jend; j0 += AT_CH) {
@@ -255,14 +259,7 @@ PK_GROUP_FN(attention_dec, AT_WG)
   const long mbase = b * d[7] + h * d[8] + i * d[9], mss = d[10];
   float q[8];
   ld8(qt, CGPTR(qb, qo), row * D + tl * 8, q);
-  int skip = 0;  // as in attention()
-  if (mask_kind == 1) {
-    for (long j0 = 0; j0 < S && !skip; j0 += AT_WG) {
-      const long j = j0 + lid;
-      const float any = (j < S && !(causal && j > i) && ldf(Mk, mt, mbase + j * mss) > -65504.0f) ? 1.0f : 0.0f;
-      skip = group_reduce(any, red, AT_WG, 1) > 0.0f;
-    }
-  }
+  const int skip = mask_kind == 1 && row_has_unmasked(Mk, mt, mbase, mss, S, causal, i, red);
   float o[8], mrun = -INFINITY, lrun = 0.0f;
   for (int e = 0; e < 8; ++e) o[e] = 0.0f;
   for (long j0 = jbeg; j0 < jend; j0 += P * AD_U) {
