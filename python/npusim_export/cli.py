@@ -26,9 +26,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--version", action="version", version=f"npusim-export {__version__}")
     p.add_argument("spec", help="torchvision:NAME or hf:DIR|CONFIG.json|FAMILY")
     p.add_argument("out", help="output folder (hf: gets prefill/ and decode/)")
-    p.add_argument("--weights", choices=("default", "random"), default="default",
+    p.add_argument("--weights", choices=("default", "random", "synth"), default="default",
                    help="default: pretrained (torchvision, falls back to random when they cannot be fetched) or the "
-                        "checkpoint's (hf directory); random: the model's own initialisation (default: %(default)s)")
+                        "checkpoint's (hf directory); random: the model's own initialisation; synth (hf): the "
+                        "npusim-synth-v1 rule, a synth.json instead of a weights file (default: %(default)s)")
     p.add_argument("--dtype", choices=("f32", "bf16", "f16"), default=None,
                    help="weights and graph dtype (default: f32 for torchvision, bf16 for hf)")
     p.add_argument("--seed", type=int, default=0, help="seed for random weights and the sample input (default 0)")
@@ -43,6 +44,9 @@ def build_parser() -> argparse.ArgumentParser:
     h.add_argument("--decode-steps", type=int, default=8, help="greedy reference decode steps (default 8)")
     h.add_argument("--prefill-logits", choices=("auto", "all", "last"), default="auto",
                    help="prefill logits to store: all positions, the last, or auto (last when all exceed 64 MiB)")
+    h.add_argument("--no-reference", action="store_true",
+                   help="skip PyTorch: only the meta-device graphs, synth.json and the prompt (needs --weights synth); "
+                        "for shapes larger than this machine, e.g. hf:qwen2.5-72b/config.json")
     h.add_argument("--config", action="append", default=[], metavar="KEY=VALUE",
                    help="override a config field, e.g. --config num_hidden_layers=4 (repeatable)")
     return p
@@ -69,6 +73,10 @@ def parse_args(argv=None):
         a.config = parse_overrides(a.config)
     except SpecError as e:
         p.error(str(e))
+    if a.spec.source == "torchvision" and (a.weights == "synth" or a.no_reference):
+        p.error("--weights synth and --no-reference are for hf: specs (torchvision classifiers are small)")
+    if a.no_reference and a.weights != "synth":
+        p.error("--no-reference builds no real model, so it has no weights to write: add --weights synth")
     if a.dtype is None:
         a.dtype = "f32" if a.spec.source == "torchvision" else "bf16"
     return a
@@ -92,9 +100,10 @@ def run(a) -> int:
             from .llm import export_hf_causal_lm
             export_hf_causal_lm(a.spec.target, a.out, name=a.name, dtype=a.dtype, prefill_len=a.prefill_len,
                                 cache_len=a.cache_len, decode_steps=a.decode_steps, weights=a.weights, seed=a.seed,
-                                device=a.device, config_overrides=a.config, prefill_logits=a.prefill_logits)
+                                device=a.device, config_overrides=a.config, prefill_logits=a.prefill_logits,
+                                reference=not a.no_reference)
             hint = (f"npusim generate {os.path.join(a.out, 'prefill')} {os.path.join(a.out, 'decode')} "
-                    "--check --target cpu")
+                    + ("--target cpu" if a.no_reference else "--check --target cpu"))
     except ExportError as e:
         print(f"npusim-export: error: {e}", file=sys.stderr)
         return 1

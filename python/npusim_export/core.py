@@ -158,7 +158,8 @@ def io_tensors(ir, inputs, outputs) -> dict:
 
 
 def save_case(out_dir, ir, *, io, meta, weights=None):
-    """Writes ir.json, weights.safetensors (when given), io.safetensors and meta.json into out_dir."""
+    """Writes ir.json, weights.safetensors (when given), io.safetensors (when io is not None) and
+    meta.json into out_dir."""
     from safetensors.torch import save_file
     os.makedirs(out_dir, exist_ok=True)
     odd = files.clean_attrs(ir.nodes)
@@ -167,7 +168,8 @@ def save_case(out_dir, ir, *, io, meta, weights=None):
     ir.save(os.path.join(out_dir, "ir.json"))
     if weights:
         save_file(weights, os.path.join(out_dir, "weights.safetensors"))
-    save_file({k: v.detach().to("cpu").contiguous() for k, v in io.items()}, os.path.join(out_dir, "io.safetensors"))
+    if io is not None:
+        save_file({k: v.detach().to("cpu").contiguous() for k, v in io.items()}, os.path.join(out_dir, "io.safetensors"))
     meta = dict(meta)
     meta["op_histogram"] = files.op_histogram(n.op_type for n in ir.nodes)
     meta["torch_version"] = torch.__version__

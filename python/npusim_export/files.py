@@ -106,15 +106,16 @@ def kv_mapping(prefill_outputs, decode_inputs, decode_outputs, *, prefill_len: i
 
 
 def lm_meta(*, config: dict, prefill_len: int, cache_len: int, tokens, dtype: str, weights: str, last_only: bool) -> dict:
-    """meta.json of an LLM case (the same for its prefill and decode folders)."""
+    """meta.json of an LLM case (the same for its prefill and decode folders); tokens None: exported
+    without a reference (no expected logits or tokens)."""
     return {"kind": "causal_lm",
             "config": json_safe(config),
             "prefill_len": prefill_len,
             "max_cache_len": cache_len,
-            "greedy_tokens": list(tokens),
-            "reference": f"fp32 compute, weights rounded to {dtype}",
+            "greedy_tokens": list(tokens) if tokens is not None else None,
+            "reference": f"fp32 compute, weights rounded to {dtype}" if tokens is not None else "none (--no-reference)",
             "weights": weights,
-            "prefill_logits_saved": "last position only" if last_only else "all positions",
+            "prefill_logits_saved": ("none" if tokens is None else "last position only" if last_only else "all positions"),
             "mask_rule": "additive float mask: 0 where key_pos <= query_pos else finfo(dtype).min",
             "prompt_rule": "splitmix64(fnv1a64('prompt:NAME') + i) % vocab"}
 

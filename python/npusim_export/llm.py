@@ -2,6 +2,7 @@
 layout of the fixtures' qwen2_tiny_prefill / qwen2_tiny_decode; see the fixtures README)."""
 
 import copy
+import math
 import os
 import sys
 import time
@@ -9,7 +10,7 @@ from contextlib import nullcontext
 
 import torch
 
-from . import files, spec
+from . import files, spec, synth
 from .core import ExportError, collect_weights, extract, log, pick_device, save_case, strict_fp32, torch_dtype
 
 
@@ -139,13 +140,18 @@ def _no_autocast(cls):
 
 
 def export_hf_causal_lm(source, out_dir, *, name=None, dtype="bf16", prefill_len=16, cache_len=64, decode_steps=8,
-                        weights="default", seed=0, device=None, config_overrides=None, prefill_logits="auto"):
+                        weights="default", seed=0, device=None, config_overrides=None, prefill_logits="auto",
+                        reference=True):
     """Exports a Hugging Face causal LM into out_dir/prefill and out_dir/decode.
 
     source: a model directory (config.json + weights), a config.json path, a family name from
     spec.FAMILIES (e.g. "qwen2-tiny", "llama-tiny"), a PretrainedConfig, or a PreTrainedModel.
-    weights: "default" (the checkpoint's or the given model's weights; random when there are none)
-    or "random" (the model's own initialisation under torch.manual_seed(seed)).
+    weights: "default" (the checkpoint's or the given model's weights; random when there are none),
+    "random" (the model's own initialisation under torch.manual_seed(seed)) or "synth" (the
+    npusim-synth-v1 rule: a synth.json manifest instead of a weights file).
+    reference: False skips PyTorch entirely (needs weights="synth"): only the meta-device graphs
+    are built, so a model larger than the machine (a 72B shape) exports in seconds; io.safetensors
+    then holds the prompt alone, and `npusim generate` runs it without --check.
     The prefill graph takes prefill_len tokens; the decode graph one token and KV buffers of
     cache_len positions. io.safetensors gets the prompt (the fixtures' rule), the prefill logits
     (all positions, or only the last when prefill_logits="last" or, with "auto", when they would
@@ -160,8 +166,11 @@ def export_hf_causal_lm(source, out_dir, *, name=None, dtype="bf16", prefill_len
         raise ExportError("prefill_len and decode_steps must be at least 1")
     if prefill_len + decode_steps > cache_len:
         raise ExportError(f"cache_len {cache_len} cannot hold prefill_len {prefill_len} + decode_steps {decode_steps} tokens")
-    if weights not in ("default", "random"):
-        raise ExportError(f"weights must be 'default' or 'random', not '{weights}'")
+    if weights not in ("default", "random", "synth"):
+        raise ExportError(f"weights must be 'default', 'random' or 'synth', not '{weights}'")
+    if not reference and weights != "synth":
+        raise ExportError("without the reference no real model is built, so there are no weights to write: "
+                          "use weights='synth' (--weights synth) with --no-reference")
     # a given model is copied: the export sets eager attention and casts the weights
     given = copy.deepcopy(source) if isinstance(source, transformers.PreTrainedModel) else None
     if given is not None:
@@ -195,11 +204,30 @@ def export_hf_causal_lm(source, out_dir, *, name=None, dtype="bf16", prefill_len
               torch.zeros(1, 1, dtype=torch.long, device=m), torch.zeros(1, dtype=torch.long, device=m), *kv_m)
     log(f"{name}: extracting the decode IR")
     ir_dec = extract(LMWrapper(meta_model, L, decode=True), dec_in, name + "_decode")
+    man = synth.manifest(LMWrapper(meta_model, L, decode=False), cfg) if weights == "synth" else None
     del meta_model
     log(f"{name}: IR prefill {len(ir_pre.nodes)} nodes, decode {len(ir_dec.nodes)} nodes ({time.time() - t0:.1f} s)")
+    prompt_list = files.prompt_ids(name, prefill_len, V)
+    if not reference:
+        nbytes = sum(math.prod(t["shape"]) * torch.empty(0, dtype=getattr(torch, t["dtype"])).element_size()
+                     for t in man["tensors"].values())
+        meta = files.lm_meta(config=cfg.to_dict(), prefill_len=prefill_len, cache_len=cache_len, tokens=None,
+                             dtype=str(dt), weights=f"{synth.RULE} ({nbytes / 1e9:.2f} GB when generated)",
+                             last_only=True)
+        _save_lm(out_dir, ir_pre, ir_dec, {ir_pre.graph_inputs[0].name: torch.tensor(prompt_list)[None]}, None, meta,
+                 None, man, prefill_len, cache_len, source)
+        log(f"{name}: no reference (--no-reference): the prompt is in prefill/io.safetensors; done in "
+            f"{time.time() - t0:.1f} s")
+        return {"prefill": ir_pre, "decode": ir_dec, "tokens": None, "dir": out_dir}
 
     # the real model, rounded to dtype; its weights under the IR's names
-    if given is not None and weights == "default":
+    if weights == "synth":
+        with torch.device(device):
+            real = cls(cfg)
+        real = real.to(dt).eval()
+        synth.fill(LMWrapper(real, L, decode=False), man)
+        used = synth.RULE
+    elif given is not None and weights == "default":
         real, used = given, "given model"
     elif ckpt is not None and weights == "default":
         log(f"{name}: loading weights from {ckpt}")
@@ -209,15 +237,17 @@ def export_hf_causal_lm(source, out_dir, *, name=None, dtype="bf16", prefill_len
         real, used = cls(cfg), f"random ({cls.__name__} init, seed {seed})"
     log(f"{name}: weights: {used}")
     real = real.to(device=device, dtype=dt).eval()
-    wts, notes = collect_weights(ir_pre, LMWrapper(real, L, decode=False))
-    for n in notes:
-        log("  " + n)
+    wts = None
+    if man is None:
+        wts, notes = collect_weights(ir_pre, LMWrapper(real, L, decode=False))
+        for n in notes:
+            log("  " + n)
 
     # reference in float32 from the rounded weights: prefill, then greedy teacher-forced decode steps
     strict_fp32()
     real = real.float()
     rp, rd = LMWrapper(real, L, decode=False), LMWrapper(real, L, decode=True)
-    prompt = torch.tensor(files.prompt_ids(name, prefill_len, V), device=device)[None]
+    prompt = torch.tensor(prompt_list, device=device)[None]
     log(f"{name}: running PyTorch: prefill and {decode_steps} decode steps")
     with torch.no_grad():
         outs = rp(prompt, causal_mask(prefill_len, prefill_len, 0, device), torch.arange(prefill_len, device=device)[None],
@@ -245,8 +275,19 @@ def export_hf_causal_lm(source, out_dir, *, name=None, dtype="bf16", prefill_len
     io_dec = {"decode_tokens": torch.tensor(tokens), "decode_logits": torch.stack(step_logits)}
     meta = files.lm_meta(config=cfg.to_dict(), prefill_len=prefill_len, cache_len=cache_len, tokens=tokens,
                          dtype=str(dt), weights=used, last_only=last_only)
+    _save_lm(out_dir, ir_pre, ir_dec, io_pre, io_dec, meta, wts, man, prefill_len, cache_len, source)
+    log(f"{name}: done in {time.time() - t0:.1f} s")
+    return {"prefill": ir_pre, "decode": ir_dec, "tokens": tokens, "dir": out_dir}
+
+
+def _save_lm(out_dir, ir_pre, ir_dec, io_pre, io_dec, meta, wts, man, prefill_len, cache_len, source):
+    """out_dir/prefill and out_dir/decode (io_dec None: no decode io.safetensors), the synth.json
+    manifest in both when given, the KV mapping, and the tokenizer files of a checkpoint."""
     save_case(os.path.join(out_dir, "prefill"), ir_pre, io=io_pre, meta=meta, weights=wts)
     save_case(os.path.join(out_dir, "decode"), ir_dec, io=io_dec, meta=meta)
+    if man is not None:
+        for part in ("prefill", "decode"):
+            files.write_json(os.path.join(out_dir, part, "synth.json"), man)
     mapping = files.kv_mapping([o.name for o in ir_pre.graph_outputs], [i.name for i in ir_dec.graph_inputs],
                                [o.name for o in ir_dec.graph_outputs], prefill_len=prefill_len, cache_len=cache_len)
     files.write_json(os.path.join(out_dir, "decode", "kv_mapping.json"), mapping)
@@ -254,8 +295,6 @@ def export_hf_causal_lm(source, out_dir, *, name=None, dtype="bf16", prefill_len
     if text_dir:
         copied = files.copy_text_files(text_dir, out_dir)
         if copied:
-            log(f"{name}: copied {', '.join(copied)} from {text_dir} (npusim generate --prompt finds them there)")
+            log(f"copied {', '.join(copied)} from {text_dir} (npusim generate --prompt finds them there)")
         if "tokenizer.json" not in copied:
-            log(f"{name}: no tokenizer.json in {text_dir}: npusim generate --prompt needs --tokenizer")
-    log(f"{name}: done in {time.time() - t0:.1f} s")
-    return {"prefill": ir_pre, "decode": ir_dec, "tokens": tokens, "dir": out_dir}
+            log(f"no tokenizer.json in {text_dir}: npusim generate --prompt needs --tokenizer")

@@ -11,7 +11,7 @@ class SpecError(ValueError):
 
 
 # Small causal-LM configs made in code (random weights): family name -> (model_type, config fields).
-# "tiny" ones are for tests and the device check; qwen2.5-1.5b is the real architecture, random weights.
+# "tiny" ones are for tests and the device check; qwen2.5-1.5b and -72b are the real architectures' shapes.
 _SMALL = dict(vocab_size=2048, hidden_size=256, intermediate_size=704, num_hidden_layers=2, num_attention_heads=4,
               num_key_value_heads=2, max_position_embeddings=4096, rms_norm_eps=1e-6, hidden_act="silu")
 FAMILIES = {
@@ -21,6 +21,11 @@ FAMILIES = {
                                    num_attention_heads=12, num_key_value_heads=2, max_position_embeddings=32768,
                                    rope_theta=1000000.0, rms_norm_eps=1e-6, tie_word_embeddings=True, hidden_act="silu",
                                    use_sliding_window=False)),
+    # Qwen2.5-72B's shape (145 GB in bf16): export it with --weights synth --no-reference (meta device only)
+    "qwen2.5-72b": ("qwen2", dict(vocab_size=152064, hidden_size=8192, intermediate_size=29568, num_hidden_layers=80,
+                                  num_attention_heads=64, num_key_value_heads=8, max_position_embeddings=32768,
+                                  rope_theta=1000000.0, rms_norm_eps=1e-6, tie_word_embeddings=False, hidden_act="silu",
+                                  use_sliding_window=False)),
 }
 
 WEIGHT_FILES = ("model.safetensors", "model.safetensors.index.json", "pytorch_model.bin", "pytorch_model.bin.index.json")

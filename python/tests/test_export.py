@@ -116,6 +116,15 @@ class CliTest(unittest.TestCase):
                 cli.parse_args(argv)
             self.assertEqual(cm.exception.code, 2, argv)
 
+    def test_synth_and_no_reference_flags(self):
+        a = cli.parse_args(["hf:qwen2-tiny", "out", "--weights", "synth", "--no-reference"])
+        self.assertEqual((a.weights, a.no_reference), ("synth", True))
+        for argv in (["hf:qwen2-tiny", "out", "--no-reference"], ["torchvision:resnet18", "out", "--weights", "synth"]):
+            with redirect_stderr(io.StringIO()) as err, self.assertRaises(SystemExit) as cm:
+                cli.parse_args(argv)
+            self.assertEqual(cm.exception.code, 2, argv)
+            self.assertIn("synth", err.getvalue())
+
     def test_help_without_torch(self):
         r = subprocess.run([sys.executable, "-m", "npusim_export", "--help"], capture_output=True, text=True,
                            env=dict(os.environ, PYTHONPATH=os.path.join(ROOT, "python")))
@@ -306,6 +315,48 @@ class CausalLmTest(unittest.TestCase):
             self.assertEqual(dec_io["decode_tokens"].tolist(), load_json(d, "prefill", "meta.json")["greedy_tokens"])
             self.assertTrue(os.path.isfile(os.path.join(d, "prefill", "weights.safetensors")))
             self.assertFalse(os.path.exists(os.path.join(d, "decode", "weights.safetensors")))
+        finally:
+            shutil.rmtree(d)
+
+    # make_fixtures.py's qwen_cfg for qwen2_tiny: the bundled fixture's synth.json was made from it
+    TINY = {"vocab_size": 1024, "hidden_size": 128, "intermediate_size": 352, "num_hidden_layers": 2,
+            "num_attention_heads": 4, "num_key_value_heads": 2, "max_position_embeddings": 32768,
+            "rope_theta": 1000000.0, "rms_norm_eps": 1e-6, "tie_word_embeddings": True, "use_sliding_window": False}
+
+    def test_synth_weights_match_the_fixture_rule(self):
+        from npusim_export import export_hf_causal_lm, synth
+        # the rule itself, against the pure-Python splitmix64 of files.py
+        h = files.fnv1a64("layer.weight")
+        want = [(files.splitmix64(h + i) >> 40) * 2.0 ** -23 - 1.0 for i in range(7)]
+        self.assertEqual(synth.unit("layer.weight", 7).tolist(), want)
+        fixture = load_json(MODELS, "qwen2_tiny_prefill", "synth.json")
+        d = tempfile.mkdtemp()
+        try:
+            export_hf_causal_lm("qwen2-tiny", os.path.join(d, "ref"), prefill_len=16, cache_len=64, decode_steps=8,
+                                device="cpu", weights="synth", config_overrides=self.TINY, name="qwen2_tiny")
+            export_hf_causal_lm("qwen2-tiny", os.path.join(d, "meta"), prefill_len=16, cache_len=64, device="cpu",
+                                weights="synth", config_overrides=self.TINY, name="qwen2_tiny", reference=False)
+            for part in ("ref", "meta"):
+                man = load_json(d, part, "prefill", "synth.json")
+                self.assertEqual(man["tensors"], fixture["tensors"], part)
+                self.assertEqual(man["aliases"], fixture["aliases"], part)
+                self.assertEqual(man["literals"].keys(), fixture["literals"].keys(), part)
+                for k, lit in man["literals"].items():  # inv_freq rebuilt on the CPU; the fixture's came from CUDA
+                    want = fixture["literals"][k]["values"]
+                    self.assertEqual(lit["shape"], fixture["literals"][k]["shape"])
+                    worst = max(abs(a - b) / abs(b) for a, b in zip(lit["values"], want))
+                    self.assertLess(worst, 1e-5, f"{part} {k}")
+                self.assertFalse(os.path.exists(os.path.join(d, part, "prefill", "weights.safetensors")))
+                self.assertEqual(load_json(d, part, "decode", "synth.json"), man)
+            # the reference from the synthetic weights is the fixture's: same greedy tokens
+            self.assertEqual(load_json(d, "ref", "prefill", "meta.json")["greedy_tokens"],
+                             load_json(MODELS, "qwen2_tiny_prefill", "meta.json")["greedy_tokens"])
+            meta = load_json(d, "meta", "prefill", "meta.json")
+            self.assertIsNone(meta["greedy_tokens"])
+            self.assertFalse(os.path.exists(os.path.join(d, "meta", "decode", "io.safetensors")))
+            (dtype, shape, raw), = read_safetensors(os.path.join(d, "meta", "prefill", "io.safetensors")).values()
+            self.assertEqual((dtype, shape), ("I64", [1, 16]))
+            self.assertEqual(list(struct.unpack("<16q", raw)), files.prompt_ids("qwen2_tiny", 16, 1024))
         finally:
             shutil.rmtree(d)
 
