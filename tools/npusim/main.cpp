@@ -65,7 +65,6 @@ int main(int argc, char** argv) {
     {
       std::string command;
       for (const CLI::App* sub : app.get_subcommands()) command = sub->get_name();
-      if (cli::launched_by_mpi() && tc.target == "opencl") cli::load_opencl_drivers();  // before MPI_Init
       cli::start_processes(argc, argv, command);  // under mpirun: one pipeline stage per process
     }
     if (!tc.devices.empty() && !tc.stages_given) tc.stages = static_cast<int>(tc.devices.size());  // one stage per device

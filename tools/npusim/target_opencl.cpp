@@ -16,7 +16,6 @@ TargetEntry opencl_target_entry() {
 
 std::string opencl_device_description(const std::string& selector) { return ocl::select_device(selector).describe(); }
 double opencl_copy_bandwidth_gbs() { return ocl::copy_bandwidth_gbs(*ocl::open_device()); }
-void load_opencl_drivers() { (void)ocl::list_devices(); }
 
 int cmd_devices() {
   auto devs = ocl::list_devices();

@@ -116,7 +116,6 @@ weights::BindOptions interpreter_bind_options() {
 #ifndef NPUSIM_WITH_OPENCL
 std::string opencl_device_description(const std::string&) { return {}; }
 double opencl_copy_bandwidth_gbs() { return 0.0; }
-void load_opencl_drivers() {}
 int cmd_devices() {
   std::printf("this npusim was built without OpenCL\n");
   return 0;

@@ -90,8 +90,5 @@ void check_thread_env();
 std::string opencl_device_description(const std::string& selector = {});
 // The OpenCL device's copy bandwidth, GB/s read + written (0 without OpenCL).
 double opencl_copy_bandwidth_gbs();
-// Enumerates the OpenCL platforms and devices now (none without OpenCL). Called before MPI starts
-// under mpirun, so that the drivers load as in a process that is not an MPI rank.
-void load_opencl_drivers();
 
 }  // namespace npusim::cli
