@@ -410,63 +410,6 @@ TEST(OpenCLPrograms, BuiltOnceCachedOnDiskKeyedBySourceAndBuildErrorsCarryTheLog
   ::unsetenv("NPUSIM_OPENCL_CACHE");
 }
 
-// Pipeline stages in one process run ahead (PartitionExecutor::arm): stage 1's launches are queued
-// behind a user event before stage 0 is waited for. Two stages on this device (its one queue: the
-// wait must be for stage 0's marker, not a clFinish, or it would wait on the armed stage) give the
-// bits of NPUSIM_PIPELINE_AHEAD=0 step after step with the KV cache carried on the device; a step
-// that fails (a cache position out of range, caught by an index check) cancels the armed stage
-// (which runs on its last inputs, rewriting the cache row it wrote with the same bits) and the
-// steps after it are the same again.
-TEST(OpenCLPipeline, ArmedStagesGiveTheBitsOfRunByRun) {
-  runtime::ModelDir dc = runtime::ModelDir::open(data("models/qwen2_tiny_decode"));
-  runtime::ModelDir pc = runtime::ModelDir::open(data("models/qwen2_tiny_prefill"));
-  program::CompileOptions o;
-  o.compute = DType::bf16;
-  o.evaluator = evaluator_for<OpenCLTarget>();
-  o.stages = 2;
-  auto p = program::compile(dc.graph, describe_target<OpenCLTarget>(), o);
-  ASSERT_EQ(program::stage_count(p), 2);
-  auto map = llm::KvMapping::read(data("models/qwen2_tiny_decode") + "/kv_mapping.json");
-  std::vector<std::pair<std::string, std::string>> carried;
-  for (const auto& l : map.layers) carried.push_back({l.decode_key_output, l.decode_key_input}), carried.push_back({l.decode_value_output, l.decode_value_input});
-  const std::vector<Tensor> first = test::any_inputs(dc);
-  auto input_index = [&](const std::string& name) {
-    for (std::size_t i = 0; i < dc.graph.inputs.size(); ++i)
-      if (dc.graph.tensor(dc.graph.inputs[i]).name == name) return i;
-    ADD_FAILURE() << "no input " << name;
-    return std::size_t{0};
-  };
-  const std::size_t cache_pos = input_index("cache_position");
-  // Steps 1..4 (the cache given once, then carried), with a failing step between 2 and 3 when asked.
-  auto steps = [&](const char* ahead, bool fail) {
-    ::setenv("NPUSIM_PIPELINE_AHEAD", ahead, 1);
-    runtime::StagePlacement place;
-    place.stage_factories = {runtime::factories_for<OpenCLTarget>(), runtime::factories_for<OpenCLTarget>()};
-    runtime::ProgramRunner r(p, pc.weights.get(), runtime::factories_for<OpenCLTarget>(), {}, place);
-    r.carry(carried);
-    std::vector<Tensor> in = first, logits;
-    for (int s = 0; s < 4; ++s) {
-      if (fail && s == 2) {
-        std::vector<Tensor> bad = in;
-        bad[cache_pos] = Tensor::empty(first[cache_pos].dtype(), first[cache_pos].shape());
-        bad[cache_pos].data<std::int64_t>()[0] = map.max_cache_len + 5;
-        NPUSIM_EXPECT_ERROR(r.run(bad), "out of range");
-      }
-      logits.push_back(r.run(in).at(0).to(DType::f32));
-      for (const auto& [out, inp] : carried) in[input_index(inp)] = Tensor();
-    }
-    ::unsetenv("NPUSIM_PIPELINE_AHEAD");
-    return logits;
-  };
-  const auto plain = steps("0", false), ahead = steps("1", false), recovered = steps("1", true);
-  for (std::size_t s = 0; s < plain.size(); ++s) {
-    SCOPED_TRACE("step " + std::to_string(s));
-    ASSERT_EQ(plain[s].nbytes(), ahead[s].nbytes());
-    EXPECT_EQ(std::memcmp(plain[s].raw(), ahead[s].raw(), plain[s].nbytes()), 0);
-    EXPECT_EQ(std::memcmp(plain[s].raw(), recovered[s].raw(), plain[s].nbytes()), 0);
-  }
-}
-
 // A decode step's trace: Chrome/Perfetto JSON (schema below), one complete event per kernel with
 // its device time; kernel times add up to no more than the step's wall time.
 TEST(OpenCLProfiler, DecodeStepTraceIsValidPerfettoJsonWithinWallTime) {

@@ -36,16 +36,6 @@ class PartitionExecutor {
   // Keeps graph output `output` for the next run's input `input` (Runner::carry); false if this
   // executor cannot (the program runner then carries it on the host).
   virtual bool carry(const std::string& /*output*/, const std::string& /*input*/) { return false; }
-  // Running ahead, for a pipeline of partitions on several devices: arm() queues a whole run whose
-  // inputs are not there yet (supplied[i]: input i will be given; the others are carried values
-  // this executor holds), so that nothing of it waits for the host once they are; supply() gives
-  // them (in run()'s order, the unsupplied ones as empty tensors) and starts it; collect() waits and
-  // returns what run() would. cancel() drops an armed run. An executor that cannot (or not now: a
-  // profiled run) returns false from arm() and is run() instead.
-  virtual bool arm(const std::vector<bool>& /*supplied*/) { return false; }
-  virtual void supply(std::span<const Tensor> /*inputs*/) {}
-  virtual std::vector<Tensor> collect() { return {}; }
-  virtual void cancel() {}
   // How the partition runs where a target has more than one way (OpenCL: "one persistent launch of
   // 528 work-groups" or "launch by launch: <why>"); empty otherwise.
   virtual std::string execution_note() const { return {}; }

@@ -4,9 +4,7 @@
 #include "npusim/config.hpp"
 #include "npusim/runtime/program_runner.hpp"
 
-#include <cstdlib>
 #include <set>
-#include <string_view>
 
 namespace npusim::inline NPUSIM_ABI::runtime {
 
@@ -128,14 +126,6 @@ NPUSIM_FUNC void ProgramRunner::serve() {
   run_stages({});
 }
 
-// NPUSIM_PIPELINE_AHEAD: 1 or unset (arm the next partition before waiting), 0 (run them one by one).
-inline bool pipeline_ahead() {
-  const char* e = std::getenv("NPUSIM_PIPELINE_AHEAD");
-  const std::string_view v = e && *e ? e : "1";
-  if (v != "0" && v != "1") throw Error(ErrorCode::attr, "NPUSIM_PIPELINE_AHEAD must be 0 or 1", {.found = std::string(v)});
-  return v == "1";
-}
-
 NPUSIM_FUNC std::vector<Tensor> ProgramRunner::run_stages(std::span<const Tensor> inputs) {
   StageLink* link = place_.link;
   const int rank = me();
@@ -191,25 +181,6 @@ NPUSIM_FUNC std::vector<Tensor> ProgramRunner::run_stages(std::span<const Tensor
         if (prog_.partitions[k].graph.tensor(t).name == name) return static_cast<int>(k);
     return -1;
   };
-  // In one process, a partition that can is armed (PartitionExecutor::arm) before the one ahead of
-  // it is waited for: a pipeline stage on another device (or after a CPU partition) has all its
-  // launches queued when its inputs arrive. NPUSIM_PIPELINE_AHEAD=0: partition by partition.
-  const bool ahead = !link && !profiler_ && execs_.size() > 1 && pipeline_ahead();
-  std::vector<bool> armed(execs_.size(), false);
-  // Which inputs of partition j will have a value: all but carried ones the caller left empty.
-  auto supplied = [&](std::size_t j) {
-    const ir::Graph& gj = prog_.partitions[j].graph;
-    std::vector<bool> m;
-    for (auto t : gj.inputs) {
-      auto it = vals.find(gj.tensor(t).name);
-      m.push_back(it == vals.end() || it->second.defined());
-    }
-    return m;
-  };
-  auto cancel_armed = [&] {
-    for (std::size_t j = 0; j < armed.size(); ++j)
-      if (armed[j]) execs_[j]->cancel(), armed[j] = false;
-  };
   for (std::size_t k = 0; k < prog_.partitions.size(); ++k) {
     if (rank_of(k) != rank) continue;
     const ir::Graph& g = prog_.partitions[k].graph;
@@ -239,20 +210,10 @@ NPUSIM_FUNC std::vector<Tensor> ProgramRunner::run_stages(std::span<const Tensor
     }
     std::vector<Tensor> out;
     try {
-      if (ahead && !armed[k]) armed[k] = execs_[k]->arm(supplied(k));
-      if (armed[k]) {
-        execs_[k]->supply(in);
-        if (k + 1 < execs_.size() && execs_[k + 1]) armed[k + 1] = execs_[k + 1]->arm(supplied(k + 1));
-        armed[k] = false;
-        out = execs_[k]->collect();
-      } else {
-        out = execs_[k]->run(in);
-      }
+      out = execs_[k]->run(in);
     } catch (Error& e) {  // executors name the node and tensor; the program's file is known here
-      cancel_armed();
       throw e.with_file(prog_.source);
     } catch (const std::bad_alloc&) {
-      cancel_armed();
       throw Error(ErrorCode::resource, "out of memory while running partition " + std::to_string(k) + " (" + prog_.partitions[k].target + ")",
                   {.file = prog_.source});
     }

@@ -253,23 +253,6 @@ class Device {
     return pqueue_.get();
   }
 
-  // A second in-order queue for what must not wait behind the main queue's work: pinning host
-  // memory (PinnedHost) and the blocking writes of write_now. An armed run (Executor::arm) holds
-  // the main queue behind a user event; a blocking call there would wait for it forever.
-  cl_command_queue side_queue() {
-    std::lock_guard lock(mu_);
-    if (!squeue_) {
-      cl_int e = CL_SUCCESS;
-      squeue_ = QueueHandle(clCreateCommandQueue(ctx_.get(), info_.id, 0, &e));
-      check(e, "clCreateCommandQueue (side)", info_.name);
-    }
-    return squeue_.get();
-  }
-  // A blocking write through the side queue (the main queue's enqueued work is not waited for).
-  void write_now(cl_mem m, std::size_t offset, std::size_t bytes, const void* p) {
-    if (bytes) check(clEnqueueWriteBuffer(side_queue(), m, CL_TRUE, offset, bytes, p, 0, nullptr, nullptr), "clEnqueueWriteBuffer (side queue)", info_.name);
-  }
-
   Mem alloc(std::size_t bytes, const std::string& what) {
     cl_int e = CL_SUCCESS;
     cl_mem m = clCreateBuffer(ctx_.get(), CL_MEM_READ_WRITE, std::max<std::size_t>(bytes, 64), nullptr, &e);
@@ -380,7 +363,7 @@ class Device {
 
   DeviceInfo info_;
   ContextHandle ctx_;
-  QueueHandle queue_, pqueue_, squeue_;
+  QueueHandle queue_, pqueue_;
   std::mutex mu_;
   std::map<std::uint64_t, ProgramHandle> programs_;
   using CacheKey = std::pair<const void*, std::uint64_t>;
@@ -433,9 +416,9 @@ class PinnedHost {
     cl_int e = CL_SUCCESS;
     buf_ = Mem(clCreateBuffer(dev.context(), CL_MEM_READ_WRITE | CL_MEM_USE_HOST_PTR, bytes, own_, &e));
     check(e, "pinning " + std::to_string(bytes) + " bytes of host memory", dev.info().name);
-    void* p = clEnqueueMapBuffer(dev.side_queue(), buf_.get(), CL_TRUE, CL_MAP_READ | CL_MAP_WRITE, 0, bytes, 0, nullptr, nullptr, &e);
+    void* p = clEnqueueMapBuffer(dev.queue(), buf_.get(), CL_TRUE, CL_MAP_READ | CL_MAP_WRITE, 0, bytes, 0, nullptr, nullptr, &e);
     check(e, "mapping pinned host memory", dev.info().name);
-    ptr_ = static_cast<std::byte*>(p), bytes_ = bytes, queue_ = dev.side_queue();
+    ptr_ = static_cast<std::byte*>(p), bytes_ = bytes, queue_ = dev.queue();
     return ptr_;
   }
 

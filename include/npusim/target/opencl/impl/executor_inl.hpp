@@ -167,117 +167,55 @@ class Executor final : public PartitionExecutor {
       if (prof_) enqueue_us_[i] = prof_->now_us() - t0;
     }
     stats_.enqueue_us += std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - e0).count();
-    std::vector<Tensor> out = enqueue_outputs(q, pin);
+    std::vector<Tensor> out(outputs_.size());
+    for (std::size_t i = 0; i < outputs_.size(); ++i) {
+      Output& o = outputs_[i];
+      const TensorRef r = refs_[static_cast<std::size_t>(o.id)];
+      if (o.carried) {
+        In& dst = inputs_[static_cast<std::size_t>(o.carry_to)];
+        if (!(r == TensorRef{dst.buf.get(), 0, dst.storage}))
+          check(clEnqueueCopyBuffer(q, r.mem, dst.buf.get(), r.off, 0, part_.plan.tensors[static_cast<std::size_t>(o.id)].bytes, 0, nullptr, nullptr),
+                "carrying " + g.tensor(o.id).name, dev_->info().name);
+        continue;
+      }
+      out[i] = output_tensor(i, o.storage, g.tensor(o.id).shape);
+      // Into pinned memory (asynchronous): the output tensor's own, or a slot copied out after the
+      // clFinish.
+      std::byte* dst = direct_[i] ? static_cast<std::byte*>(out[i].raw()) : pin + o.pinned_at;
+      if (out[i].nbytes())
+        check(clEnqueueReadBuffer(q, r.mem, CL_FALSE, r.off, out[i].nbytes(), dst, 0, nullptr, nullptr), "reading output " + g.tensor(o.id).name,
+              dev_->info().name);
+    }
+    // The index checks' error word (and the persistent launch's) is read behind the last launch.
+    if (!checks_.empty() || pk_)
+      check(clEnqueueReadBuffer(q, errors_.get(), CL_FALSE, 0, sizeof err_host_, err_host_.data(), 0, nullptr, nullptr), "reading the index checks",
+            dev_->info().name);
     const auto f0 = std::chrono::steady_clock::now();
     stats_.read_us += std::chrono::duration<double, std::micro>(f0 - e0).count();
     check(clFinish(q), "running partition (clFinish)", dev_->info().name);
     const auto c0 = std::chrono::steady_clock::now();
     stats_.finish_us += std::chrono::duration<double, std::micro>(c0 - f0).count();
-    finish_outputs(out, pin, c0);
+    for (std::size_t i = 0; i < outputs_.size(); ++i)
+      if (!outputs_[i].carried && !direct_[i] && out[i].nbytes()) std::memcpy(out[i].raw(), pin + outputs_[i].pinned_at, out[i].nbytes());
+    stats_.copy_us += std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - c0).count();
+    if (pk_ && err_host_[1] != 0) {
+      err_host_ = {};
+      dev_->write(errors_.get(), 0, sizeof err_host_, err_host_.data(), true);
+      pk_->reset();
+      throw Error(ErrorCode::runtime,
+                  "OpenCL: the persistent launch's grid barrier timed out (its " + std::to_string(pk_->groups()) +
+                      " work-groups were not all resident on " + dev_->info().name + "); set NPUSIM_OPENCL_PERSISTENT=0 to launch kernel by kernel",
+                  {.file = g.source});
+    }
+    if ((!checks_.empty() || pk_) && err_host_[0] != 0) report_index_error();
     stats_.total_us += std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - e0).count(), ++stats_.runs;
     if (prof_) one_launch ? record_persistent_profile(h0, q) : record_profile(h0);
     return out;
   }
 
-  // Running ahead (PartitionExecutor::arm): the whole run queued behind a user event, so that this
-  // device has every launch of it before the inputs arrive (a pipeline stage on another device is
-  // still running). Profiled and persistent runs are not armed (run() does them).
-  bool arm(const std::vector<bool>& supplied) override {
-    if (prof_ || pk_ || gate_ || supplied.size() != inputs_.size()) return false;
-    for (std::size_t i = 0; i < inputs_.size(); ++i)
-      if (!supplied[i] && !(inputs_[i].carried && inputs_[i].has_value)) return false;
-    cl_command_queue q = dev_->queue();
-    const auto e0 = std::chrono::steady_clock::now();
-    if (!pinned_on_ && pageable_.size() < pinned_bytes_) pageable_.resize(pinned_bytes_);
-    std::byte* const pin = pinned_on_ ? pinned_.reserve(*dev_, pinned_bytes_) : pageable_.data();
-    cl_int e = CL_SUCCESS;
-    gate_ = clCreateUserEvent(dev_->context(), &e);
-    if (e != CL_SUCCESS) gate_ = nullptr;
-    check(e, "creating the event a pipeline stage waits on", dev_->info().name);
-    try {
-      const ir::Graph& g = part_.graph;
-      for (std::size_t i = 0; i < inputs_.size(); ++i) {
-        const In& in = inputs_[i];
-        const std::size_t bytes = static_cast<std::size_t>(numel(g.tensor(in.id).shape)) * dtype_size(in.storage);
-        if (supplied[i] && bytes)
-          check(clEnqueueWriteBuffer(q, in.buf.get(), CL_FALSE, 0, bytes, pin + in.pinned_at, 1, &gate_, nullptr), "writing input " + g.tensor(in.id).name,
-                dev_->info().name);
-      }
-      supplied_ = supplied;
-      for (const Launch& l : launches_) {
-        const cl_int r = clEnqueueNDRangeKernel(q, l.kernel.get(), l.dims, nullptr, l.global.data(), l.has_local ? l.local.data() : nullptr, 0, nullptr, nullptr);
-        if (r != CL_SUCCESS)
-          throw Error(ErrorCode::runtime, std::string("OpenCL: enqueueing kernel ") + l.name + " failed: " + cl_error_name(r) + " on " + dev_->info().name,
-                      {.file = g.source, .node = labels_.at(l.owner)});
-      }
-      armed_out_ = enqueue_outputs(q, pin);
-      check(clEnqueueMarkerWithWaitList(q, 0, nullptr, &done_), "marking the end of an armed run", dev_->info().name);
-      check(clFlush(q), "submitting an armed run", dev_->info().name);
-    } catch (...) {
-      cancel();
-      throw;
-    }
-    stats_.enqueue_us += std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - e0).count();
-    return true;
-  }
-
-  void supply(std::span<const Tensor> inputs) override {
-    try {
-      if (!gate_) throw Error(ErrorCode::runtime, "supply() without arm() (npusim bug)", {.file = part_.graph.source});
-      if (inputs.size() != inputs_.size())
-        throw Error(ErrorCode::graph, "wrong number of partition inputs", {.file = part_.graph.source, .expected = std::to_string(inputs_.size()),
-                                                                           .found = std::to_string(inputs.size())});
-      std::byte* const pin = pinned_on_ ? pinned_.reserve(*dev_, pinned_bytes_) : pageable_.data();
-      for (std::size_t i = 0; i < inputs.size(); ++i) {
-        if (supplied_[i] != inputs[i].defined())
-          throw Error(ErrorCode::runtime, "an armed run was given another set of inputs than it was armed for (npusim bug)",
-                      {.file = part_.graph.source, .tensor = part_.graph.tensor(inputs_[i].id).name});
-        if (supplied_[i]) stage_input(inputs_[i], inputs[i], pin);
-      }
-    } catch (...) {
-      cancel();
-      throw;
-    }
-    check(clSetUserEventStatus(gate_, CL_COMPLETE), "starting an armed run", dev_->info().name);
-  }
-
-  std::vector<Tensor> collect() override {
-    if (!gate_) throw Error(ErrorCode::runtime, "collect() without arm() (npusim bug)", {.file = part_.graph.source});
-    const auto f0 = std::chrono::steady_clock::now();
-    const cl_int e = clWaitForEvents(1, &done_);
-    release_gate();
-    check(e, "running partition (waiting for an armed run)", dev_->info().name);
-    std::byte* const pin = pinned_on_ ? pinned_.reserve(*dev_, pinned_bytes_) : pageable_.data();
-    std::vector<Tensor> out = std::move(armed_out_);
-    const auto c0 = std::chrono::steady_clock::now();
-    stats_.finish_us += std::chrono::duration<double, std::micro>(c0 - f0).count();
-    finish_outputs(out, pin, c0);
-    ++stats_.runs;
-    return out;
-  }
-
-  // An armed run whose inputs will not come: it runs on the bytes its slots hold (last run's
-  // inputs), and its outputs and index checks are dropped.
-  void cancel() override {
-    if (!gate_) return;
-    clSetUserEventStatus(gate_, CL_COMPLETE);
-    if (done_) clWaitForEvents(1, &done_);
-    else clFinish(dev_->queue());
-    release_gate();
-    armed_out_.clear();
-    if (!checks_.empty()) {
-      err_host_ = {};
-      dev_->write_now(errors_.get(), 0, sizeof err_host_, err_host_.data());
-    }
-  }
-
   void set_profiler(Profiler* p, int track) override { prof_ = p, track_ = track; }
 
   ~Executor() override {
-    try {
-      cancel();  // an armed run nobody collected
-    } catch (const Error&) {
-    }
     // NPUSIM_OPENCL_STATS=1: where a run's host time goes (enqueueing vs waiting for the device).
     if (const char* e = std::getenv("NPUSIM_OPENCL_STATS"); e && *e == '1' && stats_.runs)
       std::fprintf(stderr,
@@ -361,57 +299,6 @@ class Executor final : public PartitionExecutor {
     std::ptrdiff_t carry_to = -1;
     std::size_t pinned_at = 0;  // its bytes in pinned_
   };
-  // The outputs' reads, without blocking, into pinned memory (the output tensor's own, or a slot
-  // copied out after the wait); carried outputs copied into their input's buffer instead. The
-  // index checks' error word (and the persistent launch's) is read behind the last launch.
-  std::vector<Tensor> enqueue_outputs(cl_command_queue q, std::byte* pin) {
-    const ir::Graph& g = part_.graph;
-    std::vector<Tensor> out(outputs_.size());
-    for (std::size_t i = 0; i < outputs_.size(); ++i) {
-      Output& o = outputs_[i];
-      const TensorRef r = refs_[static_cast<std::size_t>(o.id)];
-      if (o.carried) {
-        In& dst = inputs_[static_cast<std::size_t>(o.carry_to)];
-        if (!(r == TensorRef{dst.buf.get(), 0, dst.storage}))
-          check(clEnqueueCopyBuffer(q, r.mem, dst.buf.get(), r.off, 0, part_.plan.tensors[static_cast<std::size_t>(o.id)].bytes, 0, nullptr, nullptr),
-                "carrying " + g.tensor(o.id).name, dev_->info().name);
-        continue;
-      }
-      out[i] = output_tensor(i, o.storage, g.tensor(o.id).shape);
-      std::byte* dst = direct_[i] ? static_cast<std::byte*>(out[i].raw()) : pin + o.pinned_at;
-      if (out[i].nbytes())
-        check(clEnqueueReadBuffer(q, r.mem, CL_FALSE, r.off, out[i].nbytes(), dst, 0, nullptr, nullptr), "reading output " + g.tensor(o.id).name,
-              dev_->info().name);
-    }
-    if (!checks_.empty() || pk_)
-      check(clEnqueueReadBuffer(q, errors_.get(), CL_FALSE, 0, sizeof err_host_, err_host_.data(), 0, nullptr, nullptr), "reading the index checks",
-            dev_->info().name);
-    return out;
-  }
-  // After the wait: outputs read through a slot copied out, the persistent launch's and the index
-  // checks' verdicts.
-  void finish_outputs(std::vector<Tensor>& out, std::byte* pin, std::chrono::steady_clock::time_point c0) {
-    const ir::Graph& g = part_.graph;
-    for (std::size_t i = 0; i < outputs_.size(); ++i)
-      if (!outputs_[i].carried && !direct_[i] && out[i].nbytes()) std::memcpy(out[i].raw(), pin + outputs_[i].pinned_at, out[i].nbytes());
-    stats_.copy_us += std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - c0).count();
-    if (pk_ && err_host_[1] != 0) {
-      err_host_ = {};
-      dev_->write(errors_.get(), 0, sizeof err_host_, err_host_.data(), true);
-      pk_->reset();
-      throw Error(ErrorCode::runtime,
-                  "OpenCL: the persistent launch's grid barrier timed out (its " + std::to_string(pk_->groups()) +
-                      " work-groups were not all resident on " + dev_->info().name + "); set NPUSIM_OPENCL_PERSISTENT=0 to launch kernel by kernel",
-                  {.file = g.source});
-    }
-    if ((!checks_.empty() || pk_) && err_host_[0] != 0) report_index_error();
-  }
-  void release_gate() {
-    if (gate_) clReleaseEvent(gate_);
-    if (done_) clReleaseEvent(done_);
-    gate_ = done_ = nullptr;
-  }
-
   // Output i's tensor for this run: last run's, where nothing outside this executor holds it any
   // more (a fresh 39 MB tensor, a prefill's logits, costs ~20 ms of page faults on the GPU
   // machine, more than the transfer), else a new one.
@@ -449,7 +336,7 @@ class Executor final : public PartitionExecutor {
     const std::int64_t found = static_cast<std::int64_t>((static_cast<std::uint64_t>(static_cast<std::uint32_t>(err_host_[3])) << 32) |
                                                          static_cast<std::uint32_t>(err_host_[2]));
     err_host_ = {};
-    dev_->write_now(errors_.get(), 0, sizeof err_host_, err_host_.data());  // not behind a stage armed on this device
+    dev_->write(errors_.get(), 0, sizeof err_host_, err_host_.data(), true);
     if (code < 1 || code > checks_.size())
       throw Error(ErrorCode::runtime, "OpenCL index check reported an unknown check (npusim bug)", {.file = part_.graph.source, .found = std::to_string(code)});
     const IndexCheck& c = checks_[code - 1];
@@ -459,28 +346,23 @@ class Executor final : public PartitionExecutor {
   }
 
   void upload(cl_command_queue q, In& in, const Tensor& t, std::byte* pin) {
-    if (!t.defined() && in.carried && in.has_value) return;  // the device holds the carried value
-    const std::size_t bytes = stage_input(in, t, pin);
-    if (bytes)
-      check(clEnqueueWriteBuffer(q, in.buf.get(), CL_FALSE, 0, bytes, pin + in.pinned_at, 0, nullptr, nullptr), "writing input " + part_.graph.tensor(in.id).name,
-            dev_->info().name);
-  }
-  // An input's value checked, then converted (or copied) into its pinned slot, whose bytes the
-  // write (enqueued before, or after) reads until the run's wait. Returns its size in bytes.
-  std::size_t stage_input(In& in, const Tensor& t, std::byte* pin) {
     const ir::TensorInfo& info = part_.graph.tensor(in.id);
-    if (!t.defined()) throw Error(ErrorCode::runtime, "no value for this input (nothing carried yet)", {.file = part_.graph.source, .tensor = info.name});
+    if (!t.defined()) {
+      if (in.carried && in.has_value) return;  // the device holds the carried value
+      throw Error(ErrorCode::runtime, "no value for this input (nothing carried yet)", {.file = part_.graph.source, .tensor = info.name});
+    }
     if (t.shape() != info.shape)
       throw Error(ErrorCode::shape, "input has the wrong shape", {.file = part_.graph.source, .tensor = info.name, .expected = to_string(info.shape),
                                                                   .found = to_string(t.shape())});
+    // Converted (or copied) into pinned memory, then written without blocking: those bytes stay
+    // as they are until the clFinish at the end of run().
     const std::size_t bytes = static_cast<std::size_t>(t.numel()) * dtype_size(in.storage);
     std::byte* src = pin + in.pinned_at;
     if (t.dtype() != in.storage) convert_elements(t.dtype(), t.raw(), in.storage, src, t.numel());
     else if (bytes) std::memcpy(src, t.raw(), bytes);
+    if (bytes) check(clEnqueueWriteBuffer(q, in.buf.get(), CL_FALSE, 0, bytes, src, 0, nullptr, nullptr), "writing input " + info.name, dev_->info().name);
     in.has_value = true;
-    return bytes;
   }
-
 
   // Launch merging over the schedule, where an intermediate is read by nothing but the merged kernels:
   //   conv2d -> add_relu (residual)                   one convolution with a residual + ReLU epilogue
@@ -794,11 +676,6 @@ class Executor final : public PartitionExecutor {
     if (v != "0" && v != "1") throw Error(ErrorCode::attr, "NPUSIM_OPENCL_FOLD_GATED_NORM must be 0 or 1", {.found = std::string(v)});
     return v == "1";
   }();
-  // An armed run (arm): the user event its input writes wait on, the marker behind its reads, the
-  // inputs it was armed for and its output tensors.
-  cl_event gate_ = nullptr, done_ = nullptr;
-  std::vector<bool> supplied_;
-  std::vector<Tensor> armed_out_;
   std::vector<Tensor> recycled_;  // the outputs of the last run (output_tensor)
   std::vector<bool> direct_;      // recycled_[i] lives in pinned memory of its own (read into with no copy)
 };
