@@ -172,6 +172,15 @@ inline std::vector<DeviceInfo> list_devices() {
   return out;
 }
 
+// Why the loader may list fewer drivers than are installed: ocl-icd's OCL_ICD_FILENAMES replaces
+// the vendors directory (the ranks of mpirun on the lent 2-GPU machine got it set to PoCL alone).
+inline std::string loader_note() {
+  const char* f = std::getenv("OCL_ICD_FILENAMES");
+  if (!f || !*f) return {};
+  return " (OCL_ICD_FILENAMES=" + std::string(f) + " limits the OpenCL loader to those drivers; unset it to see every installed one, "
+         "e.g. mpirun ... env -u OCL_ICD_FILENAMES npusim ...)";
+}
+
 // "" -> NPUSIM_OPENCL_DEVICE, else the first GPU, else device 0. A number is an index; anything
 // else a case-insensitive substring of "platform name / device name".
 inline DeviceInfo select_device(std::string selector = {}) {
@@ -179,7 +188,7 @@ inline DeviceInfo select_device(std::string selector = {}) {
     if (const char* e = std::getenv("NPUSIM_OPENCL_DEVICE")) selector = e;
   auto devs = list_devices();
   if (devs.empty())
-    throw Error(ErrorCode::unsupported, "no OpenCL device found (is an OpenCL driver installed, e.g. Debian's pocl-opencl-icd?)");
+    throw Error(ErrorCode::unsupported, "no OpenCL device found (is an OpenCL driver installed, e.g. Debian's pocl-opencl-icd?)" + loader_note());
   auto all = [&] {
     std::string s;
     for (const auto& d : devs) s += (s.empty() ? "" : "; ") + std::to_string(d.index) + ": " + d.platform_name + " / " + d.name;
@@ -192,7 +201,7 @@ inline DeviceInfo select_device(std::string selector = {}) {
   }
   if (selector.find_first_not_of("0123456789") == std::string::npos) {
     std::size_t i = std::stoul(selector);
-    if (i >= devs.size()) throw Error(ErrorCode::unsupported, "no OpenCL device with this index", {.expected = all(), .found = selector});
+    if (i >= devs.size()) throw Error(ErrorCode::unsupported, "no OpenCL device with this index" + loader_note(), {.expected = all(), .found = selector});
     return devs[i];
   }
   auto lower = [](std::string s) {
@@ -201,7 +210,7 @@ inline DeviceInfo select_device(std::string selector = {}) {
   };
   for (const auto& d : devs)
     if (lower(d.platform_name + " / " + d.name).find(lower(selector)) != std::string::npos) return d;
-  throw Error(ErrorCode::unsupported, "no OpenCL device matches '" + selector + "'", {.expected = all(), .found = selector});
+  throw Error(ErrorCode::unsupported, "no OpenCL device matches '" + selector + "'" + loader_note(), {.expected = all(), .found = selector});
 }
 
 // FNV-1a 64, for cache keys.
