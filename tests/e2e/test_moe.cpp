@@ -6,6 +6,8 @@
 #include "../common/int8_graphs.hpp"
 #include "../common/test_util.hpp"
 #include "npusim/cpu.hpp"
+#include "npusim/harness/check.hpp"
+#include "npusim/runtime/model_dir.hpp"
 #include "npusim/pipeline.hpp"
 #include "npusim/reference.hpp"
 #if NPUSIM_WITH_OPENCL
@@ -222,5 +224,30 @@ TEST(Moe, ErrorsNameTheProblem) {
     const ir::TensorId self = m.input({0, 0}, {2, 1});
     m.net.g.outputs = {m.op("aten.index_add.default", {self, m.indices({2}), m.input({1}, {1, 1})}, test::attrs({{"dim", 0}}))};
     NPUSIM_EXPECT_ERROR(m.run<T>(), "index_add index out of range");
+  });
+}
+
+// tests/data/moe/tiny_block: the block as IR JSON in the torch_ir format, with synth weights and an
+// expected output computed apart from npusim (tools/op_fixtures/make_moe_ir.py): through the
+// reader and the passes (getitem, arange folding) to one `moe` kernel, at float32 and the halves.
+TEST(Moe, TinyBlockFromIrJsonMatchesItsExpectedOutput) {
+  const runtime::ModelDir c = runtime::ModelDir::open(test::data("moe/tiny_block"));
+  meta::for_each(targets{}, [&]<class T>() {
+    for (DType dt : {DType::f32, DType::f16, DType::bf16}) {
+      SCOPED_TRACE(std::string(T::name) + " " + std::string(dtype_name(dt)));
+      program::CompileOptions o;
+      o.compute = dt;
+      o.evaluator = evaluator_for<T>();
+      o.verify = true;
+      const program::CompiledProgram p = program::compile(c.graph, describe_target<T>(), o);
+      if constexpr (!std::is_same_v<T, ReferenceTarget>) {
+        EXPECT_EQ(kernels_of(p, "moe"), 1);
+      }
+      runtime::ProgramRunner r(p, c.weights.get(), runtime::factories_for<T>());
+      const harness::CaseResult res = harness::check_case(c, r, {.tolerance = dt == DType::f32 ? 1e-5 : 1e-2, .half_compute = dt != DType::f32});
+      ASSERT_EQ(res.outputs.size(), 1u);
+      EXPECT_LE(res.outputs[0].metrics.rel_l2, dt == DType::f32 ? 1e-5 : 1e-2);
+      EXPECT_TRUE(res.pass);
+    }
   });
 }
