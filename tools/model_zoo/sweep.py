@@ -221,8 +221,23 @@ def export_vision(mf, cases, name, dev):
     return exported(mf, n0, [os.path.join(cases, name)])
 
 
+# Families whose modeling module make_lm does not reach with its maybe_autocast patch (its list:
+# qwen2, llama, qwen3, gemma, phi3, mistral); the same patch, so that their rotary embedding
+# exports as the other families' does.
+AUTOCAST_PATCH = ("qwen2_moe", "mixtral", "olmoe")
+
+
 def export_llm(mf, cases, name, dev):
+    import importlib
+    from contextlib import nullcontext
     import torch
+    for modname in AUTOCAST_PATCH:
+        try:
+            mod = importlib.import_module(f"transformers.models.{modname}.modeling_{modname}")
+            if hasattr(mod, "maybe_autocast"):
+                mod.maybe_autocast = lambda **_k: nullcontext()
+        except Exception:
+            pass
     factory, cls, half = LLM[name]
     n0 = len(mf.LOG)
     mf.make_lm(cases, dev, name, factory, cls, prefill_len=PREFILL, max_cache=MAX_CACHE, decode_steps=DECODE_STEPS,
