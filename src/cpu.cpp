@@ -5,6 +5,7 @@
 #include "npusim/target/cpu/impl/executor_inl.hpp"
 #include "npusim/target/cpu/impl/parallel_inl.hpp"
 #include "npusim/target/cpu/kernels/impl/misc_inl.hpp"
+#include "npusim/target/cpu/kernels/impl/moe_inl.hpp"
 #include "npusim/target/cpu/kernels/impl/movement_inl.hpp"
 
 namespace npusim::inline NPUSIM_ABI {

@@ -117,6 +117,35 @@ ir::AttrValue ints(std::initializer_list<std::int64_t> v) {
   return l;
 }
 
+// A mixture-of-experts block as transformers' batched_mm experts export it (the `moe` pattern,
+// fusion/patterns.hpp): router scores [T, E] -> softmax -> topk(K) -> renormalise; samples
+// s = (token s / K, its expert); gather, gate/up, SwiGLU, down, weight, index_add into zeros.
+// The scores are distinct multiples of 1/8, so every dtype routes to the same experts.
+ir::TensorId moe_block(Builder& b, std::int64_t T, std::int64_t H, std::int64_t E, std::int64_t I, std::int64_t K, bool split = false) {
+  const ir::TensorId x = b.input({T, H});
+  const ir::TensorId probs = b.op("aten.softmax.int", {b.input({T, E}, Values::distinct)}, attrs({{"dim", -1}}));
+  const auto top = b.ops("aten.topk.default", {probs}, attrs({{"k", K}}));
+  const ir::TensorId den = b.op("aten.sum.dim_IntList", {top[0]}, attrs({{"dim", ints({-1})}, {"keepdim", true}}));
+  const ir::TensorId w = b.op("aten.reshape.default", {b.op("aten.div.Tensor", {top[0], den})}, attrs({{"shape", ints({-1})}}));
+  const ir::TensorId ids = b.op("aten.reshape.default", {top[1]}, attrs({{"shape", ints({-1})}}));
+  const ir::TensorId ar = b.op("aten.unsqueeze.default", {b.op("aten.arange.default", {}, attrs({{"end", T}}))}, attrs({{"dim", 1}}));
+  const ir::TensorId tok =
+      b.op("aten.reshape.default", {b.op("aten.expand.default", {ar}, attrs({{"size", ints({-1, K})}}))}, attrs({{"shape", ints({-1})}}));
+  const ir::TensorId zeros = b.op("aten.zeros_like.default", {x});
+  auto gather = [&](ir::TensorId t, ir::TensorId idx) { return b.op("aten.index_select.default", {t, idx}, attrs({{"dim", 0}})); };
+  auto matvec = [&](ir::TensorId m, ir::TensorId v) {
+    const ir::TensorId col = b.op("aten.unsqueeze.default", {v}, attrs({{"dim", -1}}));
+    return b.op("aten.squeeze.dim", {b.op("aten.bmm.default", {m, col})}, attrs({{"dim", -1}}));
+  };
+  const ir::TensorId gate_up = b.weight({E, 2 * I, H}), down = b.weight({E, H, I});
+  const ir::TensorId gate_up_out = matvec(gather(gate_up, ids), gather(x, tok));
+  const auto gu = split ? b.ops("aten.split.Tensor", {gate_up_out}, attrs({{"split_size", ints({I})}, {"dim", -1}}))
+                        : b.ops("aten.chunk.default", {gate_up_out}, attrs({{"chunks", 2}, {"dim", -1}}));
+  const ir::TensorId h = b.op("aten.mul.Tensor", {b.op("aten.silu.default", {gu[0]}), gu[1]});
+  const ir::TensorId o = b.op("aten.mul.Tensor", {matvec(gather(down, ids), h), b.op("aten.unsqueeze.default", {w}, attrs({{"dim", -1}}))});
+  return b.op("aten.index_add.default", {zeros, tok, o}, attrs({{"dim", 0}}));
+}
+
 struct Case {
   std::string name;
   std::string op;  // the op under test (its id), for coverage
@@ -230,6 +259,25 @@ std::vector<Case> make_cases() {
       [](Builder& b) { b.output(b.op("aten.index_select.default", {b.input({5, 17}), b.indices(9, 5)}, attrs({{"dim", 0}}))); });
   add("index_select/last_dim", "index_select",
       [](Builder& b) { b.output(b.op("aten.index_select.default", {b.input({2, 3, 17}), b.indices(4, 17)}, attrs({{"dim", -1}}))); });
+  // Mixture of experts (ops/moe.hpp): topk along the last dim and another, smallest first; index_add
+  // with repeated indices; the `moe` pattern on the batched_mm experts block (moe_block below).
+  add("topk/last_17", "topk", [](Builder& b) {
+    for (ir::TensorId y : b.ops("aten.topk.default", {b.input({3, 17}, Values::distinct)}, attrs({{"k", 5}}))) b.output(y);
+  });
+  add("topk/dim0_smallest", "topk", [](Builder& b) {
+    for (ir::TensorId y : b.ops("aten.topk.default", {b.input({6, 4}, Values::distinct)}, attrs({{"k", 2}, {"dim", 0}, {"largest", false}}))) b.output(y);
+  });
+  add("zeros_like/add", "zeros_like",
+      [](Builder& b) { b.output(b.op("aten.add.Tensor", {b.input({3, 17}), b.op("aten.zeros_like.default", {b.input({3, 17})})})); });
+  add("index_add/rows_repeated", "index_add", [](Builder& b) {
+    b.output(b.op("aten.index_add.default", {b.input({5, 17}), b.indices(9, 5), b.input({9, 17})}, attrs({{"dim", 0}})));
+  });
+  add("index_add/last_dim_alpha", "index_add", [](Builder& b) {
+    b.output(b.op("aten.index_add.default", {b.input({2, 3, 7}), b.indices(4, 7), b.input({2, 3, 4})}, attrs({{"dim", -1}, {"alpha", 2}})));
+  });
+  add("moe/batched_mm_3x17", "topk", [](Builder& b) { b.output(moe_block(b, 3, 17, 4, 5, 2)); });
+  add("moe/decode_1", "topk", [](Builder& b) { b.output(moe_block(b, 1, 16, 4, 8, 2)); });
+  add("moe/split_top3_of_5", "topk", [](Builder& b) { b.output(moe_block(b, 4, 24, 5, 6, 3, true)); });
   // Convolutions: every CPU candidate's territory (odd channels and images, depthwise, grouped,
   // strided, 3x3 stride 1 over more than 64 pixels, channel-blocked intermediates in a chain, a
   // residual added after, a max pool fused after), each at every dtype.

@@ -64,6 +64,20 @@ def _cfg(cls_name, **over):
     return make
 
 
+def _moe_cfg(cls_name, **over):
+    """A mixture-of-experts config whose experts run transformers' `batched_mm` implementation: the
+    static-shape form torch.export can trace (the default `eager` loop iterates over the experts
+    the data selects, `grouped_mm` is CUDA-only `_grouped_mm`), and the one npusim's `moe` pattern
+    fuses (docs/moe.md)."""
+    base = _cfg(cls_name, **over)
+
+    def make():
+        cfg = base()
+        cfg._experts_implementation = "batched_mm"
+        return cfg
+    return make
+
+
 # name -> (config factory, model class, half type)
 LLM = {
     "llama2": (_cfg("LlamaConfig", rope_theta=10000.0), "LlamaForCausalLM", "f16"),
@@ -85,6 +99,12 @@ LLM = {
     "smollm": (_cfg("LlamaConfig", tie_word_embeddings=True, rope_theta=10000.0), "LlamaForCausalLM", "bf16"),
     "granite": (_cfg("GraniteConfig", embedding_multiplier=12.0, logits_scaling=8.0, residual_multiplier=0.22,
                      attention_multiplier=0.015625), "GraniteForCausalLM", "bf16"),
+    # Mixture of experts (issue 40): 4 experts, top-2, every layer sparse.
+    "qwen2_moe": (_moe_cfg("Qwen2MoeConfig", num_experts=4, num_experts_per_tok=2, moe_intermediate_size=96,
+                           shared_expert_intermediate_size=192, decoder_sparse_step=1, mlp_only_layers=[], norm_topk_prob=False,
+                           rope_theta=1000000.0), "Qwen2MoeForCausalLM", "bf16"),
+    "mixtral": (_moe_cfg("MixtralConfig", num_local_experts=4, num_experts_per_tok=2, sliding_window=None), "MixtralForCausalLM", "bf16"),
+    "olmoe": (_moe_cfg("OlmoeConfig", num_experts=4, num_experts_per_tok=2, norm_topk_prob=False), "OlmoeForCausalLM", "bf16"),
 }
 PREFILL, MAX_CACHE, DECODE_STEPS = 16, 64, 8
 
@@ -201,8 +221,23 @@ def export_vision(mf, cases, name, dev):
     return exported(mf, n0, [os.path.join(cases, name)])
 
 
+# Families whose modeling module make_lm does not reach with its maybe_autocast patch (its list:
+# qwen2, llama, qwen3, gemma, phi3, mistral); the same patch, so that their rotary embedding
+# exports as the other families' does.
+AUTOCAST_PATCH = ("qwen2_moe", "mixtral", "olmoe")
+
+
 def export_llm(mf, cases, name, dev):
+    import importlib
+    from contextlib import nullcontext
     import torch
+    for modname in AUTOCAST_PATCH:
+        try:
+            mod = importlib.import_module(f"transformers.models.{modname}.modeling_{modname}")
+            if hasattr(mod, "maybe_autocast"):
+                mod.maybe_autocast = lambda **_k: nullcontext()
+        except Exception:
+            pass
     factory, cls, half = LLM[name]
     n0 = len(mf.LOG)
     mf.make_lm(cases, dev, name, factory, cls, prefill_len=PREFILL, max_cache=MAX_CACHE, decode_steps=DECODE_STEPS,

@@ -27,7 +27,7 @@ std::vector<PatternInfo> pattern_infos(meta::list<Ps...>) {
 // conv -> add -> relu into it; likewise conv_max_pool after conv_bn_relu, which leaves it only a
 // conv feeding a max pool directly).
 using all_patterns =
-    meta::list<Attention, GqaMatmul, MaskedSoftmax, RmsNorm, SiluGate, Rotary, ConvBnRelu, ConvMaxPool, AddRelu, ConvAddRelu, MatmulTransB, EltwiseChain>;
+    meta::list<Moe, Attention, GqaMatmul, MaskedSoftmax, RmsNorm, SiluGate, Rotary, ConvBnRelu, ConvMaxPool, AddRelu, ConvAddRelu, MatmulTransB, EltwiseChain>;
 
 // A transpose/permute that only moves size-1 dims keeps the memory order: a view.
 bool permutation_is_view(const Shape& in, const ops::Ints& perm);

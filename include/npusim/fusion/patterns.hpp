@@ -26,6 +26,23 @@ bool is_last_dim(const GraphView& v, std::int64_t dim, TensorId t);
 TensorId conv_bn_relu_chain(const GraphView& v, std::int32_t n, Match& m);
 }  // namespace detail
 
+// A mixture-of-experts block's experts as transformers' `batched_mm` implementation spells them
+// (the form torch.export gives for Mixtral, Qwen2-MoE and OLMoE; docs/moe.md): for each routed
+// sample s (a token tok[s] and one of its experts ids[s], weight w[s]),
+//   g, u = chunk(gate_up[ids][s] @ x[tok[s]], 2);  o = down[ids][s] @ (silu(g) * u)
+//   y = index_add(zeros_like(x), 0, tok, o * w)
+// where gate_up[ids] / down[ids] gather whole expert matrices per sample (index_select or
+// index.Tensor on dim 0). The kernel reads only the selected experts' rows and never makes those
+// copies. Inputs (x, tok, ids, w, gate_up, down): x [T, H], tok/ids/w [S], gate_up [E, 2I, H],
+// down [E, H, I]. The router (linear, softmax, topk, renormalisation) stays outside: its ops run
+// as they are.
+struct Moe {
+  static constexpr std::string_view name = "moe";
+  static constexpr std::string_view summary =
+      "index_add(zeros_like(x), 0, tok, (down[ids] @ (silu(g) * u)) * w), g, u = chunk(gate_up[ids] @ x[tok]): batched_mm experts, only the selected experts computed";
+  static std::optional<Match> match(const GraphView& v, std::int32_t n);
+};
+
 // conv2d [-> batch_norm (not folded)] [-> relu]: one kernel with has_bn / has_relu.
 struct ConvBnRelu {
   static constexpr std::string_view name = "conv_bn_relu";

@@ -15,6 +15,7 @@
 #include "npusim/ops/elementwise.hpp"
 #include "npusim/ops/index.hpp"
 #include "npusim/ops/linalg.hpp"
+#include "npusim/ops/moe.hpp"
 #include "npusim/ops/norm.hpp"
 #include "npusim/ops/pool.hpp"
 #include "npusim/ops/quantized.hpp"
@@ -33,7 +34,7 @@ using other_ops = meta::list<Where, AssertMetadata, ToDtype, Linear, Matmul, Add
                              AdaptiveAvgPool2d, BatchNorm, LayerNorm, Mean, Sum, Amax, Amin, Argmax, Argmin, Softmax,
                              LogSoftmax, Embedding, IndexCopy, IndexSelect, ScaledDotProductAttention, Full, Zeros, Ones,
                              Arange, ScalarTensor, RotaryHop, QuantizePerTensor, DequantizePerTensor, QConv2d,
-                             QLinear, QAdd, QMaxPool2d, QCat>;
+                             QLinear, QAdd, QMaxPool2d, QCat, TopK, ZerosLike, IndexAdd>;
 using all_ops = meta::concat_t<unary_ops, binary_ops, view_ops, movement_ops, other_ops>;
 
 template <class Op>

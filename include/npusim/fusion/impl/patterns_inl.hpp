@@ -3,6 +3,7 @@
 
 #include "npusim/config.hpp"
 #include "npusim/ops/registry.hpp"
+#include <algorithm>
 #include <cmath>
 #include "npusim/fusion/patterns.hpp"
 
@@ -146,6 +147,119 @@ NPUSIM_FUNC std::optional<Match> RmsNorm::match(const GraphView& v, std::int32_t
   if (has_w) m.inputs.push_back(w);
   m.params.set("eps", ir::AttrValue(*eps));
   m.params.set("has_weight", ir::AttrValue(has_w));
+  return m;
+}
+
+namespace detail {
+// t = index_select(src, 0, idx) or src[idx] (index.Tensor with one index), read only by `user`;
+// returns (src, idx).
+inline std::optional<std::pair<TensorId, TensorId>> row_gather(const GraphView& v, TensorId t, std::int32_t user, std::vector<std::int32_t>& members) {
+  const std::int32_t p = v.producer(t);
+  if (p < 0 || v.only_consumer(t) != user || v.node(p).inputs.size() != 2) return std::nullopt;
+  const bool select = v.is<ops::IndexSelect>(p) && normalize_dim(v.attrs<ops::IndexSelect>(p).dim, static_cast<std::int64_t>(v.tensor(v.in(p, 0)).shape.size())) == 0;
+  const bool index = v.node(p).op_type == "aten.index.Tensor";
+  if (!select && !index) return std::nullopt;
+  if (v.tensor(v.in(p, 1)).shape.size() != 1 || !is_integral(v.tensor(v.in(p, 1)).dtype)) return std::nullopt;
+  members.push_back(p);
+  return std::make_pair(v.in(p, 0), v.in(p, 1));
+}
+
+inline bool last_dim_view(const GraphView& v, std::int32_t n, bool squeeze) {
+  const TensorId t = squeeze ? v.in(n, 0) : v.out(n);
+  const auto r = static_cast<std::int64_t>(v.tensor(t).shape.size());
+  if (r == 0 || v.tensor(t).shape.back() != 1) return false;
+  if (squeeze) {
+    auto d = v.attrs<ops::Squeeze>(n).dim;
+    return d && d->size() == 1 && normalize_dim((*d)[0], r) == r - 1;
+  }
+  return normalize_dim(v.attrs<ops::Unsqueeze>(n).dim, r) == r - 1;
+}
+
+// t = squeeze(matmul(A, unsqueeze(vec, -1)), -1), each read once: A, vec, and the nodes reading them.
+struct MatVec {
+  TensorId a, vec;
+  std::int32_t mm, un;
+};
+inline std::optional<MatVec> matvec(const GraphView& v, TensorId t, std::vector<std::int32_t>& members) {
+  const std::int32_t sq = v.producer(t);
+  if (!v.is<ops::Squeeze>(sq) || !last_dim_view(v, sq, true)) return std::nullopt;
+  const std::int32_t mm = v.producer(v.in(sq, 0));
+  if (!v.is<ops::Matmul>(mm) || v.only_consumer(v.out(mm)) != sq) return std::nullopt;
+  const std::int32_t un = v.producer(v.in(mm, 1));
+  if (!v.is<ops::Unsqueeze>(un) || v.only_consumer(v.out(un)) != mm || !last_dim_view(v, un, false)) return std::nullopt;
+  members.insert(members.end(), {sq, mm, un});
+  return MatVec{v.in(mm, 0), v.in(un, 0), mm, un};
+}
+}  // namespace detail
+
+NPUSIM_FUNC std::optional<Match> Moe::match(const GraphView& v, std::int32_t n) {
+  if (!v.is<ops::IndexAdd>(n) || v.attrs<ops::IndexAdd>(n).alpha.value != 1.0) return std::nullopt;
+  const Shape& ys = v.tensor(v.out(n)).shape;
+  if (ys.size() != 2 || normalize_dim(v.attrs<ops::IndexAdd>(n).dim, 2) != 0) return std::nullopt;
+  Match m;
+  m.nodes.push_back(n);
+  const std::int32_t zl = v.producer(v.in(n, 0));
+  if (!v.is<ops::ZerosLike>(zl) || v.only_consumer(v.out(zl)) != n) return std::nullopt;
+  m.nodes.push_back(zl);
+  const TensorId tok = v.in(n, 1);
+  // o * w [-> to]
+  const std::int32_t mw = detail::skip_cast_back(v, v.in(n, 2), m.nodes);
+  if (!v.is<ops::Mul>(mw) || v.node(mw).inputs.size() != 2 || v.only_consumer(v.out(mw)) < 0) return std::nullopt;
+  m.nodes.push_back(mw);
+  std::int32_t uw = v.producer(v.in(mw, 1));
+  TensorId o = v.in(mw, 0);
+  if (!v.is<ops::Unsqueeze>(uw)) uw = v.producer(v.in(mw, 0)), o = v.in(mw, 1);
+  if (!v.is<ops::Unsqueeze>(uw) || v.only_consumer(v.out(uw)) != mw || !detail::last_dim_view(v, uw, false)) return std::nullopt;
+  m.nodes.push_back(uw);
+  const TensorId w = v.in(uw, 0);
+  if (v.only_consumer(o) != mw) return std::nullopt;
+  // o = down[ids] @ h
+  auto down_mv = detail::matvec(v, o, m.nodes);
+  if (!down_mv) return std::nullopt;
+  auto down = detail::row_gather(v, down_mv->a, down_mv->mm, m.nodes);
+  if (!down) return std::nullopt;
+  const auto [down_w, ids] = *down;
+  // h = silu(g) * u, g, u = chunk(gu, 2, -1)
+  const std::int32_t hm = v.producer(down_mv->vec);
+  if (v.only_consumer(down_mv->vec) != down_mv->un) return std::nullopt;
+  if (!v.is<ops::Mul>(hm) || v.node(hm).inputs.size() != 2) return std::nullopt;
+  const std::int32_t ch = v.producer(v.in(hm, 0)) >= 0 && v.is<ops::Silu>(v.producer(v.in(hm, 0))) ? v.producer(v.in(hm, 0)) : v.producer(v.in(hm, 1));
+  if (!v.is<ops::Silu>(ch) || v.only_consumer(v.out(ch)) != hm) return std::nullopt;
+  const TensorId up = v.in(hm, 0) == v.out(ch) ? v.in(hm, 1) : v.in(hm, 0);
+  // chunk(gu, 2, -1), or the split into two halves a decomposed export makes of it.
+  const std::int32_t chunk = v.producer(v.in(ch, 0));
+  if (!(v.is<ops::Chunk>(chunk) || v.is<ops::Split>(chunk)) || v.node(chunk).outputs.size() != 2 || v.out(chunk, 0) != v.in(ch, 0) ||
+      v.out(chunk, 1) != up)
+    return std::nullopt;
+  if (v.only_consumer(up) != hm || v.only_consumer(v.in(ch, 0)) != ch) return std::nullopt;
+  const TensorId gu = v.in(chunk, 0);
+  const std::int64_t split_dim = v.is<ops::Chunk>(chunk) ? v.attrs<ops::Chunk>(chunk).dim : v.attrs<ops::Split>(chunk).dim;
+  if (!detail::is_last_dim(v, split_dim, gu) || v.only_consumer(gu) != chunk) return std::nullopt;
+  if (v.tensor(up).shape != v.tensor(v.in(ch, 0)).shape || 2 * v.tensor(up).shape.back() != v.tensor(gu).shape.back()) return std::nullopt;
+  m.nodes.insert(m.nodes.end(), {hm, ch, chunk});
+  auto gu_mv = detail::matvec(v, gu, m.nodes);
+  if (!gu_mv) return std::nullopt;
+  auto gate_up = detail::row_gather(v, gu_mv->a, gu_mv->mm, m.nodes);
+  auto xs = detail::row_gather(v, gu_mv->vec, gu_mv->un, m.nodes);
+  if (!gate_up || !xs || gate_up->second != ids || xs->second != tok) return std::nullopt;
+  const TensorId x = xs->first, gate_up_w = gate_up->first;
+  // Shapes: x [T, H] as y; gate_up [E, 2I, H]; down [E, H, I]; tok, ids, w [S].
+  const Shape &gs = v.tensor(gate_up_w).shape, &ds = v.tensor(down_w).shape;
+  const std::int64_t S = v.tensor(tok).shape[0];
+  if (v.tensor(x).shape != ys || v.tensor(x).dtype != v.tensor(v.out(n)).dtype || gs.size() != 3 || ds.size() != 3) return std::nullopt;
+  if (gs[0] != ds[0] || gs[2] != ys[1] || gs[1] != 2 * ds[2] || ds[1] != ys[1]) return std::nullopt;
+  if (v.tensor(ids).shape != Shape{S} || v.tensor(w).shape != Shape{S}) return std::nullopt;
+  if (!is_floating(v.tensor(w).dtype) || !is_floating(v.tensor(x).dtype)) return std::nullopt;
+  // The kernel produces y alone: nothing outside may read a member's other values.
+  for (std::int32_t k : m.nodes) {
+    if (k == n) continue;
+    for (TensorId t : v.node(k).outputs) {
+      if (v.is_graph_output(t)) return std::nullopt;
+      for (std::int32_t c : v.consumers(t))
+        if (std::find(m.nodes.begin(), m.nodes.end(), c) == m.nodes.end()) return std::nullopt;
+    }
+  }
+  m.inputs = {x, tok, ids, w, gate_up_w, down_w};
   return m;
 }
 

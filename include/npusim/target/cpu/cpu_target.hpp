@@ -25,7 +25,7 @@ namespace npusim::inline NPUSIM_ABI {
 struct CpuTarget {
   static constexpr std::string_view name = "cpu";
   using op_list = ops::all_ops;
-  using pattern_list = meta::list<fusion::Attention, fusion::GqaMatmul, fusion::MaskedSoftmax, fusion::RmsNorm, fusion::SiluGate, fusion::Rotary,
+  using pattern_list = meta::list<fusion::Moe, fusion::Attention, fusion::GqaMatmul, fusion::MaskedSoftmax, fusion::RmsNorm, fusion::SiluGate, fusion::Rotary,
                                   fusion::ConvMaxPool, fusion::ConvAddRelu, fusion::ConvBnRelu, fusion::AddRelu, fusion::MatmulTransB, fusion::EltwiseChain>;
   static constexpr DType dtypes[] = {DType::f32, DType::f16, DType::bf16};
   // What it cannot run goes to the reference target (the runtime composes the two; constant

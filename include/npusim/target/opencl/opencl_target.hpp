@@ -24,14 +24,16 @@ namespace npusim::inline NPUSIM_ABI {
 
 struct OpenCLTarget {
   static constexpr std::string_view name = "opencl";
-  // Every op but the creation ops (constant folding removes those; others fall back).
+  // Every op but the creation ops (constant folding removes those; others fall back); zeros_like,
+  // whose input is no constant, is listed.
   using op_list = meta::concat_t<ops::unary_ops, ops::binary_ops, ops::view_ops, ops::movement_ops,
                                  meta::list<ops::Where, ops::AssertMetadata, ops::ToDtype, ops::Linear, ops::Matmul, ops::Addmm, ops::Conv2d,
                                             ops::MaxPool2d, ops::AvgPool2d, ops::AdaptiveAvgPool2d, ops::BatchNorm, ops::LayerNorm, ops::Mean,
                                             ops::Sum, ops::Amax, ops::Amin, ops::Argmax, ops::Argmin, ops::Softmax, ops::LogSoftmax,
                                             ops::Embedding, ops::IndexCopy, ops::IndexSelect, ops::ScaledDotProductAttention, ops::RotaryHop,
-                                            ops::QuantizePerTensor, ops::DequantizePerTensor, ops::QConv2d, ops::QLinear, ops::QAdd, ops::QMaxPool2d, ops::QCat>>;
-  using pattern_list = meta::list<fusion::Attention, fusion::GqaMatmul, fusion::MaskedSoftmax, fusion::RmsNorm, fusion::SiluGate, fusion::Rotary,
+                                            ops::QuantizePerTensor, ops::DequantizePerTensor, ops::QConv2d, ops::QLinear, ops::QAdd, ops::QMaxPool2d, ops::QCat, ops::TopK, ops::ZerosLike,
+                                            ops::IndexAdd>>;
+  using pattern_list = meta::list<fusion::Moe, fusion::Attention, fusion::GqaMatmul, fusion::MaskedSoftmax, fusion::RmsNorm, fusion::SiluGate, fusion::Rotary,
                                   fusion::ConvBnRelu, fusion::AddRelu, fusion::MatmulTransB, fusion::EltwiseChain>;
   static constexpr DType dtypes[] = {DType::f32, DType::f16, DType::bf16};
   // Packed linear weights (docs/quantization.md): gemv_q.cl's decode GEMV, dequantized for the GEMM.

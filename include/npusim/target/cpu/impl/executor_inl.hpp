@@ -10,6 +10,7 @@
 #include "npusim/target/cpu/kernels/conv.hpp"
 #include "npusim/target/cpu/kernels/linalg.hpp"
 #include "npusim/target/cpu/kernels/misc.hpp"
+#include "npusim/target/cpu/kernels/moe.hpp"
 #include "npusim/target/cpu/kernels/movement.hpp"
 #include "npusim/target/cpu/kernels/nn.hpp"
 #include "npusim/target/cpu/kernels/pointwise.hpp"

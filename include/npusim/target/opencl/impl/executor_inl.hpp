@@ -14,6 +14,7 @@
 #include "npusim/target/opencl/kernels/conv.hpp"
 #include "npusim/target/opencl/kernels/index.hpp"
 #include "npusim/target/opencl/kernels/linalg.hpp"
+#include "npusim/target/opencl/kernels/moe.hpp"
 #include "npusim/target/opencl/kernels/movement.hpp"
 #include "npusim/target/opencl/kernels/nn.hpp"
 #include "npusim/target/opencl/kernels/pointwise.hpp"

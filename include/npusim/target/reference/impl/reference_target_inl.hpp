@@ -6,6 +6,7 @@
 #include "npusim/target/reference/kernels/elementwise.hpp"
 #include "npusim/target/reference/kernels/linalg.hpp"
 #include "npusim/target/reference/kernels/misc.hpp"
+#include "npusim/target/reference/kernels/moe.hpp"
 #include "npusim/target/reference/kernels/nn.hpp"
 #include "npusim/target/reference/kernels/quantized.hpp"
 #include "npusim/target/reference/kernels/shape.hpp"
