@@ -90,7 +90,8 @@ def _literal_values(module, path: str, buffer: torch.Tensor, config):
     if not isinstance(value, torch.Tensor) or tuple(value.shape) != tuple(buffer.shape):
         raise ExportError(f"buffer {path}: the rebuilt {type(owner).__name__} has no tensor of shape "
                           f"{tuple(buffer.shape)}")
-    return value
+    # as the model holds it: model.to(bf16) rounds float buffers too, and PyTorch computes with that
+    return value.to(buffer.dtype)
 
 
 def manifest(module, config=None) -> dict:
