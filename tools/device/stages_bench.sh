@@ -6,7 +6,7 @@
 # (npusim-export hf:qwen2.5-72b --weights synth --no-reference), across the GPUs.
 #   source .devdeps/device-env.sh && tools/device/stages_bench.sh      carry: [".devdeps"]
 # Env: Q72=DIR (a case folder with prefill/ and decode/; exported here when missing), STEPS (72B
-# tokens, default 16), SKIP (space-separated parts to skip: check q15 mpi q72), ROUNDS (bench-llm
+# tokens, default 16), SKIP (space-separated parts to skip: check q15 mpi q72 q72one), ROUNDS (bench-llm
 # rounds over the configurations, interleaved; default 1), REPEATS (steps per position, default 20),
 # CONFIGS (default "one two four"; also "pair": 4 stages as 0,0,1,1), AHEAD (NPUSIM_PIPELINE_AHEAD
 # values to compare, default "1"; e.g. "0 1"). Results in
@@ -75,13 +75,14 @@ if ! skip mpi; then
   mpirun -np 2 --tag-output env -u OMPI_COMM_WORLD_SIZE -u PMI_SIZE $N devices > "$R/mpi_devices.txt" 2>&1
   mpirun -np 2 --tag-output sh -c 'env | grep -iE "cuda|ocl|nvidia|visible|hwloc|mca" | sort' > "$R/mpi_env.txt" 2>&1
   echo "mpirun ranks see (no MPI_Init): $(grep -c NVIDIA "$R/mpi_devices.txt") NVIDIA lines"
-  for variant in "plain:" "ob1:--mca pml ob1 --mca btl self,vader" "nobind:--bind-to none" "both:--bind-to none --mca pml ob1 --mca btl self,vader"; do
+  # the ranks of the lent machine get OCL_ICD_FILENAMES=libpocl.so.2 (PoCL only): run them without it
+  for variant in "plain:" "unset:env -u OCL_ICD_FILENAMES"; do
     vn=${variant%%:*} vo=${variant#*:}
     # shellcheck disable=SC2086
     timeout 120 mpirun -np 2 $vo $N generate $P $D --check --target opencl --dtype bf16 --devices "$two" > "$R/q15_mpi_check_$vn.log" 2>&1
     summary "q15 mpirun -np 2 $vo check" "$R/q15_mpi_check_$vn.log"
     if grep -q '^PASS' "$R/q15_mpi_check_$vn.log"; then
-      MPI_OK=$vo
+      MPI_OK=${vo:-plain}
       # shellcheck disable=SC2086
       timeout 120 mpirun -np 2 $vo $N generate $P $D --target opencl --dtype bf16 --devices "$two" --max-new-tokens 64 > "$R/q15_mpi_gen.log" 2>&1
       summary "q15 mpirun -np 2 $vo generate 64" "$R/q15_mpi_gen.log"
@@ -99,15 +100,17 @@ if ! skip q72; then
   fi
   $N explain "$Q72/decode/ir.json" --dtype bf16 --target opencl --devices "$two" > "$R/q72_explain.txt" 2>&1
   grep -A3 '^stages' "$R/q72_explain.txt"
-  # shellcheck disable=SC2086
-  /usr/bin/time -v $N generate "$Q72/prefill" "$Q72/decode" --target opencl --dtype bf16 --devices "$two" \
-    --max-new-tokens "${STEPS:-16}" > "$R/q72_gen.log" 2>&1
-  summary "q72 generate --devices $two" "$R/q72_gen.log"
-  grep -E 'Maximum resident|Elapsed' "$R/q72_gen.log"
+  if ! skip q72one; then
+    # shellcheck disable=SC2086
+    /usr/bin/time -v $N generate "$Q72/prefill" "$Q72/decode" --target opencl --dtype bf16 --devices "$two" \
+      --max-new-tokens "${STEPS:-16}" > "$R/q72_gen.log" 2>&1
+    summary "q72 generate --devices $two" "$R/q72_gen.log"
+    grep -E 'Maximum resident|Elapsed' "$R/q72_gen.log"
+  fi
   awk -F', ' '{split($3, a, " "); if (a[1] + 0 > m[$2]) m[$2] = a[1] + 0} END {for (g in m) printf "GPU %s peak %d MiB\n", g, m[g]}' "$R/gpu_memory.csv"
   if [[ $MPI_OK != none ]]; then  # one rank per stage and GPU: each rank generates only its stage's weights
     # shellcheck disable=SC2086
-    /usr/bin/time -v timeout 300 mpirun -np 2 $MPI_OK $N generate "$Q72/prefill" "$Q72/decode" --target opencl --dtype bf16 --devices "$two" \
+    /usr/bin/time -v timeout 300 mpirun -np 2 ${MPI_OK#plain} $N generate "$Q72/prefill" "$Q72/decode" --target opencl --dtype bf16 --devices "$two" \
       --max-new-tokens "${STEPS:-16}" > "$R/q72_mpi_gen.log" 2>&1
     summary "q72 mpirun -np 2 generate" "$R/q72_mpi_gen.log"
     grep -E 'Maximum resident|stage link' "$R/q72_mpi_gen.log"
