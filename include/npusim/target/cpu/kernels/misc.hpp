@@ -48,6 +48,7 @@ Fn bind_creation(Ctx& c, const typename Op::Attrs& a) {
         if constexpr (std::is_same_v<Op, ops::Arange>) v = a.start.value + static_cast<double>(i) * a.step.value;
         else if constexpr (std::is_same_v<Op, ops::Full>) v = a.fill_value.value;
         else if constexpr (std::is_same_v<Op, ops::ScalarTensor>) v = a.s.value;
+        else if constexpr (std::is_same_v<Op, ops::Fill>) v = a.value.value;
         else v = Op::value;
         p[i] = convert_scalar<T>(v);
       }
