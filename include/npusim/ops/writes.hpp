@@ -15,10 +15,11 @@
 
 namespace npusim::inline NPUSIM_ABI::ops {
 
-// copy_(self, src, non_blocking): self's shape and dtype, src's values (broadcast, cast).
+// copy_(self, src, non_blocking): self's shape and dtype, src's values (broadcast, cast). Also
+// fill_.Tensor(self, value): the same with a 0-d value (`t[a:b] = v[0]` may trace to either).
 struct Copy {
   static constexpr std::string_view id = "copy";
-  static constexpr std::array aten{"aten.copy.default"sv, "aten.copy_.default"sv};
+  static constexpr std::array aten{"aten.copy.default"sv, "aten.copy_.default"sv, "aten.fill.Tensor"sv, "aten.fill_.Tensor"sv};
   static constexpr OpClass op_class = OpClass::movement;
   struct Attrs {
     bool non_blocking = false;

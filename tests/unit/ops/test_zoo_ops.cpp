@@ -11,6 +11,7 @@
 #include "npusim/cpu.hpp"
 #include "npusim/passes/functionalize.hpp"
 #include "npusim/passes/graph_edit.hpp"
+#include "npusim/passes/lower_einsum.hpp"
 #include "npusim/reference.hpp"
 #include "npusim/target/reference/interpreter.hpp"
 
@@ -190,6 +191,33 @@ TEST(Einsum, LoweringMatchesTheDefinition) {
     std::vector<Shape> shapes = c.shapes;
     t.expect(ops::parse_einsum(c.e, shapes).out_shape(), einsum_by_definition(c.e, xs));
   }
+}
+
+TEST(Einsum, CompilerLowersItToMatmulsUnlessItTakesADiagonal) {
+  auto census = [](const std::string& e, std::vector<Shape> shapes) {
+    Net t;
+    std::vector<ir::TensorId> ins;
+    for (const Shape& s : shapes) ins.push_back(t.in(Tensor::zeros(DType::f32, s)));
+    t.op("aten.einsum.default", ins, eq(e));
+    ir::Graph g = t.n.g;
+    passes::lower_einsum(g);
+    passes::verify(g, "lower_einsum");
+    std::map<std::string, int> ops;
+    for (const ir::Node& n : g.nodes) ++ops[n.op_type];
+    EXPECT_EQ(g.nodes.back().outputs[0], t.n.g.outputs[0]) << "the last node writes the einsum's own output";
+    return ops;
+  };
+  auto scores = census("B G H I D, B G H J D -> B G H I J", {{1, 4, 2, 7, 8}, {1, 4, 2, 7, 8}});
+  EXPECT_EQ(scores["aten.matmul.default"], 1);
+  EXPECT_EQ(scores["aten.einsum.default"], 0);
+  EXPECT_EQ(scores["aten.permute.default"], 1);  // k to [B G H D J]
+  auto chain = census("ij,jk,kl->il", {{3, 4}, {4, 5}, {5, 2}});
+  EXPECT_EQ(chain["aten.matmul.default"], 2);
+  auto reduce = census("ijk->j", {{3, 4, 5}});
+  EXPECT_EQ(reduce["aten.sum.dim_IntList"], 1);
+  EXPECT_EQ(reduce["aten.matmul.default"], 0);
+  auto diag = census("ii->i", {{3, 3}});
+  EXPECT_EQ(diag["aten.einsum.default"], 1);
 }
 
 TEST(Einsum, BadEquationsAreTypedErrors) {
