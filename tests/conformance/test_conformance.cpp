@@ -259,6 +259,9 @@ std::vector<Case> make_cases() {
     const auto x = b.op("aten.pad.default", {b.input({1, 2, 4, 5})}, attrs({{"pad", ints({1, 1, 2, 0})}, {"mode", "replicate"}}));
     b.output(b.op("aten.pad.default", {x}, attrs({{"pad", ints({2, 1})}, {"mode", "circular"}})));
   });
+  add("reflection_pad/2d", "reflection_pad", [](Builder& b) { b.output(b.op("aten.reflection_pad2d.default", {b.input({1, 2, 5, 17})}, attrs({{"padding", ints({3, 1, 0, 4})}}))); });
+  add("replication_pad/1d", "replication_pad", [](Builder& b) { b.output(b.op("aten.replication_pad1d.default", {b.input({2, 3, 7})}, attrs({{"padding", ints({1, 9})}}))); });
+  add("pad_circular/2d", "pad_circular", [](Builder& b) { b.output(b.op("aten._pad_circular.default", {b.input({1, 1, 4, 5})}, attrs({{"pad", ints({2, 2, 1, 3})}}))); });
   add("roll/swin_shift", "roll", [](Builder& b) { b.output(b.op("aten.roll.default", {b.input({1, 7, 7, 4})}, attrs({{"shifts", ints({-3, -3})}, {"dims", ints({1, 2})}}))); });
   add("roll/flat", "roll", [](Builder& b) { b.output(b.op("aten.roll.default", {b.input({3, 17})}, attrs({{"shifts", ints({5})}}))); });
   add("linalg_vector_norm/normalize", "linalg_vector_norm", [](Builder& b) {

@@ -67,6 +67,50 @@ struct Pad {
   }
 };
 
+// The mode-specific spellings of pad: reflection_padNd(self, padding), replication_padNd(self,
+// padding), _pad_circular(self, pad). What F.pad calls for those modes where aten.pad is
+// decomposed; canonicalize_aliases rewrites them into aten.pad.
+template <class Derived>
+struct PadAlias {
+  static constexpr OpClass op_class = OpClass::movement;
+  template <class A>  // Derived::Attrs (Derived is incomplete here)
+  static Pad::Attrs pad(const A& a) {
+    Pad::Attrs p;
+    p.pad = a.padding, p.mode = Derived::mode;
+    p.check();
+    return p;
+  }
+  template <class A>
+  static Specs infer(const A& a, InSpecs in) {
+    expect_arity(in, 1, 1, Derived::id);
+    return Pad::infer(pad(a), in);
+  }
+};
+struct ReflectionPad : PadAlias<ReflectionPad> {
+  static constexpr std::string_view id = "reflection_pad";
+  static constexpr std::array aten{"aten.reflection_pad1d.default"sv, "aten.reflection_pad2d.default"sv, "aten.reflection_pad3d.default"sv};
+  static constexpr const char* mode = "reflect";
+  struct Attrs {
+    Ints padding;
+    template <class V> void visit(V& v) { v("padding", padding); }
+  };
+};
+struct ReplicationPad : PadAlias<ReplicationPad> {
+  static constexpr std::string_view id = "replication_pad";
+  static constexpr std::array aten{"aten.replication_pad1d.default"sv, "aten.replication_pad2d.default"sv, "aten.replication_pad3d.default"sv};
+  static constexpr const char* mode = "replicate";
+  using Attrs = ReflectionPad::Attrs;
+};
+struct CircularPad : PadAlias<CircularPad> {
+  static constexpr std::string_view id = "pad_circular";
+  static constexpr std::array aten{"aten._pad_circular.default"sv};
+  static constexpr const char* mode = "circular";
+  struct Attrs {
+    Ints padding;  // ATen's name: pad
+    template <class V> void visit(V& v) { v("pad", padding); }
+  };
+};
+
 // roll(self, shifts, dims=[]): out[i] = self[(i - shift) mod n] along each dim; with no dims, the
 // flattened tensor rolls by the single shift.
 struct Roll {

@@ -306,6 +306,18 @@ TEST(Pad, EveryModeByHand) {
   pad("circular", {2, 3}, std::nullopt, {1, 8}, {2, 3, 1, 2, 3, 1, 2, 3});
 }
 
+TEST(Pad, ModeSpecificSpellings) {
+  Net t;
+  t.op("aten.reflection_pad1d.default", {t.in(f32({1, 3}, {1, 2, 3}))}, attrs({{"padding", ints({1, 2})}}));
+  t.expect({1, 6}, {2, 1, 2, 3, 2, 1});
+  Net r;
+  r.op("aten.replication_pad2d.default", {r.in(f32({1, 1, 1, 2}, {1, 2}))}, attrs({{"padding", ints({0, 1, 1, 0})}}));
+  r.expect({1, 1, 2, 3}, {1, 2, 2, 1, 2, 2});
+  Net c;
+  c.op("aten._pad_circular.default", {c.in(f32({1, 3}, {1, 2, 3}))}, attrs({{"pad", ints({1, 1})}}));
+  c.expect({1, 5}, {3, 1, 2, 3, 1});
+}
+
 TEST(Pad, TooMuchPaddingIsAnError) {
   ops::Specs x = {{{1, 3}, DType::f32}};
   const auto& info = ops::op_info(ops::op_index_v<ops::Pad>);

@@ -149,6 +149,14 @@ NPUSIM_FUNC int canonicalize_aliases(ir::Graph& g) {
       const ops::Transpose::Attrs t = ops::Swapaxes::transpose(sa);
       a.set("dim0", ir::AttrValue(t.dim0)), a.set("dim1", ir::AttrValue(t.dim1));
       n.op_type = "aten.transpose.int";
+    } else if (i == ops::op_index_v<ops::ReflectionPad> || i == ops::op_index_v<ops::ReplicationPad> || i == ops::op_index_v<ops::CircularPad>) {
+      const ops::Pad::Attrs p = ops::dispatch_op<ops::Pad::Attrs>(i, [&]<class Op>() -> ops::Pad::Attrs {
+        if constexpr (requires { Op::pad(ops::read_attrs<typename Op::Attrs>(n.attrs, n.op_type)); })
+          return Op::pad(ops::read_attrs<typename Op::Attrs>(n.attrs, n.op_type));
+        else return {};
+      });
+      a.set("pad", detail::shape_attr(p.pad)), a.set("mode", ir::AttrValue(p.mode));
+      n.op_type = "aten.pad.default";
     } else if (i == ops::op_index_v<ops::ExpandAs>) {
       a.set("size", detail::shape_attr(out_shape));
       n.op_type = "aten.expand.default", n.inputs.resize(1);

@@ -82,6 +82,13 @@ struct kernel<ops::Pad, ReferenceTarget> {
   }
 };
 
+template <class Op>
+  requires(std::is_same_v<Op, ops::ReflectionPad> || std::is_same_v<Op, ops::ReplicationPad> || std::is_same_v<Op, ops::CircularPad>)
+struct kernel<Op, ReferenceTarget> {
+  static constexpr bool provided = true;
+  static void run(const typename Op::Attrs& a, ref::Args& args) { kernel<ops::Pad, ReferenceTarget>::run(Op::pad(a), args); }
+};
+
 template <>
 struct kernel<ops::Roll, ReferenceTarget> {
   static constexpr bool provided = true;
