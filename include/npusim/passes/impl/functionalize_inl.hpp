@@ -133,7 +133,7 @@ NPUSIM_FUNC int canonicalize_aliases(ir::Graph& g) {
   int changed = 0;
   for (ir::Node& n : nodes) {
     const auto idx = ops::find_op(n.op_type);
-    if (!idx) {
+    if (!idx || n.outputs.size() != 1 || n.inputs.empty()) {  // every op rewritten here has one output and an input
       g.nodes.push_back(std::move(n));
       continue;
     }
