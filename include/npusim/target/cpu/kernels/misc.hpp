@@ -28,6 +28,10 @@ Fn bind_index_copy(Ctx& c, const ops::IndexCopy::Attrs& a);
 
 Fn bind_index_select(Ctx& c, const ops::IndexSelect::Attrs& a);
 
+// index.Tensor (advanced indexing): the output's offsets into x from its kept dimensions are fixed
+// at bind; each run adds the indexed dimensions' offsets read from the index tensors.
+Fn bind_index_tensor(Ctx& c, const ops::IndexTensor::Attrs& a);
+
 // Rotary (rotate-half): y = x * cos + cat(-x2, x1) * sin, cos/sin broadcast over heads.
 Fn bind_rotary(Ctx& c);
 
@@ -77,6 +81,12 @@ template <>
 struct kernel<ops::IndexSelect, CpuTarget> {
   static constexpr bool provided = true;
   static cpu::Fns bind(cpu::Ctx& c) { return {cpu::bind_index_select(c, c.attrs<ops::IndexSelect>())}; }
+};
+
+template <>
+struct kernel<ops::IndexTensor, CpuTarget> {
+  static constexpr bool provided = true;
+  static cpu::Fns bind(cpu::Ctx& c) { return {cpu::bind_index_tensor(c, c.attrs<ops::IndexTensor>())}; }
 };
 
 template <class Op>
