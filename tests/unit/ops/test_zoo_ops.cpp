@@ -441,6 +441,22 @@ TEST(Writes, FillAndCopyWithBroadcastAndCast) {
   c.expect({2, 3}, {-1, -2, -3, -1, -2, -3});
 }
 
+TEST(Writes, AWriteThroughATransposeIsARefusalByName) {
+  Net t;  // y = x.clone(); y.t()[0].zero_(): a view npusim's tensors cannot alias
+  const ir::TensorId y = t.op("aten.clone.default", {t.in(iota({2, 3}))});
+  const ir::TensorId tr = t.op("aten.t.default", {y});
+  t.op("aten.zero_.default", {t.op("aten.select.int", {tr}, attrs({{"dim", 0}, {"index", 0}}))});
+  t.op("aten.neg.default", {y});
+  try {
+    t.interpret();
+    ADD_FAILURE() << "no error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("view"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("n3"), std::string::npos) << "names the write node: " << e.what();
+  }
+  EXPECT_THROW(t.compiled<CpuTarget>(), Error);
+}
+
 TEST(Writes, FunctionalizeLeavesNoWriteAndCanonicalizeNoAlias) {
   Net t;
   const ir::TensorId b = t.op("aten.clone.default", {t.in(iota({6}))});
