@@ -6,6 +6,8 @@
 #include "npusim/passes/impl/bn_fold_inl.hpp"
 #include "npusim/passes/impl/broadcast_fold_inl.hpp"
 #include "npusim/passes/impl/const_fold_inl.hpp"
+#include "npusim/passes/impl/functionalize_inl.hpp"
+#include "npusim/passes/impl/lower_einsum_inl.hpp"
 #include "npusim/passes/impl/dtype_policy_inl.hpp"
 #include "npusim/passes/impl/pad_channels_inl.hpp"
 #include "npusim/passes/impl/quantize_int8_inl.hpp"

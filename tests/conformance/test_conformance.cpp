@@ -278,6 +278,87 @@ std::vector<Case> make_cases() {
   add("moe/batched_mm_3x17", "topk", [](Builder& b) { b.output(moe_block(b, 3, 17, 4, 5, 2)); });
   add("moe/decode_1", "topk", [](Builder& b) { b.output(moe_block(b, 1, 16, 4, 8, 2)); });
   add("moe/split_top3_of_5", "topk", [](Builder& b) { b.output(moe_block(b, 4, 24, 5, 6, 3, true)); });
+  // The model-zoo ops (issue 40): einsum equations of every kind, swin's window ops, the writes
+  // through slices (functionalized) and the alias ops (rewritten into listed ops).
+  auto einsum = [](std::string e) { return attrs({{"equation", std::move(e)}}); };
+  add("einsum/matmul_17", "einsum", [=](Builder& b) { b.output(b.op("aten.einsum.default", {b.input({5, 17}), b.input({17, 3})}, einsum("ij,jk->ik"))); });
+  add("einsum/maxvit_scores", "einsum", [=](Builder& b) {
+    b.output(b.op("aten.einsum.default", {b.input({1, 4, 2, 7, 8}), b.input({1, 4, 2, 7, 8})}, einsum("B G H I D, B G H J D -> B G H I J")));
+  });
+  add("einsum/transpose_out", "einsum", [=](Builder& b) { b.output(b.op("aten.einsum.default", {b.input({2, 3, 4}), b.input({2, 4, 5})}, einsum("bij,bjk->bki"))); });
+  add("einsum/trace_diag_sum", "einsum", [=](Builder& b) { b.output(b.op("aten.einsum.default", {b.input({3, 3, 5})}, einsum("iij->j"))); });
+  add("einsum/ellipsis_broadcast", "einsum", [=](Builder& b) { b.output(b.op("aten.einsum.default", {b.input({2, 1, 6}), b.input({3, 6})}, einsum("...j,...j"))); });
+  add("einsum/three_operands", "einsum", [=](Builder& b) {
+    b.output(b.op("aten.einsum.default", {b.input({2, 3}), b.input({4, 3, 5}), b.input({2, 5})}, einsum("bn,anm,bm->ba")));
+  });
+  auto index_weight = [](Builder& b, Tensor t) { return b.net.weight("idx" + std::to_string(b.net.g.weights.size()), std::move(t)); };
+  add("index_tensor/swin_bias", "index_tensor", [=](Builder& b) {
+    Tensor idx = Tensor::empty(DType::i64, {9, 9});
+    for (std::int64_t i = 0; i < 81; ++i) idx.data<std::int64_t>()[i] = (i * 5 + 2) % 25;
+    b.output(b.op("aten.index.Tensor", {b.input({25, 3}), index_weight(b, idx)}));
+  });
+  add("index_tensor/none_then_index_1", "index_tensor", [=](Builder& b) {
+    ir::AttrMap a = attrs({{"_tensor_list_none_masks", ir::AttrValue(ir::AttrList{ir::AttrValue(ir::AttrList{true, false})})}});
+    b.output(b.op("aten.index.Tensor", {b.input({2, 17, 1}), b.indices(5, 17)}, a));
+  });
+  add("pad/constant_nchw", "pad", [](Builder& b) { b.output(b.op("aten.pad.default", {b.input({1, 3, 5, 7})}, attrs({{"pad", ints({0, 0, 1, 2})}, {"value", 0.5}}))); });
+  add("pad/reflect", "pad", [](Builder& b) { b.output(b.op("aten.pad.default", {b.input({2, 3, 17})}, attrs({{"pad", ints({2, 3})}, {"mode", "reflect"}}))); });
+  add("pad/replicate_circular", "pad", [](Builder& b) {
+    const auto x = b.op("aten.pad.default", {b.input({1, 2, 4, 5})}, attrs({{"pad", ints({1, 1, 2, 0})}, {"mode", "replicate"}}));
+    b.output(b.op("aten.pad.default", {x}, attrs({{"pad", ints({2, 1})}, {"mode", "circular"}})));
+  });
+  add("reflection_pad/2d", "reflection_pad", [](Builder& b) { b.output(b.op("aten.reflection_pad2d.default", {b.input({1, 2, 5, 17})}, attrs({{"padding", ints({3, 1, 0, 4})}}))); });
+  add("replication_pad/1d", "replication_pad", [](Builder& b) { b.output(b.op("aten.replication_pad1d.default", {b.input({2, 3, 7})}, attrs({{"padding", ints({1, 9})}}))); });
+  add("pad_circular/2d", "pad_circular", [](Builder& b) { b.output(b.op("aten._pad_circular.default", {b.input({1, 1, 4, 5})}, attrs({{"pad", ints({2, 2, 1, 3})}}))); });
+  add("roll/swin_shift", "roll", [](Builder& b) { b.output(b.op("aten.roll.default", {b.input({1, 7, 7, 4})}, attrs({{"shifts", ints({-3, -3})}, {"dims", ints({1, 2})}}))); });
+  add("roll/flat", "roll", [](Builder& b) { b.output(b.op("aten.roll.default", {b.input({3, 17})}, attrs({{"shifts", ints({5})}}))); });
+  add("linalg_vector_norm/normalize", "linalg_vector_norm", [](Builder& b) {
+    const auto x = b.input({2, 3, 17});
+    const auto n = b.op("aten.linalg_vector_norm.default", {x}, attrs({{"ord", 2.0}, {"dim", ints({-1})}, {"keepdim", true}}));
+    const auto c = b.op("aten.clamp_min.default", {n}, attrs({{"min", 1e-12}}));
+    b.output(b.op("aten.div.Tensor", {x, b.op("aten.expand_as.default", {c, x})}));
+  });
+  add("linalg_vector_norm/inf_all", "linalg_vector_norm", [](Builder& b) { b.output(b.op("aten.linalg_vector_norm.default", {b.input({3, 17})}, attrs({{"ord", "inf"}}))); });
+  add("masked_fill/swin_mask", "masked_fill", [](Builder& b) {
+    const auto x = b.input({4, 17}, Values::small_int);
+    const auto m = b.op("aten.gt.Scalar", {x}, attrs({{"other", 0.0}}));
+    b.output(b.op("aten.masked_fill.Scalar", {x, m}, attrs({{"value", -100.0}})));
+  });
+  add("masked_fill/broadcast_mask", "masked_fill", [](Builder& b) {
+    const auto m = b.op("aten.lt.Scalar", {b.input({17}, Values::small_int)}, attrs({{"other", 0.0}}));
+    b.output(b.op("aten.masked_fill.Scalar", {b.input({3, 17}), m}, attrs({{"value", 2.5}})));
+  });
+  add("swapaxes/3d", "swapaxes", [](Builder& b) { b.output(b.op("aten.swapaxes.default", {b.input({2, 3, 17})}, attrs({{"axis0", -2}, {"axis1", -3}}))); });
+  add("expand_as/row", "expand_as", [](Builder& b) { b.output(b.op("aten.expand_as.default", {b.input({1, 17}), b.input({3, 17})})); });
+  add("type_as/f32", "type_as", [](Builder& b) {
+    const auto x = b.input({3, 17});
+    b.output(b.op("aten.type_as.default", {b.op("aten.mul.Tensor", {x, x}), x}));
+  });
+  add("new_zeros/added", "new_zeros", [](Builder& b) {
+    const auto x = b.input({3, 17});
+    b.output(b.op("aten.add.Tensor", {x, b.op("aten.new_zeros.default", {x}, attrs({{"size", ints({3, 17})}}))}));
+  });
+  // Writes through slices, read afterwards through the base: swin's mask, swin v2's bias.
+  add("copy/swin_mask_writes", "copy", [=](Builder& b) {
+    const auto x = b.input({4, 4});
+    const auto m = b.op("aten.new_zeros.default", {x}, attrs({{"size", ints({4, 4})}}));
+    const auto s = b.op("aten.slice.Tensor", {b.op("aten.slice.Tensor", {m}, attrs({{"dim", 0}, {"start", 1}}))}, attrs({{"dim", 1}, {"end", 3}}));
+    b.op("aten.copy_.default", {s, index_weight(b, Tensor::scalar<std::int64_t>(3))});
+    b.output(b.op("aten.add.Tensor", {x, m}));
+  });
+  add("zero/bias_slice", "zero", [](Builder& b) {
+    const auto c = b.op("aten.clone.default", {b.input({3, 17})});
+    b.op("aten.zero_.default", {b.op("aten.slice.Tensor", {c}, attrs({{"dim", 1}, {"start", 5}, {"end", 11}}))});
+    b.output(b.op("aten.mul.Tensor", {c}, attrs({{"other", 2.0}})));
+  });
+  add("fill/row", "fill", [](Builder& b) {
+    const auto c = b.op("aten.clone.default", {b.input({3, 17})});
+    b.op("aten.fill_.Scalar", {b.op("aten.select.int", {c}, attrs({{"dim", 0}, {"index", 1}}))}, attrs({{"value", 1.5}}));
+    b.output(b.op("aten.neg.default", {c}));
+  });
+  add("slice_scatter/step2", "slice_scatter", [](Builder& b) {
+    b.output(b.op("aten.slice_scatter.default", {b.input({3, 17}), b.input({3, 8})}, attrs({{"dim", 1}, {"start", 1}, {"step", 2}})));
+  });
   // Convolutions: every CPU candidate's territory (odd channels and images, depthwise, grouped,
   // strided, 3x3 stride 1 over more than 64 pixels, channel-blocked intermediates in a chain, a
   // residual added after, a max pool fused after), each at every dtype.

@@ -65,7 +65,14 @@ std::string ops_markdown() {
     << "`kernel<Op, Target>`): ✓ yes, — no, in which case the node runs on the target's fallback. "
     << "A target may still refuse single nodes through its `refuse` hook (an attribute value or an "
     << "operand it cannot handle); `npusim explain IR.json --target T` lists those with the reason. "
-    << "See [partitioning.md](partitioning.md).\n\n";
+    << "See [partitioning.md](partitioning.md).\n\n"
+    << "The compiler's first passes rewrite some ops before any target sees them "
+    << "(`passes/functionalize.hpp`): in-place writes through slice, select and reshaping views "
+    << "(`copy_`, `zero_`, `fill_`) become `slice_scatter` nodes that later readers read; `swapaxes` becomes "
+    << "`transpose`, `expand_as` `expand`, `type_as` `to_dtype`, `new_zeros`, `zero` and `fill` creation ops "
+    << "(folded at compile time), `copy` `expand` and `to_dtype`; `einsum` becomes `sum`, `permute`, `reshape`, "
+    << "`expand` and `matmul` nodes unless it takes a diagonal. Their rows' — is what a target would do "
+    << "with the op as written, which a compiled program never asks of it.\n\n";
 
   s << "## Targets\n\n| target | compute dtypes | fallback | fusion patterns, in priority order |\n|---|---|---|---|\n";
   for (std::size_t k = 0; k < infos.size(); ++k) {

@@ -23,6 +23,8 @@
 namespace npusim::inline NPUSIM_ABI::ops {
 
 using Ints = std::vector<std::int64_t>;
+// `_tensor_list_none_masks`: per Tensor?[] argument with a None, where the Nones were.
+using NoneMasks = std::vector<std::vector<bool>>;
 
 // A scalar operand as written in attrs (`other`, `fill_value`, `min`/`max`): int, float or bool.
 struct Scalar {
@@ -103,6 +105,17 @@ void convert(std::string_view name, const ir::AttrValue& v, T& out) {
       if (!e.is_number()) throw attr_error(name, "wrong element type", "a list of numbers", v);
       out.push_back(e.as_double());
     }
+  } else if constexpr (std::is_same_v<T, NoneMasks>) {
+    out.clear();
+    if (!v.is_list()) throw attr_error(name, "wrong type", "a list of lists of bools", v);
+    for (const auto& l : v.as_list()) {
+      if (!l.is_list()) throw attr_error(name, "wrong element type", "a list of lists of bools", v);
+      out.emplace_back();
+      for (const auto& e : l.as_list()) {
+        if (!e.is_bool()) throw attr_error(name, "wrong element type", "a list of lists of bools", v);
+        out.back().push_back(e.as_bool());
+      }
+    }
   } else if constexpr (std::is_same_v<T, Ignored>) {
     (void)v;
   } else {
@@ -174,7 +187,8 @@ struct AttrDescriber {
       std::string s = "[";
       for (std::size_t i = 0; i < v.size(); ++i) s += (i ? ", " : "") + ir::format_double(v[i]);
       return s + "]";
-    } else if constexpr (std::is_same_v<T, Ignored>) return "(ignored)";
+    } else if constexpr (std::is_same_v<T, NoneMasks>) return v.empty() ? "[]" : "[...]";
+    else if constexpr (std::is_same_v<T, Ignored>) return "(ignored)";
     else return "?";
   }
   template <class T>

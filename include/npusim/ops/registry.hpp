@@ -9,9 +9,11 @@
 
 #include "npusim/ir/graph.hpp"
 #include "npusim/meta/type_list.hpp"
+#include "npusim/ops/aliases.hpp"
 #include "npusim/ops/attention.hpp"
 #include "npusim/ops/conv.hpp"
 #include "npusim/ops/creation.hpp"
+#include "npusim/ops/einsum.hpp"
 #include "npusim/ops/elementwise.hpp"
 #include "npusim/ops/index.hpp"
 #include "npusim/ops/linalg.hpp"
@@ -22,6 +24,8 @@
 #include "npusim/ops/reduce.hpp"
 #include "npusim/ops/rotary.hpp"
 #include "npusim/ops/shape.hpp"
+#include "npusim/ops/window.hpp"
+#include "npusim/ops/writes.hpp"
 
 namespace npusim::inline NPUSIM_ABI::ops {
 
@@ -35,7 +39,10 @@ using other_ops = meta::list<Where, AssertMetadata, ToDtype, Linear, Matmul, Add
                              LogSoftmax, Embedding, IndexCopy, IndexSelect, ScaledDotProductAttention, Full, Zeros, Ones,
                              Arange, ScalarTensor, RotaryHop, QuantizePerTensor, DequantizePerTensor, QConv2d,
                              QLinear, QAdd, QMaxPool2d, QCat, TopK, ZerosLike, IndexAdd>;
-using all_ops = meta::concat_t<unary_ops, binary_ops, view_ops, movement_ops, other_ops>;
+// The ops the model-zoo sweep found missing (swin, maxvit, Gemma: issue 40).
+using zoo_ops = meta::list<Einsum, IndexTensor, Pad, ReflectionPad, ReplicationPad, CircularPad, Roll, LinalgVectorNorm, MaskedFill, Swapaxes, ExpandAs, TypeAs, NewZeros, Copy,
+                           Zero, Fill, SliceScatter>;
+using all_ops = meta::concat_t<unary_ops, binary_ops, view_ops, movement_ops, other_ops, zoo_ops>;
 
 template <class Op>
 concept OpPolicy = requires {

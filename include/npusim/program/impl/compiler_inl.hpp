@@ -10,6 +10,8 @@
 #include "npusim/passes/basic.hpp"
 #include "npusim/passes/bn_fold.hpp"
 #include "npusim/passes/broadcast_fold.hpp"
+#include "npusim/passes/functionalize.hpp"
+#include "npusim/passes/lower_einsum.hpp"
 #include "npusim/passes/pad_channels.hpp"
 #include "npusim/passes/quantize_weights.hpp"
 #include "npusim/core/quant.hpp"
@@ -25,6 +27,9 @@ NPUSIM_FUNC passes::DTypePolicy run_passes(ir::Graph& g, const partition::Target
     p.stats.pass_counts.set(pass, ir::AttrValue(n));
     if (opt.verify) passes::verify(g, pass);
   };
+  count("functionalize_writes", passes::functionalize_writes(g));
+  count("canonicalize_aliases", passes::canonicalize_aliases(g));
+  count("lower_einsum", passes::lower_einsum(g));
   count("normalize_inplace", passes::normalize_inplace(g));
   count("remove_noops", passes::remove_noops(g));
   if (opt.fold_batch_norm) {

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <functional>
+#include <memory>
 #include <unordered_map>
 
 #include "npusim/target/reference/reference_target.hpp"
@@ -44,6 +45,7 @@ class Interpreter {
  private:
   void check_input(const ir::TensorInfo& info, const Tensor& t) const;
 
+  std::shared_ptr<const ir::Graph> written_;  // the graph with its writes made dataflow, when it has any
   const ir::Graph& g_;
   Options opt_;
   std::vector<NodeFn> fns_;

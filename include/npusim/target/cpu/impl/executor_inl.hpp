@@ -169,7 +169,10 @@ class Executor final : public PartitionExecutor {
   static Fns bind_kernel(Ctx& c) {
     if (auto f = PatternBinder<CpuTarget::pattern_list>::bind(c)) return *f;
     if (c.k.nodes.size() != 1) c.unsupported("no CPU kernel for fused kind '" + c.k.kind + "'");
-    return ops::dispatch_op<Fns>(ops::require_op(c.node()), [&]<class Op>() { return kernel<Op, CpuTarget>::bind(c); });
+    return ops::dispatch_op<Fns>(ops::require_op(c.node()), [&]<class Op>() -> Fns {
+      if constexpr (kernel<Op, CpuTarget>::provided) return kernel<Op, CpuTarget>::bind(c);
+      else c.unsupported("no CPU kernel for " + std::string(Op::id));
+    });
   }
 
   const program::Partition& part_;

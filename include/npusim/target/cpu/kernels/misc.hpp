@@ -28,6 +28,10 @@ Fn bind_index_copy(Ctx& c, const ops::IndexCopy::Attrs& a);
 
 Fn bind_index_select(Ctx& c, const ops::IndexSelect::Attrs& a);
 
+// index.Tensor (advanced indexing): the output's offsets into x from its kept dimensions are fixed
+// at bind; each run adds the indexed dimensions' offsets read from the index tensors.
+Fn bind_index_tensor(Ctx& c, const ops::IndexTensor::Attrs& a);
+
 // Rotary (rotate-half): y = x * cos + cat(-x2, x1) * sin, cos/sin broadcast over heads.
 Fn bind_rotary(Ctx& c);
 
@@ -48,6 +52,7 @@ Fn bind_creation(Ctx& c, const typename Op::Attrs& a) {
         if constexpr (std::is_same_v<Op, ops::Arange>) v = a.start.value + static_cast<double>(i) * a.step.value;
         else if constexpr (std::is_same_v<Op, ops::Full>) v = a.fill_value.value;
         else if constexpr (std::is_same_v<Op, ops::ScalarTensor>) v = a.s.value;
+        else if constexpr (std::is_same_v<Op, ops::Fill>) v = a.value.value;
         else v = Op::value;
         p[i] = convert_scalar<T>(v);
       }
@@ -76,6 +81,12 @@ template <>
 struct kernel<ops::IndexSelect, CpuTarget> {
   static constexpr bool provided = true;
   static cpu::Fns bind(cpu::Ctx& c) { return {cpu::bind_index_select(c, c.attrs<ops::IndexSelect>())}; }
+};
+
+template <>
+struct kernel<ops::IndexTensor, CpuTarget> {
+  static constexpr bool provided = true;
+  static cpu::Fns bind(cpu::Ctx& c) { return {cpu::bind_index_tensor(c, c.attrs<ops::IndexTensor>())}; }
 };
 
 template <class Op>

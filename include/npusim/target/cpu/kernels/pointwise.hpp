@@ -112,8 +112,12 @@ template <class Op>
 ScalarFn scalar_fn(const typename Op::Attrs& at) {
   if constexpr (std::is_same_v<Op, ops::Where>) {
     return [](const double* v) { return v[0] != 0.0 ? v[1] : v[2]; };
-  } else if constexpr (std::is_same_v<Op, ops::ToDtype>) {
+  } else if constexpr (std::is_same_v<Op, ops::ToDtype> || std::is_same_v<Op, ops::TypeAs>) {
     return [](const double* v) { return v[0]; };
+  } else if constexpr (std::is_same_v<Op, ops::MaskedFill>) {
+    // masked_fill.Scalar: (self, mask) and the attribute; masked_fill.Tensor: (self, mask, value).
+    if (at.value) return [value = at.value->value](const double* v) { return v[1] != 0.0 ? value : v[0]; };
+    return [](const double* v) { return v[1] != 0.0 ? v[2] : v[0]; };
   } else if constexpr (Op::arity == 1) {
     return [at](const double* v) {
       if constexpr (Op::integer_ok) return static_cast<double>(Op::fn(at, v[0]));

@@ -3,6 +3,7 @@
 
 #include "npusim/config.hpp"
 #include "npusim/core/quant_matrix.hpp"
+#include "npusim/passes/functionalize.hpp"
 #include "npusim/target/reference/kernels/common.hpp"
 #include "npusim/target/reference/interpreter.hpp"
 
@@ -19,7 +20,28 @@ NPUSIM_FUNC void round_in_place(Tensor& t, DType to) {
     for (std::int64_t i = 0; i < n; ++i) p[i] = f16_bits_to_f32(f32_to_f16_bits(p[i]));
 }
 
-NPUSIM_FUNC Interpreter::Interpreter(const ir::Graph& g, Options opt) : g_(g), opt_(std::move(opt)) {
+namespace detail {
+// In-place writes (copy_, zero_, fill_) through views: the graph rewritten so that later readers
+// see them (passes::functionalize_writes, as the compiler does); null when it has none.
+inline std::shared_ptr<const ir::Graph> functionalized(const ir::Graph& g) {
+  if (!passes::has_writes(g)) return nullptr;
+  ops::check_known_ops(g);
+  for (const ir::Node& n : g.nodes) {
+    try {
+      ops::check_node(g, n);
+    } catch (Error& e) {
+      throw e.with_node(n.name).with_file(g.source);
+    }
+  }
+  auto w = std::make_shared<ir::Graph>(g);
+  passes::functionalize_writes(*w);
+  return w;
+}
+}  // namespace detail
+
+NPUSIM_FUNC Interpreter::Interpreter(const ir::Graph& graph, Options opt)
+    : written_(detail::functionalized(graph)), g_(written_ ? *written_ : graph), opt_(std::move(opt)) {
+  const ir::Graph& g = g_;
   fns_.reserve(g.nodes.size());
   ops::check_known_ops(g);  // every unknown op type in one error
   for (const ir::Node& n : g.nodes) {

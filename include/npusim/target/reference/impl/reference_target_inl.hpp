@@ -3,6 +3,7 @@
 #pragma once
 
 #include "npusim/config.hpp"
+#include "npusim/target/reference/kernels/einsum.hpp"
 #include "npusim/target/reference/kernels/elementwise.hpp"
 #include "npusim/target/reference/kernels/linalg.hpp"
 #include "npusim/target/reference/kernels/misc.hpp"
@@ -10,6 +11,7 @@
 #include "npusim/target/reference/kernels/nn.hpp"
 #include "npusim/target/reference/kernels/quantized.hpp"
 #include "npusim/target/reference/kernels/shape.hpp"
+#include "npusim/target/reference/kernels/window.hpp"
 #include "npusim/target/reference/reference_target.hpp"
 
 namespace npusim::inline NPUSIM_ABI {
@@ -21,7 +23,7 @@ namespace ref {
 // The pointwise ops come first in ops::all_ops; their kernels are compiled apart
 // (kernels/impl/elementwise_inl.hpp), the others here.
 using pointwise_ops = meta::concat_t<ops::unary_ops, ops::binary_ops>;
-using other_ops = meta::concat_t<ops::view_ops, ops::movement_ops, ops::other_ops>;
+using other_ops = meta::concat_t<ops::view_ops, ops::movement_ops, ops::other_ops, ops::zoo_ops>;
 static_assert(std::is_same_v<ops::all_ops, meta::concat_t<pointwise_ops, other_ops>>,
               "NPUSIM: ops::all_ops must list the pointwise ops first (make_node_fn splits the dispatch there)");
 

@@ -88,6 +88,84 @@ NPUSIM_FUNC Fn bind_index_select(Ctx& c, const ops::IndexSelect::Attrs& a) {
   };
 }
 
+NPUSIM_FUNC Fn bind_index_tensor(Ctx& c, const ops::IndexTensor::Attrs& a) {
+  const ir::Node& n = c.node();
+  const ir::TensorId x = n.inputs[0], y = n.outputs[0];
+  ops::Specs specs;
+  for (ir::TensorId t : n.inputs) specs.push_back({c.shape(t), c.g.tensor(t).dtype});
+  const ops::IndexTensor::Layout l = ops::IndexTensor::layout(a, specs);
+  const Shape& s = c.shape(x);
+  const Strides xs = contiguous_strides(s);
+  const auto nb = static_cast<std::int64_t>(l.index_shape.size());
+  // Per output dimension: a kept dimension of x (>= 0) or position -1 - j of the broadcast index shape.
+  std::vector<std::int64_t> from;
+  auto push_b = [&] {
+    for (std::int64_t j = 0; j < nb; ++j) from.push_back(-1 - j);
+  };
+  if (!l.adjacent) push_b();
+  for (std::size_t d = 0; d < s.size(); ++d) {
+    if (l.adjacent && d == l.first) push_b();
+    if (l.source[d] == 0) from.push_back(static_cast<std::int64_t>(d));
+  }
+  // Bind time: each output element's offset from the kept dimensions and its position in B.
+  const Shape& os = l.out;
+  const std::int64_t count = numel(os), bcount = numel(l.index_shape);
+  std::vector<std::int64_t> kept_off(static_cast<std::size_t>(count)), bpos(static_cast<std::size_t>(count));
+  const Strides bst = contiguous_strides(l.index_shape);
+  std::vector<std::int64_t> idx(os.size(), 0);
+  for (std::int64_t i = 0; i < count; ++i) {
+    std::int64_t off = 0, b = 0;
+    for (std::size_t d = 0; d < os.size(); ++d)
+      if (from[d] >= 0) off += idx[d] * xs[static_cast<std::size_t>(from[d])];
+      else b += idx[d] * bst[static_cast<std::size_t>(-1 - from[d])];
+    kept_off[static_cast<std::size_t>(i)] = off, bpos[static_cast<std::size_t>(i)] = b;
+    for (std::size_t d = os.size(); d-- > 0;) {
+      if (++idx[d] < os[d]) break;
+      idx[d] = 0;
+    }
+  }
+  // The index tensors: pointer, storage type, strides over B, the dimension of x they index.
+  struct Index {
+    const std::byte* p;
+    DType t;
+    Strides st;
+    std::int64_t size, stride;
+  };
+  std::vector<Index> ixs;
+  for (std::size_t d = 0; d < s.size(); ++d)
+    if (l.source[d] != 0) {
+      const ir::TensorId t = n.inputs[l.source[d]];
+      ixs.push_back({c.ptr(t), c.storage(t), broadcast_strides(c.shape(t), l.index_shape), s[d], xs[d]});
+    }
+  const std::byte* px = c.ptr(x);
+  std::byte* py = c.ptr(y);
+  if (c.storage(x) != c.storage(y)) c.unsupported("index between storage types");
+  const std::size_t es = dtype_size(c.storage(y));
+  const Shape bshape = l.index_shape;
+  return [=] {
+    // The indexed dimensions' offset for every position of B, read now (the indices are data).
+    std::vector<std::int64_t> boff(static_cast<std::size_t>(bcount), 0), bi(bshape.size(), 0);
+    for (std::int64_t b = 0; b < bcount; ++b) {
+      for (const Index& ix : ixs) {
+        std::int64_t io = 0;
+        for (std::size_t j = 0; j < bshape.size(); ++j) io += bi[j] * ix.st[j];
+        std::int64_t v = read_index(ix.p, ix.t, io);
+        if (v < -ix.size || v >= ix.size) index_error("index", v, ix.size);
+        if (v < 0) v += ix.size;
+        boff[static_cast<std::size_t>(b)] += v * ix.stride;
+      }
+      for (std::size_t j = bshape.size(); j-- > 0;) {
+        if (++bi[j] < bshape[j]) break;
+        bi[j] = 0;
+      }
+    }
+    for (std::int64_t i = 0; i < count; ++i) {
+      const std::int64_t src = kept_off[static_cast<std::size_t>(i)] + boff[static_cast<std::size_t>(bpos[static_cast<std::size_t>(i)])];
+      std::memcpy(py + static_cast<std::size_t>(i) * es, px + static_cast<std::size_t>(src) * es, es);
+    }
+  };
+}
+
 NPUSIM_FUNC Fn bind_rotary(Ctx& c) {
   const ir::TensorId x = c.in(0), cs = c.in(1), sn = c.in(2), y = c.out();
   const Shape& xs = c.shape(x);

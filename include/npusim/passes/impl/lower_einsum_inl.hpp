@@ -1,0 +1,194 @@
+// Definitions for npusim/passes/lower_einsum.hpp (NPUSIM_FUNC: npusim/config.hpp).
+#pragma once
+
+#include <algorithm>
+
+#include "npusim/config.hpp"
+#include "npusim/ops/registry.hpp"
+#include "npusim/passes/graph_edit.hpp"
+#include "npusim/passes/lower_einsum.hpp"
+
+namespace npusim::inline NPUSIM_ABI::passes {
+
+namespace detail {
+
+struct EinsumLowering {
+  ir::Graph& g;
+  std::vector<ir::Node>& out;
+  std::string base;
+  DType dtype;
+
+  struct Term {
+    TensorId t;
+    std::vector<int> labels;
+    Shape shape;
+  };
+
+  static bool has(const std::vector<int>& v, int l) { return std::find(v.begin(), v.end(), l) != v.end(); }
+  static ir::AttrValue list(const std::vector<std::int64_t>& v) {
+    ir::AttrList l;
+    for (auto x : v) l.emplace_back(x);
+    return l;
+  }
+
+  TensorId emit(const char* op, std::vector<TensorId> in, ir::AttrMap a, const Shape& shape, TensorId into = ir::no_tensor) {
+    if (into == ir::no_tensor) {
+      ir::TensorInfo t;
+      t.name = fresh_name(g, base + "_" + std::string(op).substr(5, std::string(op).find('.', 5) - 5));
+      t.shape = shape;
+      t.dtype = dtype;
+      into = g.add_tensor(std::move(t));
+    }
+    out.push_back({g.tensor(into).name, op, std::move(in), {into}, std::move(a)});
+    return into;
+  }
+
+  std::int64_t size_of(const Term& t, int l) const {
+    auto it = std::find(t.labels.begin(), t.labels.end(), l);
+    return it == t.labels.end() ? 1 : t.shape[static_cast<std::size_t>(it - t.labels.begin())];
+  }
+
+  template <class Keep>
+  Term sum_out(const Term& t, Keep&& keep) {
+    Term r{ir::no_tensor, {}, {}};
+    std::vector<std::int64_t> dims;
+    for (std::size_t d = 0; d < t.labels.size(); ++d) {
+      if (keep(t.labels[d])) r.labels.push_back(t.labels[d]), r.shape.push_back(t.shape[d]);
+      else dims.push_back(static_cast<std::int64_t>(d));
+    }
+    if (dims.empty()) return t;
+    ir::AttrMap a;
+    a.set("dim", list(dims)), a.set("keepdim", ir::AttrValue(false));
+    r.t = emit("aten.sum.dim_IntList", {t.t}, std::move(a), r.shape);
+    return r;
+  }
+
+  // `t` laid out by `order` at `sizes` (permute, then expand where a label is 1 or absent).
+  TensorId layout(const Term& t, const std::vector<int>& order, const Shape& sizes) {
+    std::vector<std::int64_t> perm;
+    Shape ps;
+    for (int l : order)
+      if (has(t.labels, l)) {
+        const auto d = static_cast<std::int64_t>(std::find(t.labels.begin(), t.labels.end(), l) - t.labels.begin());
+        perm.push_back(d), ps.push_back(t.shape[static_cast<std::size_t>(d)]);
+      }
+    TensorId x = t.t;
+    bool identity = true;
+    for (std::size_t i = 0; i < perm.size(); ++i) identity = identity && perm[i] == static_cast<std::int64_t>(i);
+    if (!identity) {
+      ir::AttrMap a;
+      a.set("dims", list(perm));
+      x = emit("aten.permute.default", {x}, std::move(a), ps);
+    }
+    // Labels the term lacks become size-1 dimensions, then everything expands to `sizes`.
+    Shape us;
+    for (std::size_t i = 0; i < order.size(); ++i) us.push_back(has(t.labels, order[i]) ? size_of(t, order[i]) : 1);
+    if (us != ps) {
+      ir::AttrMap a;
+      a.set("shape", list(us));
+      x = emit("aten.reshape.default", {x}, std::move(a), us);
+    }
+    if (us != sizes) {
+      ir::AttrMap a;
+      a.set("size", list(sizes));
+      x = emit("aten.expand.default", {x}, std::move(a), sizes);
+    }
+    return x;
+  }
+
+  TensorId reshape(TensorId x, const Shape& s, TensorId into = ir::no_tensor) {
+    if (into == ir::no_tensor && g.tensor(x).shape == s) return x;
+    ir::AttrMap a;
+    a.set("shape", list(s));
+    return emit("aten.reshape.default", {x}, std::move(a), s, into);
+  }
+
+  Term contract(const Term& a, const Term& b, const std::vector<int>& later) {
+    std::vector<int> batch, aonly, con, bonly;
+    for (int l : a.labels) (has(b.labels, l) ? (has(later, l) ? batch : con) : aonly).push_back(l);
+    for (int l : b.labels)
+      if (!has(a.labels, l)) bonly.push_back(l);
+    auto size = [&](int l) {
+      const std::int64_t x = size_of(a, l), y = size_of(b, l);
+      return x == 1 ? y : x;
+    };
+    auto group = [&](std::initializer_list<const std::vector<int>*> gs, std::vector<int>& order, Shape& sizes) {
+      for (const auto* gp : gs)
+        for (int l : *gp) order.push_back(l), sizes.push_back(size(l));
+    };
+    auto prod = [&](const std::vector<int>& v) {
+      std::int64_t n = 1;
+      for (int l : v) n *= size(l);
+      return n;
+    };
+    std::vector<int> ao, bo;
+    Shape as, bs;
+    group({&batch, &aonly, &con}, ao, as);
+    group({&batch, &con, &bonly}, bo, bs);
+    const std::int64_t nb = prod(batch), m = prod(aonly), k = prod(con), n = prod(bonly);
+    const TensorId A = reshape(layout(a, ao, as), {nb, m, k}), B = reshape(layout(b, bo, bs), {nb, k, n});
+    const TensorId C = emit("aten.matmul.default", {A, B}, {}, {nb, m, n});
+    Term r{ir::no_tensor, {}, {}};
+    group({&batch, &aonly, &bonly}, r.labels, r.shape);
+    r.t = reshape(C, r.shape);
+    return r;
+  }
+};
+
+}  // namespace detail
+
+NPUSIM_FUNC int lower_einsum(ir::Graph& g) {
+  std::vector<ir::Node> nodes = std::move(g.nodes);
+  g.nodes.clear();
+  int lowered = 0;
+  for (ir::Node& n : nodes) {
+    const auto idx = ops::find_op(n.op_type);
+    if (!idx || *idx != ops::op_index_v<ops::Einsum> || n.outputs.size() != 1 || n.inputs.empty()) {
+      g.nodes.push_back(std::move(n));
+      continue;
+    }
+    const auto a = ops::read_attrs<ops::Einsum::Attrs>(n.attrs, n.op_type);
+    std::vector<Shape> shapes;
+    for (TensorId t : n.inputs) shapes.push_back(g.tensor(t).shape);
+    const ops::EinsumSpec s = ops::parse_einsum(a.equation, shapes);
+    bool simple = true;
+    for (const auto& in : s.in) {
+      std::vector<int> sorted = in;
+      std::sort(sorted.begin(), sorted.end());
+      simple = simple && std::adjacent_find(sorted.begin(), sorted.end()) == sorted.end();
+    }
+    for (int l : s.labels()) simple = simple && s.size[static_cast<std::size_t>(l)] > 0;
+    if (!simple) {
+      g.nodes.push_back(std::move(n));
+      continue;
+    }
+    const TensorId y = n.outputs[0];
+    detail::EinsumLowering L{g, g.nodes, n.name, g.tensor(y).dtype};
+    const std::size_t k_ops = n.inputs.size();
+    std::vector<std::vector<int>> later(k_ops, s.out);
+    for (std::size_t k = k_ops; k-- > 1;) {
+      later[k - 1] = later[k];
+      for (int l : s.in[k]) later[k - 1].push_back(l);
+    }
+    auto needed_beyond = [&](std::size_t k, int l) {
+      if (L.has(s.out, l)) return true;
+      for (std::size_t j = 0; j < k_ops; ++j)
+        if (j != k && L.has(s.in[j], l)) return true;
+      return false;
+    };
+    detail::EinsumLowering::Term cur{ir::no_tensor, {}, {}};
+    for (std::size_t k = 0; k < k_ops; ++k) {
+      detail::EinsumLowering::Term t{n.inputs[k], s.in[k], shapes[k]};
+      t = L.sum_out(t, [&](int l) { return needed_beyond(k, l); });
+      cur = k == 0 ? t : L.contract(cur, t, later[k]);
+      cur = L.sum_out(cur, [&](int l) { return L.has(later[k], l); });
+    }
+    const Shape os = s.out_shape();
+    L.reshape(L.layout(cur, s.out, os), os, y);
+    ++lowered;
+  }
+  renumber_producers(g);
+  return lowered;
+}
+
+}  // namespace npusim::inline NPUSIM_ABI::passes
