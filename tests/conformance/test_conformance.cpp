@@ -329,6 +329,12 @@ std::vector<Case> make_cases() {
     b.output(b.op("aten.masked_fill.Scalar", {b.input({3, 17}), m}, attrs({{"value", 2.5}})));
   });
   add("swapaxes/3d", "swapaxes", [](Builder& b) { b.output(b.op("aten.swapaxes.default", {b.input({2, 3, 17})}, attrs({{"axis0", -2}, {"axis1", -3}}))); });
+  add("repeat_interleave/rows", "repeat_interleave", [](Builder& b) {
+    b.output(b.op("aten.repeat_interleave.self_int", {b.input({3, 17})}, attrs({{"repeats", 2}, {"dim", 0}})));
+  });
+  add("repeat_interleave/flat_ids", "repeat_interleave", [](Builder& b) {
+    b.output(b.op("aten.repeat_interleave.self_int", {b.indices(5, 9)}, attrs({{"repeats", 3}})));
+  });
   add("expand_as/row", "expand_as", [](Builder& b) { b.output(b.op("aten.expand_as.default", {b.input({1, 17}), b.input({3, 17})})); });
   add("type_as/f32", "type_as", [](Builder& b) {
     const auto x = b.input({3, 17});

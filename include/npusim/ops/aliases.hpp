@@ -1,6 +1,6 @@
 // Ops that are another registered op under other arguments: swapaxes (transpose), expand_as
 // (expand to the other tensor's shape), type_as (a cast to the other tensor's dtype), new_zeros
-// (zeros). Each has its own policy and reference kernel, so the interpreter runs the IR as written;
+// (zeros), repeat_interleave with an integer count (unsqueeze, expand, reshape). Each has its own policy and reference kernel, so the interpreter runs the IR as written;
 // the compiler's first pass, passes::canonicalize_aliases, rewrites them into the op they stand
 // for, so every target runs them with that op's kernel.
 #pragma once
@@ -74,6 +74,37 @@ struct NewZeros {
     Shape s(a.size.begin(), a.size.end());
     checked_numel(s);
     return {{s, a.dtype.value_or(in[0].dtype)}};
+  }
+};
+
+// repeat_interleave(self, repeats: int, dim=None, output_size=None): each element (each slice
+// along dim) repeated `repeats` times in place; dim None flattens first. The MoE routing of
+// transformers 5 repeats the token ids once per selected expert. A tensor of counts
+// (aten.repeat_interleave.Tensor, data-dependent sizes) is not this op.
+struct RepeatInterleave {
+  static constexpr std::string_view id = "repeat_interleave";
+  static constexpr std::array aten{"aten.repeat_interleave.self_int"sv};
+  static constexpr OpClass op_class = OpClass::movement;
+  struct Attrs {
+    std::int64_t repeats = 1;
+    std::optional<std::int64_t> dim, output_size;
+    template <class V> void visit(V& v) { v("repeats", repeats), v("dim", dim), v("output_size", output_size); }
+  };
+  // The dim the repeats go along, in the (flattened when dim is None) input.
+  static std::size_t axis(const Attrs& a, std::size_t rank) {
+    return a.dim ? static_cast<std::size_t>(normalize_dim(*a.dim, static_cast<std::int64_t>(rank))) : 0;
+  }
+  static Specs infer(const Attrs& a, InSpecs in) {
+    expect_arity(in, 1, 1, id);
+    if (a.repeats < 0) throw Error(ErrorCode::attr, "repeat_interleave: repeats must not be negative", {.expected = ">= 0", .found = std::to_string(a.repeats)});
+    Shape s = a.dim ? in[0].shape : Shape{checked_numel(in[0].shape)};
+    if (s.empty()) s = {1};  // a 0-d tensor with a dim: torch treats it as one element
+    const std::size_t d = axis(a, s.size());
+    s[d] *= a.repeats;
+    checked_numel(s);
+    if (a.output_size && *a.output_size != s[d])
+      throw Error(ErrorCode::attr, "repeat_interleave: output_size disagrees with repeats", {.expected = std::to_string(s[d]), .found = std::to_string(*a.output_size)});
+    return {{s, in[0].dtype}};
   }
 };
 

@@ -40,7 +40,7 @@ using other_ops = meta::list<Where, AssertMetadata, ToDtype, Linear, Matmul, Add
                              Arange, ScalarTensor, RotaryHop, QuantizePerTensor, DequantizePerTensor, QConv2d,
                              QLinear, QAdd, QMaxPool2d, QCat, TopK, ZerosLike, IndexAdd>;
 // The ops the model-zoo sweep found missing (swin, maxvit, Gemma: issue 40).
-using zoo_ops = meta::list<Einsum, IndexTensor, Pad, ReflectionPad, ReplicationPad, CircularPad, Roll, LinalgVectorNorm, MaskedFill, Swapaxes, ExpandAs, TypeAs, NewZeros, Copy,
+using zoo_ops = meta::list<Einsum, IndexTensor, Pad, ReflectionPad, ReplicationPad, CircularPad, Roll, LinalgVectorNorm, MaskedFill, Swapaxes, ExpandAs, TypeAs, NewZeros, RepeatInterleave, Copy,
                            Zero, Fill, SliceScatter>;
 using all_ops = meta::concat_t<unary_ops, binary_ops, view_ops, movement_ops, other_ops, zoo_ops>;
 

@@ -401,6 +401,30 @@ TEST(AliasOps, SwapaxesExpandAsTypeAsNewZeros) {
   }
 }
 
+// repeat_interleave(repeats: int): MoE routing repeats each token id once per selected expert.
+TEST(AliasOps, RepeatInterleaveAlongADimAndFlattened) {
+  {
+    Net t;  // [[0 1 2] [3 4 5]] rows twice each
+    t.op("aten.repeat_interleave.self_int", {t.in(iota({2, 3}))}, attrs({{"repeats", 2}, {"dim", 0}}));
+    t.expect({4, 3}, {0, 1, 2, 0, 1, 2, 3, 4, 5, 3, 4, 5});
+  }
+  {
+    Net t;  // along the last dim, with output_size given as torch passes it
+    t.op("aten.repeat_interleave.self_int", {t.in(iota({2, 2}))}, attrs({{"repeats", 3}, {"dim", -1}, {"output_size", 6}}));
+    t.expect({2, 6}, {0, 0, 0, 1, 1, 1, 2, 2, 2, 3, 3, 3});
+  }
+  {
+    Net t;  // dim None: flattened first
+    t.op("aten.repeat_interleave.self_int", {t.in(iota({2, 2}))}, attrs({{"repeats", 2}}));
+    t.expect({8}, {0, 0, 1, 1, 2, 2, 3, 3});
+  }
+  {
+    Net t;
+    NPUSIM_EXPECT_ERROR(t.op("aten.repeat_interleave.self_int", {t.in(iota({2}))}, attrs({{"repeats", 2}, {"dim", 0}, {"output_size", 5}})),
+                        "output_size disagrees with repeats");
+  }
+}
+
 // ---- writes ----------------------------------------------------------------------------------------
 
 TEST(Writes, SwinMaskWrittenThroughSlicesReachesLaterReaders) {

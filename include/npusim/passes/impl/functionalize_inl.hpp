@@ -160,6 +160,33 @@ NPUSIM_FUNC int canonicalize_aliases(ir::Graph& g) {
     } else if (i == ops::op_index_v<ops::ExpandAs>) {
       a.set("size", detail::shape_attr(out_shape));
       n.op_type = "aten.expand.default", n.inputs.resize(1);
+    } else if (i == ops::op_index_v<ops::RepeatInterleave>) {
+      // [.., n, ..] -> unsqueeze -> [.., n, 1, ..] -> expand -> [.., n, r, ..] -> reshape [.., n*r, ..]
+      const auto ra = ops::read_attrs<ops::RepeatInterleave::Attrs>(n.attrs, n.op_type);
+      TensorId src = n.inputs.at(0);
+      const DType dt = in_spec(0).dtype;
+      Shape base = in_spec(0).shape;
+      if (!ra.dim || base.empty()) {
+        base = {numel(base)};
+        const TensorId f = detail::new_tensor(g, n.name + "_flat", base, dt);
+        ir::Node fl{g.tensor(f).name, "aten.reshape.default", {src}, {f}, {}};
+        fl.attrs.set("shape", detail::shape_attr(base));
+        g.nodes.push_back(std::move(fl));
+        src = f;
+      }
+      const std::size_t d = ops::RepeatInterleave::axis(ra, base.size());
+      Shape unsq = base, wide = base;
+      unsq.insert(unsq.begin() + static_cast<std::ptrdiff_t>(d) + 1, 1);
+      wide.insert(wide.begin() + static_cast<std::ptrdiff_t>(d) + 1, ra.repeats);
+      const TensorId u = detail::new_tensor(g, n.name + "_unsqueezed", unsq, dt), e = detail::new_tensor(g, n.name + "_expanded", wide, dt);
+      ir::Node un{g.tensor(u).name, "aten.unsqueeze.default", {src}, {u}, {}};
+      un.attrs.set("dim", ir::AttrValue(static_cast<std::int64_t>(d) + 1));
+      g.nodes.push_back(std::move(un));
+      ir::Node ex{g.tensor(e).name, "aten.expand.default", {u}, {e}, {}};
+      ex.attrs.set("size", detail::shape_attr(wide));
+      g.nodes.push_back(std::move(ex));
+      a.set("shape", detail::shape_attr(out_shape));
+      n.op_type = "aten.reshape.default", n.inputs = {e};
     } else if (i == ops::op_index_v<ops::TypeAs>) {
       a.set("dtype", detail::dtype_attr(out_dtype));
       n.op_type = "aten._to_copy.default", n.inputs.resize(1);

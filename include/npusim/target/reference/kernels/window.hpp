@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cmath>
+#include <cstring>
 
 #include "npusim/ops/registry.hpp"
 #include "npusim/target/reference/kernels/common.hpp"
@@ -281,6 +282,30 @@ struct kernel<ops::ExpandAs, ReferenceTarget> {
   static void run(const ops::ExpandAs::Attrs&, ref::Args& args) {
     const Shape& os = args.out_specs[0].shape;
     args.out[0] = ref::strided_copy(args.x(), os, broadcast_strides(args.x().shape(), os));
+  }
+};
+
+template <>
+struct kernel<ops::RepeatInterleave, ReferenceTarget> {
+  static constexpr bool provided = true;
+  // out[outer, i * r + j, inner] = x[outer, i, inner] for j < r, with x seen as [outer, n, inner].
+  static void run(const ops::RepeatInterleave::Attrs& a, ref::Args& args) {
+    const Tensor& x = args.x();
+    Tensor y = args.alloc(0);
+    const Shape& os = args.out_specs[0].shape;
+    const std::size_t d = ops::RepeatInterleave::axis(a, os.size());
+    std::int64_t outer = 1, inner = 1;
+    for (std::size_t k = 0; k < d; ++k) outer *= os[k];
+    for (std::size_t k = d + 1; k < os.size(); ++k) inner *= os[k];
+    const std::int64_t r = a.repeats, n = r ? os[d] / r : 0;
+    const std::size_t es = dtype_size(x.dtype());
+    const auto* src = static_cast<const std::byte*>(x.raw());
+    auto* dst = static_cast<std::byte*>(y.raw());
+    for (std::int64_t o = 0; o < outer; ++o)
+      for (std::int64_t i = 0; i < n; ++i)
+        for (std::int64_t j = 0; j < r; ++j)
+          std::memcpy(dst + static_cast<std::size_t>(((o * n + i) * r + j) * inner) * es, src + static_cast<std::size_t>((o * n + i) * inner) * es,
+                      static_cast<std::size_t>(inner) * es);
   }
 };
 
