@@ -365,6 +365,11 @@ def cell(r, llm):
     if r.get("exit") == 124:
         return "timeout"
     if not r.get("pass"):
+        # a run that finished outside the tolerance says by how much; an error says what stopped it
+        if llm and r.get("min_cos") is not None:
+            return f"FAIL (outside tolerance): {r.get('tokens_matched')}/{r.get('tokens')}, cos {r['min_cos']:.4f}"
+        if not llm and r.get("rel_l2") is not None:
+            return f"FAIL (outside tolerance): rel L2 {r['rel_l2']:.1e}" + ("" if r.get("top5_same_set", True) else ", top-5 differs")
         return "FAIL: " + (r.get("error") or "outside tolerance").replace("|", "/")[:120]
     if llm:
         return f"pass {r.get('tokens_matched')}/{r.get('tokens')}, cos {r.get('min_cos', 0):.4f}, {r.get('decode_ms', '-')} ms/tok"
