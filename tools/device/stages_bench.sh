@@ -75,8 +75,9 @@ if ! skip mpi; then
   mpirun -np 2 --tag-output env -u OMPI_COMM_WORLD_SIZE -u PMI_SIZE $N devices > "$R/mpi_devices.txt" 2>&1
   mpirun -np 2 --tag-output sh -c 'env | grep -iE "cuda|ocl|nvidia|visible|hwloc|mca" | sort' > "$R/mpi_env.txt" 2>&1
   echo "mpirun ranks see (no MPI_Init): $(grep -c NVIDIA "$R/mpi_devices.txt") NVIDIA lines"
-  # the ranks of the lent machine get OCL_ICD_FILENAMES=libpocl.so.2 (PoCL only): run them without it
-  for variant in "plain:" "unset:env -u OCL_ICD_FILENAMES"; do
+  # the lent machine's shell has OCL_ICD_FILENAMES=libpocl.so.2:libnvidia-opencl.so.1 and mpirun hands
+  # its ranks only the first entry (PoCL alone): pass it whole (the parent's order: the same indices)
+  for variant in "plain:" "whole:-x OCL_ICD_FILENAMES=${OCL_ICD_FILENAMES:-}"; do
     vn=${variant%%:*} vo=${variant#*:}
     # shellcheck disable=SC2086
     timeout 120 mpirun -np 2 $vo $N generate $P $D --check --target opencl --dtype bf16 --devices "$two" > "$R/q15_mpi_check_$vn.log" 2>&1

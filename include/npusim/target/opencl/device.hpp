@@ -172,13 +172,14 @@ inline std::vector<DeviceInfo> list_devices() {
   return out;
 }
 
-// Why the loader may list fewer drivers than are installed: ocl-icd's OCL_ICD_FILENAMES replaces
-// the vendors directory (the ranks of mpirun on the lent 2-GPU machine got it set to PoCL alone).
+// Why the loader may list fewer drivers than are installed: ocl-icd's OCL_ICD_FILENAMES names the
+// driver libraries it loads. On the lent GPU machine the shell has
+// OCL_ICD_FILENAMES=libpocl.so.2:libnvidia-opencl.so.1 and mpirun's ranks got only its first entry.
 inline std::string loader_note() {
   const char* f = std::getenv("OCL_ICD_FILENAMES");
   if (!f || !*f) return {};
-  return " (OCL_ICD_FILENAMES=" + std::string(f) + " limits the OpenCL loader to those drivers; unset it to see every installed one, "
-         "e.g. mpirun ... env -u OCL_ICD_FILENAMES npusim ...)";
+  return " (OCL_ICD_FILENAMES=" + std::string(f) + " limits the OpenCL loader to those drivers: list every driver there; "
+         "under mpirun pass it whole, e.g. mpirun -x OCL_ICD_FILENAMES=libnvidia-opencl.so.1:libpocl.so.2 ...)";
 }
 
 // "" -> NPUSIM_OPENCL_DEVICE, else the first GPU, else device 0. A number is an index; anything
