@@ -12,6 +12,8 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <initializer_list>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -151,6 +153,56 @@ inline EinsumSpec parse_einsum(const std::string& eq, const std::vector<Shape>& 
     }
   }
   return s;
+}
+
+// How one pair of operands contracts, shared by the reference kernel and the compiler's lowering
+// (passes/lower_einsum.hpp): a label of both is kept (batch) when a later operand or the output
+// still needs it, else summed (contracted); a_only and b_only are each operand's own. A size-1
+// label broadcasts to the other operand's size. The operands are laid out as
+// [batch, a_only, contracted] and [batch, contracted, b_only]; per batch their product is
+// [a_only, b_only], the result's layout [batch, a_only, b_only].
+struct Contraction {
+  std::vector<int> batch, a_only, contracted, b_only;
+  std::map<int, std::int64_t> sizes;
+
+  std::int64_t product(const std::vector<int>& labels) const {
+    std::int64_t n = 1;
+    for (int l : labels) n *= sizes.at(l);
+    return n;
+  }
+  Shape shape_of(const std::vector<int>& labels) const {
+    Shape s;
+    for (int l : labels) s.push_back(sizes.at(l));
+    return s;
+  }
+  static std::vector<int> join(std::initializer_list<const std::vector<int>*> parts) {
+    std::vector<int> r;
+    for (const auto* p : parts) r.insert(r.end(), p->begin(), p->end());
+    return r;
+  }
+  std::vector<int> a_order() const { return join({&batch, &a_only, &contracted}); }
+  std::vector<int> b_order() const { return join({&batch, &contracted, &b_only}); }
+  std::vector<int> out_order() const { return join({&batch, &a_only, &b_only}); }
+};
+
+// a_labels[i] names a_shape[i] (likewise b); `later`: the labels still needed after this pair.
+inline Contraction contraction(const std::vector<int>& a_labels, const Shape& a_shape, const std::vector<int>& b_labels, const Shape& b_shape,
+                               const std::vector<int>& later) {
+  auto has = [](const std::vector<int>& v, int l) { return std::find(v.begin(), v.end(), l) != v.end(); };
+  auto size_in = [](const std::vector<int>& labels, const Shape& shape, int l) -> std::int64_t {
+    auto it = std::find(labels.begin(), labels.end(), l);
+    return it == labels.end() ? 1 : shape[static_cast<std::size_t>(it - labels.begin())];
+  };
+  Contraction c;
+  for (int l : a_labels) (has(b_labels, l) ? (has(later, l) ? c.batch : c.contracted) : c.a_only).push_back(l);
+  for (int l : b_labels)
+    if (!has(a_labels, l)) c.b_only.push_back(l);
+  for (const auto* labels : {&a_labels, &b_labels})
+    for (int l : *labels) {
+      const std::int64_t x = size_in(a_labels, a_shape, l), y = size_in(b_labels, b_shape, l);
+      c.sizes[l] = x == 1 ? y : x;
+    }
+  return c;
 }
 
 struct Einsum {

@@ -104,32 +104,13 @@ struct EinsumLowering {
   }
 
   Term contract(const Term& a, const Term& b, const std::vector<int>& later) {
-    std::vector<int> batch, aonly, con, bonly;
-    for (int l : a.labels) (has(b.labels, l) ? (has(later, l) ? batch : con) : aonly).push_back(l);
-    for (int l : b.labels)
-      if (!has(a.labels, l)) bonly.push_back(l);
-    auto size = [&](int l) {
-      const std::int64_t x = size_of(a, l), y = size_of(b, l);
-      return x == 1 ? y : x;
-    };
-    auto group = [&](std::initializer_list<const std::vector<int>*> gs, std::vector<int>& order, Shape& sizes) {
-      for (const auto* gp : gs)
-        for (int l : *gp) order.push_back(l), sizes.push_back(size(l));
-    };
-    auto prod = [&](const std::vector<int>& v) {
-      std::int64_t n = 1;
-      for (int l : v) n *= size(l);
-      return n;
-    };
-    std::vector<int> ao, bo;
-    Shape as, bs;
-    group({&batch, &aonly, &con}, ao, as);
-    group({&batch, &con, &bonly}, bo, bs);
-    const std::int64_t nb = prod(batch), m = prod(aonly), k = prod(con), n = prod(bonly);
-    const TensorId A = reshape(layout(a, ao, as), {nb, m, k}), B = reshape(layout(b, bo, bs), {nb, k, n});
+    const ops::Contraction c = ops::contraction(a.labels, a.shape, b.labels, b.shape, later);
+    const std::vector<int> ao = c.a_order(), bo = c.b_order();
+    const std::int64_t nb = c.product(c.batch), m = c.product(c.a_only), k = c.product(c.contracted), n = c.product(c.b_only);
+    const TensorId A = reshape(layout(a, ao, c.shape_of(ao)), {nb, m, k}), B = reshape(layout(b, bo, c.shape_of(bo)), {nb, k, n});
     const TensorId C = emit("aten.matmul.default", {A, B}, {}, {nb, m, n});
-    Term r{ir::no_tensor, {}, {}};
-    group({&batch, &aonly, &bonly}, r.labels, r.shape);
+    Term r{ir::no_tensor, c.out_order(), {}};
+    r.shape = c.shape_of(r.labels);
     r.t = reshape(C, r.shape);
     return r;
   }

@@ -98,33 +98,14 @@ inline Term diagonal(const Tensor& x, const std::vector<int>& labels) {
 
 // [batch, a only, b only] = sum over contracted of a[batch, a only, contracted] * b[batch, contracted, b only].
 inline Term contract(const Term& a, const Term& b, const std::vector<int>& later) {
-  std::vector<int> batch, aonly, con, bonly;
-  for (int l : a.labels) (has(b.labels, l) ? (has(later, l) ? batch : con) : aonly).push_back(l);
-  for (int l : b.labels)
-    if (!has(a.labels, l)) bonly.push_back(l);
-  auto size = [&](int l) {
-    const std::int64_t x = size_of(a, l), y = size_of(b, l);
-    return x == 1 ? y : x;
-  };
-  auto sizes_of = [&](const std::vector<std::vector<int>>& groups, std::vector<int>& order) {
-    Shape s;
-    for (const auto& g : groups)
-      for (int l : g) order.push_back(l), s.push_back(size(l));
-    return s;
-  };
-  std::vector<int> ao, bo;
-  const Shape as = sizes_of({batch, aonly, con}, ao), bs = sizes_of({batch, con, bonly}, bo);
+  const ops::Contraction c = ops::contraction(a.labels, a.t.shape(), b.labels, b.t.shape(), later);
+  const std::vector<int> ao = c.a_order(), bo = c.b_order();
+  const Shape as = c.shape_of(ao), bs = c.shape_of(bo);
   const Tensor A = strided_copy(a.t, as, strides_for(a, ao, as)), B = strided_copy(b.t, bs, strides_for(b, bo, bs));
-  auto prod = [&](const std::vector<int>& g) {
-    std::int64_t n = 1;
-    for (int l : g) n *= size(l);
-    return n;
-  };
-  const std::int64_t nb = prod(batch), m = prod(aonly), k = prod(con), n = prod(bonly);
+  const std::int64_t nb = c.product(c.batch), m = c.product(c.a_only), k = c.product(c.contracted), n = c.product(c.b_only);
   Term r;
-  Shape rs;
-  for (const auto& g : {batch, aonly, bonly})
-    for (int l : g) r.labels.push_back(l), rs.push_back(size(l));
+  r.labels = c.out_order();
+  const Shape rs = c.shape_of(r.labels);
   r.t = Tensor::empty(DType::f32, rs);
   for (std::int64_t i = 0; i < nb; ++i) {
     ref::MapC MA(A.data<float>() + i * m * k, m, k), MB(B.data<float>() + i * k * n, k, n);
