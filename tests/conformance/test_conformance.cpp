@@ -7,7 +7,7 @@
 // Coverage comes from registration: the unary and binary op lists of ops/registry.hpp are walked, so
 // a new pointwise op is tested here the day it is listed; the other ops have cases below (one line
 // each), and Coverage.EveryRegisteredOpIsTested fails for an op that is in neither these cases nor a
-// PyTorch fixture. A new target is one entry of `targets`.
+// PyTorch fixture. A new target is one entry of test::build_targets (tests/common/build_targets.hpp).
 #include <algorithm>
 #include <cmath>
 #include <functional>
@@ -15,6 +15,7 @@
 
 #include "../common/int8_graphs.hpp"
 #include "../common/op_fixtures.hpp"
+#include "../common/build_targets.hpp"
 #include "../common/test_util.hpp"
 #include "npusim/cpu.hpp"
 #include "npusim/harness/compare.hpp"
@@ -30,13 +31,7 @@ using namespace npusim;
 
 namespace {
 
-// The targets of this build. A new target: one entry.
-using targets = meta::list<ReferenceTarget, CpuTarget
-#if NPUSIM_WITH_OPENCL
-                           ,
-                           OpenCLTarget
-#endif
-                           >;
+using targets = test::build_targets;
 
 // ---- graphs built by hand, inputs generated ------------------------------------------------------
 

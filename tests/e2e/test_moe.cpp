@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "../common/int8_graphs.hpp"
+#include "../common/build_targets.hpp"
 #include "../common/test_util.hpp"
 #include "npusim/cpu.hpp"
 #include "npusim/harness/check.hpp"
@@ -18,12 +19,7 @@ using namespace npusim;
 
 namespace {
 
-using targets = meta::list<ReferenceTarget, CpuTarget
-#if NPUSIM_WITH_OPENCL
-                           ,
-                           OpenCLTarget
-#endif
-                           >;
+using targets = test::build_targets;
 
 // A graph built node by node, each node's outputs from its op's own inference.
 struct Net {
