@@ -25,11 +25,15 @@ def fnv1a64(s: str) -> int:
     return h
 
 
+# splitmix64's increment and multipliers (synth.py vectorises the same function over torch int64)
+SPLITMIX_GOLDEN, SPLITMIX_C1, SPLITMIX_C2 = 0x9E3779B97F4A7C15, 0xBF58476D1CE4E5B9, 0x94D049BB133111EB
+
+
 def splitmix64(s: int) -> int:
-    s = (s + 0x9E3779B97F4A7C15) & M64
+    s = (s + SPLITMIX_GOLDEN) & M64
     z = s
-    z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & M64
-    z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & M64
+    z = ((z ^ (z >> 30)) * SPLITMIX_C1) & M64
+    z = ((z ^ (z >> 27)) * SPLITMIX_C2) & M64
     return z ^ (z >> 31)
 
 

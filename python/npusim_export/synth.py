@@ -16,10 +16,9 @@ import math
 import torch
 
 from .core import ExportError
-from .files import M64, fnv1a64
+from .files import M64, SPLITMIX_C1 as C1, SPLITMIX_C2 as C2, SPLITMIX_GOLDEN as GOLDEN, fnv1a64
 
 RULE = "npusim-synth-v1"
-GOLDEN, C1, C2 = 0x9E3779B97F4A7C15, 0xBF58476D1CE4E5B9, 0x94D049BB133111EB
 
 
 def _signed(v: int) -> int:
