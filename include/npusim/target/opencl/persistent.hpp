@@ -72,8 +72,9 @@ struct PersistentStageType {
   std::array<int, 3> types{0, 0, 0};
   std::vector<LaunchArg::Kind> sig;
   int block_format = 0;  // gemv_q's GQ_FMT (source() defines it once: one format per program)
+  bool split = false;    // attention's AT_SPLIT: rows merged over work-groups (source() compiles the merge if any stage does)
   bool operator<(const PersistentStageType& o) const {
-    return std::tie(fn, types, sig, block_format) < std::tie(o.fn, o.types, o.sig, o.block_format);
+    return std::tie(fn, types, sig, block_format, split) < std::tie(o.fn, o.types, o.sig, o.block_format, o.split);
   }
 };
 
@@ -98,6 +99,10 @@ inline std::optional<PersistentStageType> persistent_stage_type(const Launch& l,
     const std::string name = tok.substr(2, eq == std::string::npos ? std::string::npos : eq - 2);
     const std::string value = eq == std::string::npos ? "1" : tok.substr(eq + 1);
     if (name == "GV_M" && value == "1") continue;
+    if (name == "AT_SPLIT" && k->fn.starts_with("attention")) {
+      t.split = value != "0";
+      continue;
+    }
     if (name == "GQ_FMT" && k->fn == "gemv_q") {
       t.block_format = std::stoi(value);
       continue;
@@ -272,6 +277,9 @@ class Persistent {
   static std::string source(const std::vector<const PersistentStageType*>& kinds) {
     std::string s(cl_source::persistent);
     s.append("\n").append(cl_source::common).append("\n");
+    bool split = false;
+    for (const auto* t : kinds) split = split || t->split;
+    s += split ? "#define AT_SPLIT 1\n" : "#define AT_SPLIT 0\n";
     for (std::string_view src : {cl_source::generic, cl_source::gemm, cl_source::attention}) s += persistent_regions(src);
     for (const auto* t : kinds)
       if (t->block_format) {

@@ -3,11 +3,16 @@
 // (K/V never expanded). Keys whose additive mask is <= -65504 (the f16 lowest, bf16 lowest, -inf:
 // exp() of them is exactly 0 in float32 next to any unmasked key) are skipped when the row has an
 // unmasked key, so a decode step reads only the filled part of its KV cache.
-// Built with -DTK=<code> (K and V storage type).
+// Built with -DTK=<code> (K and V storage type) and -DAT_SPLIT=0 when no row is split over
+// work-groups: the merge of a row's splits (finish_split) is then left out, which PoCL's code
+// generation for a CPU device would otherwise pay seconds for (and again in the persistent program).
 #ifndef TK
 #define TK DT_F32
 #endif
 //@pk+
+#ifndef AT_SPLIT
+#define AT_SPLIT 1
+#endif
 #define AT_WG 128
 #define AT_CH 1024
 #define AT_DMAX 256
@@ -25,6 +30,7 @@ inline float wg_reduce(float v, __local float* red, int is_max) { return group_r
 // sum_s l_s * exp(m_s - M), the splits in order. Other work-groups wrote them: read past the L1
 // (volatile), the splits' maxima and sums one per item (up to AT_WG splits at a time) and each
 // output value's terms 8 splits at a time, so that the loads overlap. sc: 2 * AT_WG local floats.
+#if AT_SPLIT
 inline void combine_row(__global const float* pp0, int nsplit, long Dv, __global uchar* O, int ot, long row, __local float* sc) {
   volatile __global const float* pp = pp0;
   const int lid = get_local_id(0);
@@ -62,6 +68,7 @@ inline void combine_row(__global const float* pp0, int nsplit, long Dv, __global
   if (lid < Dv) stf(O, ot, row * Dv + lid, o0 / l);
   if (lid + AT_WG < Dv) stf(O, ot, row * Dv + lid + AT_WG, o1 / l);
 }
+#endif
 
 // Does query row i have an unmasked key (additive mask above -65504)? Then masked keys are skipped
 // (else every key counts, as in PyTorch). The scan stops at the first block of keys with an unmasked
@@ -90,6 +97,7 @@ inline void finish_split(float mrun, float lrun, float o0, float o1, long Dv, in
     if (lid + AT_WG < Dv) stf(O, ot, row * Dv + lid + AT_WG, o1 / lrun);
     return;
   }
+#if AT_SPLIT
   __global float* pp = part + wg * (Dv + 2);
   if (lid == 0) pp[0] = mrun, pp[1] = lrun;
   if (lid < Dv) pp[2 + lid] = o0;
@@ -104,6 +112,7 @@ inline void finish_split(float mrun, float lrun, float o0, float o1, long Dv, in
   }
   barrier(CLK_LOCAL_MEM_FENCE);
   if (red[0] != 0.0f) combine_row(part + row * nsplit * (Dv + 2), nsplit, Dv, O, ot, row, sc);
+#endif
 }
 
 // d: [B, Hq, L, S, D, Dv, group, ms_b, ms_h, ms_l, ms_s]; mask_kind: 0 none, 1 additive float, 2 bool (true = keep)

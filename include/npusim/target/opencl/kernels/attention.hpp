@@ -40,7 +40,6 @@ inline void bind_attention(Binder& b, ir::TensorId q, ir::TensorId k, ir::Tensor
                    b.ref(q).off % 16 == 0 &&
                    (b.storage(q) == DType::f32 || b.storage(q) == DType::f16 || b.storage(q) == DType::bf16);
   if (b.storage(k) != b.storage(v)) b.unsupported("attention with K and V stored in different types");
-  cl_program p = b.program("attention", ocl::cl_source::attention, Binder::type_options({{"TK", b.storage(k)}}));
   // Few query rows (decode): split the keys over work-groups and merge the splits after. At most
   // 32 splits, so a long cache does not multiply the work-groups: a 32k cache has as many as a
   // 2k one, and within a split only the keys up to the last unmasked one are read.
@@ -50,6 +49,9 @@ inline void bind_attention(Binder& b, ir::TensorId q, ir::TensorId k, ir::Tensor
                      nsplit = (S + chunk - 1) / chunk;
   // With splits, each row's last split to finish merges them: `part` holds the splits' partial
   // results, `counts` one zeroed counter per row (the merging work-group zeroes it again).
+  // Without splits the merge is not compiled (AT_SPLIT=0): PoCL pays seconds to generate it.
+  cl_program p = b.program("attention", ocl::cl_source::attention,
+                           Binder::type_options({{"TK", b.storage(k)}}) + (nsplit > 1 ? " -DAT_SPLIT=1" : " -DAT_SPLIT=0"));
   cl_mem part = b.none().r.mem, counts = b.none().r.mem;
   if (nsplit > 1) {
     part = b.scratch(static_cast<std::size_t>(rows * nsplit * (Dv + 2)) * sizeof(float));
