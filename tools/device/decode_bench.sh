@@ -63,15 +63,19 @@ if [[ ${PROFILE:-1} == 1 ]]; then
 fi
 # PERSIST: the NPUSIM_OPENCL_PERSISTENT values to compare (off, on, stages, or a number of
 # work-groups; "auto" = unset), in this order; OLD=<dir>: also the npusim built from that source
-# tree ("old"). With QUANT=1, q8 and q4 run after bf16 in the "auto" mode only.
-for pv in ${PERSIST:-auto}; do
+# tree ("old"). With QUANT=1, q8 and q4 run after bf16 in the "auto" mode only. A mode written
+# s4:MODE runs MODE as 4 pipeline stages on this one GPU (--stages 4), to time the stage boundaries.
+n=0
+for pv0 in ${PERSIST:-auto}; do
+  pv=${pv0#s4:} sa=() n=$((n + 1))
+  [[ $pv0 == s4:* ]] && sa=(--stages 4 --devices NVIDIA,NVIDIA,NVIDIA,NVIDIA)
   ws=(bf16)
-  [[ ${QUANT:-0} == 1 && $pv == auto ]] && ws=(bf16 q8 q4)
+  [[ ${QUANT:-0} == 1 && $pv0 == auto ]] && ws=(bf16 q8 q4)
   for w in "${ws[@]}"; do
     wd=()
     [[ $w == q* ]] && wd=(--weights-dtype $w)
-    tag=${w}_p${pv//[^a-zA-Z0-9]/_}
-    with_mode "$pv" bench-llm $P $D --target opencl --dtype bf16 "${wd[@]}" --positions "$POS" --repeats 20 --json "$R/bench_$tag.json" > "$R/bench_$tag.log" 2>&1
+    tag=${w}_p${pv0//[^a-zA-Z0-9]/_}_$n
+    with_mode "$pv" bench-llm $P $D --target opencl --dtype bf16 "${wd[@]}" "${sa[@]}" --positions "$POS" --repeats 20 --json "$R/bench_$tag.json" > "$R/bench_$tag.log" 2>&1
     echo "bench $tag:"; grep -E '^ +[0-9]+ |copy bandwidth|weights read|first token|opencl partition \((1|2)[0-9][0-9] launches|error' "$R/bench_$tag.log" | cut -c1-220 | head -8
   done
 done

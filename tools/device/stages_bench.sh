@@ -9,7 +9,8 @@
 # tokens, default 16), SKIP (space-separated parts to skip: check q15 mpi q72 q72one), ROUNDS (bench-llm
 # rounds over the configurations, interleaved; default 1), REPEATS (steps per position, default 20),
 # CONFIGS (default "one two four"; also "pair": 4 stages as 0,0,1,1), AHEAD (NPUSIM_PIPELINE_AHEAD
-# values to compare, default "1"; e.g. "0 1"). Results in
+# values to compare, default "1"; e.g. "0 1"), MPICFG and Q72CFG (the configuration mpirun and the
+# 72B shape use: "two" (default) or "four"; mpirun then runs one rank per stage). Results in
 # $OUT/stages.tar.gz; a summary on stdout.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
@@ -40,6 +41,9 @@ echo "GPUs in npusim's list: ${G[*]:-none}"
 one=${G[0]} two="${G[0]},${G[1]}" four="${G[0]},${G[1]},${G[0]},${G[1]}" pair="${G[0]},${G[0]},${G[1]},${G[1]}"
 [[ ${#G[@]} -ge 4 ]] && four="${G[0]},${G[1]},${G[2]},${G[3]}"
 declare -A OPTS=([one]="--devices $one" [two]="--devices $two" [four]="--stages 4 --devices $four" [pair]="--stages 4 --devices $pair")
+MPICFG=${MPICFG:-two} Q72CFG=${Q72CFG:-two} AHEAD=${AHEAD:-1}
+AHEAD_FIRST=${AHEAD%% *}
+declare -A NP=([two]=2 [four]=4 [pair]=4)
 M=tests/data/models
 P=$M/qwen2.5_1.5b_prefill D=$M/qwen2.5_1.5b_decode
 summary() {  # summary NAME LOG: the lines a reader wants from a generate or bench-llm log
@@ -58,7 +62,7 @@ if ! skip q15; then
   for round in $(seq 1 "${ROUNDS:-1}"); do
     for name in ${CONFIGS:-one two four}; do
       for ahead in ${AHEAD:-1}; do
-        [[ $name == one && $ahead != "${AHEAD%% *}" ]] && continue  # one partition: nothing to run ahead
+        [[ $name == one && $ahead != "${AHEAD_FIRST}" ]] && continue  # one partition: nothing to run ahead
         tag=${name}_ahead${ahead}_$round
         # shellcheck disable=SC2086
         NPUSIM_PIPELINE_AHEAD=$ahead NPUSIM_OPENCL_STATS=1 $N bench-llm $P $D --target opencl --dtype bf16 --positions 128,1024 \
@@ -72,6 +76,7 @@ MPI_OK=none
 if ! skip mpi; then
   export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
   # which OpenCL devices a rank sees: launched by mpirun but not under MPI_Init, then under it
+  np=${NP[$MPICFG]}
   mpirun -np 2 --tag-output env -u OMPI_COMM_WORLD_SIZE -u PMI_SIZE $N devices > "$R/mpi_devices.txt" 2>&1
   mpirun -np 2 --tag-output sh -c 'env | grep -iE "cuda|ocl|nvidia|visible|hwloc|mca" | sort' > "$R/mpi_env.txt" 2>&1
   echo "mpirun ranks see (no MPI_Init): $(grep -c NVIDIA "$R/mpi_devices.txt") NVIDIA lines"
@@ -80,13 +85,13 @@ if ! skip mpi; then
   for variant in "plain:" "whole:-x OCL_ICD_FILENAMES=${OCL_ICD_FILENAMES:-}"; do
     vn=${variant%%:*} vo=${variant#*:}
     # shellcheck disable=SC2086
-    timeout 120 mpirun -np 2 $vo $N generate $P $D --check --target opencl --dtype bf16 --devices "$two" > "$R/q15_mpi_check_$vn.log" 2>&1
-    summary "q15 mpirun -np 2 $vo check" "$R/q15_mpi_check_$vn.log"
+    timeout 120 mpirun -np "$np" $vo $N generate $P $D --check --target opencl --dtype bf16 ${OPTS[$MPICFG]} > "$R/q15_mpi_check_$vn.log" 2>&1
+    summary "q15 mpirun -np $np $vo check" "$R/q15_mpi_check_$vn.log"
     if grep -q '^PASS' "$R/q15_mpi_check_$vn.log"; then
       MPI_OK=${vo:-plain}
       # shellcheck disable=SC2086
-      timeout 120 mpirun -np 2 $vo $N generate $P $D --target opencl --dtype bf16 --devices "$two" --max-new-tokens 64 > "$R/q15_mpi_gen.log" 2>&1
-      summary "q15 mpirun -np 2 $vo generate 64" "$R/q15_mpi_gen.log"
+      timeout 120 mpirun -np "$np" $vo $N generate $P $D --target opencl --dtype bf16 ${OPTS[$MPICFG]} --max-new-tokens 64 > "$R/q15_mpi_gen.log" 2>&1
+      summary "q15 mpirun -np $np $vo generate 64" "$R/q15_mpi_gen.log"
       grep -E 'stage link' "$R/q15_mpi_gen.log"
       break
     fi
@@ -99,21 +104,22 @@ if ! skip q72; then
     PYTHONPATH=python:.devdeps/pyir python3 -m npusim_export hf:qwen2.5-72b "$Q72" --weights synth --no-reference \
       --prefill-len 128 --cache-len 1024 > "$R/q72_export.log" 2>&1 || { tail -20 "$R/q72_export.log"; exit 1; }
   fi
-  $N explain "$Q72/decode/ir.json" --dtype bf16 --target opencl --devices "$two" > "$R/q72_explain.txt" 2>&1
+  # shellcheck disable=SC2086
+  $N explain "$Q72/decode/ir.json" --dtype bf16 --target opencl ${OPTS[$Q72CFG]} > "$R/q72_explain.txt" 2>&1
   grep -A3 '^stages' "$R/q72_explain.txt"
   if ! skip q72one; then
     # shellcheck disable=SC2086
-    /usr/bin/time -v $N generate "$Q72/prefill" "$Q72/decode" --target opencl --dtype bf16 --devices "$two" \
+    /usr/bin/time -v $N generate "$Q72/prefill" "$Q72/decode" --target opencl --dtype bf16 ${OPTS[$Q72CFG]} \
       --max-new-tokens "${STEPS:-16}" > "$R/q72_gen.log" 2>&1
-    summary "q72 generate --devices $two" "$R/q72_gen.log"
+    summary "q72 generate ${OPTS[$Q72CFG]}" "$R/q72_gen.log"
     grep -E 'Maximum resident|Elapsed' "$R/q72_gen.log"
   fi
   awk -F', ' '{split($3, a, " "); if (a[1] + 0 > m[$2]) m[$2] = a[1] + 0} END {for (g in m) printf "GPU %s peak %d MiB\n", g, m[g]}' "$R/gpu_memory.csv"
   if [[ $MPI_OK != none ]]; then  # one rank per stage and GPU: each rank generates only its stage's weights
     # shellcheck disable=SC2086
-    /usr/bin/time -v timeout 300 mpirun -np 2 ${MPI_OK#plain} $N generate "$Q72/prefill" "$Q72/decode" --target opencl --dtype bf16 --devices "$two" \
-      --max-new-tokens "${STEPS:-16}" > "$R/q72_mpi_gen.log" 2>&1
-    summary "q72 mpirun -np 2 generate" "$R/q72_mpi_gen.log"
+    /usr/bin/time -v timeout 300 mpirun -np "${NP[$Q72CFG]}" ${MPI_OK#plain} $N generate "$Q72/prefill" "$Q72/decode" --target opencl --dtype bf16 \
+      ${OPTS[$Q72CFG]} --max-new-tokens "${STEPS:-16}" > "$R/q72_mpi_gen.log" 2>&1
+    summary "q72 mpirun -np ${NP[$Q72CFG]} generate" "$R/q72_mpi_gen.log"
     grep -E 'Maximum resident|stage link' "$R/q72_mpi_gen.log"
   fi
   echo "($(elapsed))"
