@@ -3,6 +3,7 @@
 #include <cerrno>
 #include <cctype>
 #include <filesystem>
+#include <functional>
 #include <optional>
 
 #include "options.hpp"
@@ -97,145 +98,129 @@ CheckTolerances check_tolerances(const TargetChoice& tc, std::optional<double> g
   return t;
 }
 
-int cmd_generate(const GenerateArgs& a, const TargetChoice& tc) {
-  validate(tc);
-  // Text mode (a text prompt or a tokenizer): the generated text streams to stdout, everything
-  // else (what was loaded, timings) goes to stderr, so the text can be piped.
-  const bool text_mode = a.text.text_mode();
-  FILE* info = text_mode ? stderr : stdout;
-  // Everything given on the command line is checked before anything is compiled or loaded.
-  std::vector<std::int64_t> user_prompt, eos;
-  std::string prompt_source = "--prompt-ids";
-  if (!a.prompt_ids.empty()) user_prompt = parse_ids(a.prompt_ids, "--prompt-ids");
-  if (!a.prompt_ids_file.empty()) user_prompt = parse_ids(read_file(a.prompt_ids_file), a.prompt_ids_file), prompt_source = a.prompt_ids_file;
-  if (!a.eos.empty()) eos = parse_ids(a.eos, "--eos");
+namespace {
+
+// What the command line says to generate from and stop at: prompt ids (given, or the text prompt
+// as tokenized), stop ids (--eos, or the model's), where each came from, and the tokenizer in
+// text mode. All of it checked before anything is compiled or loaded.
+struct PromptInputs {
+  std::vector<std::int64_t> prompt, eos;
+  std::string prompt_source = "--prompt-ids", eos_source;
   std::optional<text::ModelText> mt;
   std::optional<TextPrompt> tp;
-  std::string eos_source = eos.empty() ? "" : "--eos";
-  if (text_mode) {
-    mt = open_model_text(a.text, tokenizer_search_dirs({a.weights == "auto" || a.weights == "safetensors" || a.weights == "synth" ? "" : a.weights,
-                                                                  a.prefill_dir, a.decode_dir}));
-    std::fprintf(info, "tokenizer: %s (vocabulary %zu, %zu added tokens)\n", mt->tokenizer_path().c_str(), mt->tokenizer().vocab_size(),
-                 mt->tokenizer().added_tokens().size());
-    if (a.text.prompt || !a.text.prompt_file.empty()) {
-      tp = encode_prompt(*mt, a.text);
-      user_prompt = tp->ids;
-      prompt_source = a.text.prompt ? "--prompt (as tokenized)" : a.text.prompt_file + " (as tokenized)";
-    }
-    // --eos when given, else the model's stop ids (docs/tokenizer.md).
-    text::EosIds s = eos.empty() ? mt->stop_ids(tp && tp->chat ? &*tp->chat : nullptr) : text::EosIds{eos, "--eos"};
-    eos = s.ids, eos_source = s.source;
-    if (eos.empty()) std::fprintf(info, "stop ids: none (no eos_token_id in generation_config.json or config.json beside the tokenizer; give --eos)\n");
-    else std::fprintf(info, "stop ids: %s (from %s)\n", printable(describe_ids(mt->tokenizer(), eos)).c_str(), printable(s.source).c_str());
+};
+
+PromptInputs read_prompt_inputs(const GenerateArgs& a, FILE* info) {
+  PromptInputs in;
+  if (!a.prompt_ids.empty()) in.prompt = parse_ids(a.prompt_ids, "--prompt-ids");
+  if (!a.prompt_ids_file.empty()) in.prompt = parse_ids(read_file(a.prompt_ids_file), a.prompt_ids_file), in.prompt_source = a.prompt_ids_file;
+  if (!a.eos.empty()) in.eos = parse_ids(a.eos, "--eos"), in.eos_source = "--eos";
+  if (!a.text.text_mode()) return in;
+  in.mt = open_model_text(a.text, tokenizer_search_dirs({a.weights == "auto" || a.weights == "safetensors" || a.weights == "synth" ? "" : a.weights,
+                                                         a.prefill_dir, a.decode_dir}));
+  std::fprintf(info, "tokenizer: %s (vocabulary %zu, %zu added tokens)\n", in.mt->tokenizer_path().c_str(), in.mt->tokenizer().vocab_size(),
+               in.mt->tokenizer().added_tokens().size());
+  if (a.text.prompt || !a.text.prompt_file.empty()) {
+    in.tp = encode_prompt(*in.mt, a.text);
+    in.prompt = in.tp->ids;
+    in.prompt_source = a.text.prompt ? "--prompt (as tokenized)" : a.text.prompt_file + " (as tokenized)";
   }
-  using runtime::ModelDir;
-  ModelDir pc = ModelDir::open(a.prefill_dir, a.weights);
-  ModelDir dc = ModelDir::open(a.decode_dir, "none");
-  llm::KvMapping map = llm::KvMapping::read((fs::path(a.decode_dir) / "kv_mapping.json").string());
-  map.complete(pc.graph);
-  if (!pc.weights) throw Error(ErrorCode::weights, "prefill case has no weights (weights.safetensors or synth.json; or give --weights)", {.file = a.prefill_dir});
-  for (const auto& n : pc.weights->notes()) std::fprintf(info, "weights: %s\n", n.c_str());
-  if (!user_prompt.empty()) {
-    check_ids_in_vocab(user_prompt, pc.graph, prompt_source, tp ? mt->tokenizer_path() : a.prompt_ids_file);
-    if (static_cast<std::int64_t>(user_prompt.size()) > map.max_cache_len)
+  // --eos when given, else the model's stop ids (docs/tokenizer.md).
+  text::EosIds s = in.eos.empty() ? in.mt->stop_ids(in.tp && in.tp->chat ? &*in.tp->chat : nullptr) : text::EosIds{in.eos, "--eos"};
+  in.eos = s.ids, in.eos_source = s.source;
+  if (in.eos.empty()) std::fprintf(info, "stop ids: none (no eos_token_id in generation_config.json or config.json beside the tokenizer; give --eos)\n");
+  else std::fprintf(info, "stop ids: %s (from %s)\n", printable(describe_ids(in.mt->tokenizer(), in.eos)).c_str(), printable(s.source).c_str());
+  return in;
+}
+
+// The prompt and stop ids against the model: inside its vocabulary, the prompt inside its KV cache;
+// with neither a prompt nor --check, the prefill case's own prompt (io.safetensors) must exist.
+void check_prompt_inputs(const GenerateArgs& a, const PromptInputs& in, const runtime::ModelDir& pc, const llm::KvMapping& map) {
+  if (!in.prompt.empty()) {
+    check_ids_in_vocab(in.prompt, pc.graph, in.prompt_source, in.tp ? in.mt->tokenizer_path() : a.prompt_ids_file);
+    if (static_cast<std::int64_t>(in.prompt.size()) > map.max_cache_len)
       throw Error(ErrorCode::resource, "prompt longer than the KV cache", {.file = a.decode_dir + "/kv_mapping.json",
-                  .expected = "<= " + std::to_string(map.max_cache_len) + " tokens", .found = std::to_string(user_prompt.size())});
+                  .expected = "<= " + std::to_string(map.max_cache_len) + " tokens", .found = std::to_string(in.prompt.size())});
   }
-  check_ids_in_vocab(eos, pc.graph, "stop ids", eos_source.empty() || eos_source == "--eos" ? std::string() : eos_source);
-  if (!a.check && user_prompt.empty() && !pc.io)
+  check_ids_in_vocab(in.eos, pc.graph, "stop ids", in.eos_source.empty() || in.eos_source == "--eos" ? std::string() : in.eos_source);
+  if (!a.check && in.prompt.empty() && !pc.io)
     throw Error(ErrorCode::io, "no prompt: give --prompt, --prompt-ids or --prompt-ids-file (the prefill case has no io.safetensors)", {.file = a.prefill_dir});
-  std::fprintf(info, "prefill %s: %zu nodes; decode %s: %zu nodes; %zu layers, prefill %lld tokens, cache %lld\n", pc.name.c_str(),
-               pc.graph.nodes.size(), dc.name.c_str(), dc.graph.nodes.size(), map.layers.size(), static_cast<long long>(map.prefill_seq_len),
-               static_cast<long long>(map.max_cache_len));
-  // One set of weights for both programs: loaded once, shared.
-  std::unordered_map<std::string, Tensor> cache;
-  auto t0 = clock_type::now();
-  Prepared prefill = prepare(tc, pc.graph, pc.weights.get(), &cache, info, 0);
-  Prepared decode = prepare(tc, dc.graph, pc.weights.get(), &cache, info, 1);
-  std::fprintf(info, "weights from %s ready in %.1f s\n", pc.weights->path().c_str(), seconds_since(t0));
-  cache.clear();
-  std::fprintf(info, "target: %s\n", prefill.runner->describe().c_str());
-  print_device(tc, info);
+}
 
-  llm::LlmPrograms model(*prefill.runner, *decode.runner, map, pc.graph, dc.graph);
-  if (serving()) {  // another rank's process: its stage of both programs, until rank 0 is done
-    llm::Session keeps_kv(model);  // the KV cache of this stage's layers stays here between steps
-    runtime::ProgramRunner* const programs[] = {prefill.plan, decode.plan};
-    runtime::serve_stages(*stage_link(), programs);
-    return 0;
+// "stopped: ...; time to first token ...; decode ... ms/token", and rank 0's link bytes under mpirun.
+void print_generation_summary(const llm::Generation& g, std::size_t prompt_len, std::int64_t cache_len,
+                              std::pair<std::uint64_t, std::uint64_t> link_at_first, bool text_mode, FILE* info) {
+  std::vector<double> st = g.step_ms;
+  std::sort(st.begin(), st.end());
+  double total = 0;
+  for (double x : st) total += x;
+  std::fprintf(info, "stopped: %s", g.stop.c_str());
+  if (g.stop == "eos" && !g.tokens.empty()) std::fprintf(info, " (id %lld)", static_cast<long long>(g.tokens.back()));
+  if (g.stop == "cache_full")
+    std::fprintf(info, " (the KV cache holds %lld positions, all used: %zu prompt + %zu generated tokens)", static_cast<long long>(cache_len),
+                 prompt_len, g.tokens.size());
+  std::fprintf(info, "\ntime to first token %.1f ms", g.prefill_ms);
+  if (!st.empty())
+    std::fprintf(info, "; decode %.1f ms/token median (p10 %.1f, p90 %.1f), %.2f tok/s", st[st.size() / 2], st[st.size() / 10], st[st.size() * 9 / 10],
+                 1000.0 * static_cast<double>(st.size()) / total);
+  std::fprintf(info, "\n");
+  if (const runtime::StageLink* l = stage_link(); l && !text_mode) {
+    const double steps = static_cast<double>(std::max<std::size_t>(g.step_ms.size(), 1));
+    std::fprintf(info, "stage link (rank 0): prefill sent %s, received %s; decode %s sent and %s received per step\n",
+                 program::human_bytes(static_cast<std::int64_t>(link_at_first.first)).c_str(),
+                 program::human_bytes(static_cast<std::int64_t>(link_at_first.second)).c_str(),
+                 program::human_bytes(static_cast<std::int64_t>(static_cast<double>(l->bytes_sent - link_at_first.first) / steps)).c_str(),
+                 program::human_bytes(static_cast<std::int64_t>(static_cast<double>(l->bytes_received - link_at_first.second) / steps)).c_str());
   }
-  Profiler prof;
-  if (a.profile) {
-    if (!decode.plan) throw Error(ErrorCode::unsupported, "--profile needs compiled programs (not --interpret)");
-    decode.plan->set_profiler(&prof);
-  }
+}
 
-  if (!a.check) {
-    std::vector<std::int64_t> prompt = user_prompt;
-    if (prompt.empty()) {
-      Tensor ids = pc.io->tensor(model.prefill_roles.input_ids);
-      prompt.assign(ids.span<std::int64_t>().begin(), ids.span<std::int64_t>().end());
-    }
-    llm::GenerateOptions go;
-    go.max_new_tokens = a.max_new_tokens;
-    go.sampling = a.sampling;
-    go.eos = eos;
-    std::fprintf(info, "prompt: %zu tokens%s; generating up to %zu tokens (%s)\n", prompt.size(), tp ? (" from " + tp->what).c_str() : "",
-                 go.max_new_tokens,
-                 go.sampling.greedy() ? "greedy" : ("temperature " + fmt_num(go.sampling.temperature) + ", top-k " + std::to_string(go.sampling.top_k) +
-                                                    ", top-p " + fmt_num(go.sampling.top_p) + ", seed " + std::to_string(go.sampling.seed)).c_str());
-    llm::Generation g;
-    std::pair<std::uint64_t, std::uint64_t> link_at_first{0, 0};  // rank 0's link bytes when the first token came (after the prefill)
-    if (text_mode) {
-      std::fflush(info);
-      llm::TextGeneration tg = llm::generate_text(model, mt->tokenizer(), prompt, go, [](std::string_view piece) {
-        std::fwrite(piece.data(), 1, piece.size(), stdout);
-        std::fflush(stdout);
-      });
-      std::fputc('\n', stdout);
+// Generation from the prompt (the user's, else the prefill case's): tokens, or text in text mode, as they come.
+llm::Generation generate_free(const GenerateArgs& a, llm::LlmPrograms& model, const runtime::ModelDir& pc, const llm::KvMapping& map,
+                              const PromptInputs& in, FILE* info) {
+  std::vector<std::int64_t> prompt = in.prompt;
+  if (prompt.empty()) {
+    Tensor ids = pc.io->tensor(model.prefill_roles.input_ids);
+    prompt.assign(ids.span<std::int64_t>().begin(), ids.span<std::int64_t>().end());
+  }
+  llm::GenerateOptions go;
+  go.max_new_tokens = a.max_new_tokens;
+  go.sampling = a.sampling;
+  go.eos = in.eos;
+  std::fprintf(info, "prompt: %zu tokens%s; generating up to %zu tokens (%s)\n", prompt.size(), in.tp ? (" from " + in.tp->what).c_str() : "",
+               go.max_new_tokens,
+               go.sampling.greedy() ? "greedy" : ("temperature " + fmt_num(go.sampling.temperature) + ", top-k " + std::to_string(go.sampling.top_k) +
+                                                  ", top-p " + fmt_num(go.sampling.top_p) + ", seed " + std::to_string(go.sampling.seed)).c_str());
+  llm::Generation g;
+  std::pair<std::uint64_t, std::uint64_t> link_at_first{0, 0};  // rank 0's link bytes when the first token came (after the prefill)
+  const bool text_mode = a.text.text_mode();
+  if (text_mode) {
+    std::fflush(info);
+    llm::TextGeneration tg = llm::generate_text(model, in.mt->tokenizer(), prompt, go, [](std::string_view piece) {
+      std::fwrite(piece.data(), 1, piece.size(), stdout);
       std::fflush(stdout);
-      g = std::move(tg.generation);
-      std::fprintf(info, "tokens: %zu generated\n", g.tokens.size());
-    } else {
-      std::printf("tokens:");
+    });
+    std::fputc('\n', stdout);
+    std::fflush(stdout);
+    g = std::move(tg.generation);
+    std::fprintf(info, "tokens: %zu generated\n", g.tokens.size());
+  } else {
+    std::printf("tokens:");
+    std::fflush(stdout);
+    g = llm::generate(model, prompt, go, [&](std::int64_t t, std::size_t i) {
+      if (i == 0 && stage_link()) link_at_first = {stage_link()->bytes_sent, stage_link()->bytes_received};
+      std::printf(" %lld", static_cast<long long>(t));
       std::fflush(stdout);
-      g = llm::generate(model, prompt, go, [&](std::int64_t t, std::size_t i) {
-        if (i == 0 && stage_link()) link_at_first = {stage_link()->bytes_sent, stage_link()->bytes_received};
-        std::printf(" %lld", static_cast<long long>(t));
-        std::fflush(stdout);
-      });
-      std::printf("\n");
-    }
-    std::vector<double> st = g.step_ms;
-    std::sort(st.begin(), st.end());
-    double total = 0;
-    for (double x : st) total += x;
-    std::fprintf(info, "stopped: %s", g.stop.c_str());
-    if (g.stop == "eos" && !g.tokens.empty())
-      std::fprintf(info, " (id %lld)", static_cast<long long>(g.tokens.back()));
-    if (g.stop == "cache_full")
-      std::fprintf(info, " (the KV cache holds %lld positions, all used: %zu prompt + %zu generated tokens)", static_cast<long long>(map.max_cache_len),
-                   prompt.size(), g.tokens.size());
-    std::fprintf(info, "\ntime to first token %.1f ms", g.prefill_ms);
-    if (!st.empty())
-      std::fprintf(info, "; decode %.1f ms/token median (p10 %.1f, p90 %.1f), %.2f tok/s", st[st.size() / 2], st[st.size() / 10], st[st.size() * 9 / 10],
-                   1000.0 * static_cast<double>(st.size()) / total);
-    std::fprintf(info, "\n");
-    if (const runtime::StageLink* l = stage_link(); l && !text_mode) {
-      const double steps = static_cast<double>(std::max<std::size_t>(g.step_ms.size(), 1));
-      std::fprintf(info, "stage link (rank 0): prefill sent %s, received %s; decode %s sent and %s received per step\n",
-                   program::human_bytes(static_cast<std::int64_t>(link_at_first.first)).c_str(),
-                   program::human_bytes(static_cast<std::int64_t>(link_at_first.second)).c_str(),
-                   program::human_bytes(static_cast<std::int64_t>(static_cast<double>(l->bytes_sent - link_at_first.first) / steps)).c_str(),
-                   program::human_bytes(static_cast<std::int64_t>(static_cast<double>(l->bytes_received - link_at_first.second) / steps)).c_str());
-    }
-    if (a.profile) {
-      decode.plan->set_profiler(nullptr);
-      print_decode_profile(prof, g.step_ms, a.trace, info);
-    }
-    return 0;
+    });
+    std::printf("\n");
   }
+  print_generation_summary(g, prompt.size(), map.max_cache_len, link_at_first, text_mode, info);
+  return g;
+}
 
+// --check: the fixture's prompt, teacher-forced, each step's logits and greedy token against the
+// references; prints PASS or FAIL and returns the exit code.
+int generate_check(const GenerateArgs& a, const TargetChoice& tc, llm::LlmPrograms& model, const runtime::ModelDir& pc, const runtime::ModelDir& dc,
+                   const std::function<void(const std::vector<double>&)>& print_profile) {
   if (!pc.io) throw Error(ErrorCode::io, "--check needs the prefill case's io.safetensors (prompt ids and expected logits)", {.file = a.prefill_dir});
   if (!dc.io || !dc.io->find("decode_tokens") || !dc.io->find("decode_logits"))
     throw Error(ErrorCode::io, "decode case has no decode_tokens/decode_logits to check against", {.file = a.decode_dir + "/io.safetensors"});
@@ -266,21 +251,71 @@ int cmd_generate(const GenerateArgs& a, const TargetChoice& tc) {
   };
   std::vector<std::int64_t> tok(tokens.span<std::int64_t>().begin(), tokens.span<std::int64_t>().end());
   harness::GenerateCheck r = harness::check_generation(model, prompt, plogits, tok, dlogits, cb);  // checks the references' sizes
-  if (a.profile) {
-    decode.plan->set_profiler(nullptr);
-    std::vector<double> step_ms;
-    for (const auto& s : r.steps) step_ms.push_back(s.ms);
-    print_decode_profile(prof, step_ms, a.trace);
-  }
+  std::vector<double> step_ms;
+  for (const auto& s : r.steps) step_ms.push_back(s.ms);
+  print_profile(step_ms);
   const auto steps = static_cast<int>(r.steps.size());
   const int need = a.min_matches >= 0 ? a.min_matches : tol.need(steps);
   ok = ok && r.token_matches >= need;
   double step_total = 0;
-  for (const auto& s : r.steps) step_total += s.ms;
+  for (double ms : step_ms) step_total += ms;
   std::printf("greedy tokens: %d/%d match the reference (need %d)\n", r.token_matches, steps, need);
   std::printf("time to first token %.1f ms; decode %.1f ms/token (%.2f tok/s)\n", r.prefill_ms, step_total / steps, 1000.0 * steps / step_total);
   std::printf("%s\n", ok ? "PASS" : "FAIL");
   return ok ? 0 : 1;
+}
+
+}  // namespace
+
+int cmd_generate(const GenerateArgs& a, const TargetChoice& tc) {
+  validate(tc);
+  // Text mode (a text prompt or a tokenizer): the generated text streams to stdout, everything
+  // else (what was loaded, timings) goes to stderr, so the text can be piped.
+  FILE* info = a.text.text_mode() ? stderr : stdout;
+  const PromptInputs in = read_prompt_inputs(a, info);
+  using runtime::ModelDir;
+  ModelDir pc = ModelDir::open(a.prefill_dir, a.weights);
+  ModelDir dc = ModelDir::open(a.decode_dir, "none");
+  llm::KvMapping map = llm::KvMapping::read((fs::path(a.decode_dir) / "kv_mapping.json").string());
+  map.complete(pc.graph);
+  if (!pc.weights) throw Error(ErrorCode::weights, "prefill case has no weights (weights.safetensors or synth.json; or give --weights)", {.file = a.prefill_dir});
+  for (const auto& n : pc.weights->notes()) std::fprintf(info, "weights: %s\n", n.c_str());
+  check_prompt_inputs(a, in, pc, map);
+  std::fprintf(info, "prefill %s: %zu nodes; decode %s: %zu nodes; %zu layers, prefill %lld tokens, cache %lld\n", pc.name.c_str(),
+               pc.graph.nodes.size(), dc.name.c_str(), dc.graph.nodes.size(), map.layers.size(), static_cast<long long>(map.prefill_seq_len),
+               static_cast<long long>(map.max_cache_len));
+  // One set of weights for both programs: loaded once, shared.
+  std::unordered_map<std::string, Tensor> cache;
+  auto t0 = clock_type::now();
+  Prepared prefill = prepare(tc, pc.graph, pc.weights.get(), &cache, info, 0);
+  Prepared decode = prepare(tc, dc.graph, pc.weights.get(), &cache, info, 1);
+  std::fprintf(info, "weights from %s ready in %.1f s\n", pc.weights->path().c_str(), seconds_since(t0));
+  cache.clear();
+  std::fprintf(info, "target: %s\n", prefill.runner->describe().c_str());
+  print_device(tc, info);
+
+  llm::LlmPrograms model(*prefill.runner, *decode.runner, map, pc.graph, dc.graph);
+  if (serving()) {  // another rank's process: its stage of both programs, until rank 0 is done
+    llm::Session keeps_kv(model);  // the KV cache of this stage's layers stays here between steps
+    runtime::ProgramRunner* const programs[] = {prefill.plan, decode.plan};
+    runtime::serve_stages(*stage_link(), programs);
+    return 0;
+  }
+  Profiler prof;
+  if (a.profile) {
+    if (!decode.plan) throw Error(ErrorCode::unsupported, "--profile needs compiled programs (not --interpret)");
+    decode.plan->set_profiler(&prof);
+  }
+  // --profile: the decode steps' kernels, printed after the run.
+  auto print_profile = [&](const std::vector<double>& step_ms, FILE* out) {
+    if (!a.profile) return;
+    decode.plan->set_profiler(nullptr);
+    print_decode_profile(prof, step_ms, a.trace, out);
+  };
+  if (a.check) return generate_check(a, tc, model, pc, dc, [&](const std::vector<double>& ms) { print_profile(ms, stdout); });
+  const llm::Generation g = generate_free(a, model, pc, map, in, info);
+  print_profile(g.step_ms, info);
+  return 0;
 }
 
 Registered add_generate(Shared& s) {

@@ -90,34 +90,19 @@ inline void flatten_constant(const json& j, const Shape& shape, std::size_t dim,
   for (const json& e : j) flatten_constant(e, shape, dim + 1, out, what, src);
 }
 
-}  // namespace detail
+// The steps of read_ir_json, in file order.
 
-NPUSIM_FUNC Graph read_ir_json(const json& root, const std::string& src) {
-  using namespace detail;
-  if (!root.is_object()) throw Error(ErrorCode::parse, "IR root must be a JSON object", {.file = src, .found = json_type_name(root)});
-  Graph g;
-  g.source = src;
-  if (auto it = root.find("model_name"); it != root.end() && it->is_string()) g.model_name = it->get<std::string>();
-  if (auto it = root.find("pytorch_version"); it != root.end() && it->is_string()) g.pytorch_version = it->get<std::string>();
-
-  auto require_array = [&](const char* key) -> const json& {
-    const json& a = require_field(root, key, "IR", src);
-    if (!a.is_array()) throw Error(ErrorCode::parse, std::string("IR field \"") + key + "\" must be a list", {.file = src, .found = json_type_name(a)});
-    return a;
-  };
-  const json& jinputs = require_array("graph_inputs");
-  const json& joutputs = require_array("graph_outputs");
-  const json& jweights = require_array("weights");
-  const json& jnodes = require_array("nodes");
-
-  // Graph inputs.
+inline void read_graph_inputs(Graph& g, const json& jinputs, const std::string& src) {
   for (const json& ji : jinputs) {
     MetaJson m = parse_meta(ji, "graph input", src);
     if (g.find(m.name)) throw Error(ErrorCode::graph, "duplicate graph input name", {.file = src, .tensor = m.name});
     g.inputs.push_back(g.add_tensor({m.name, m.shape, m.dtype, TensorKind::input, -1, 0, {}}));
   }
+}
 
-  // Weights (state_dict keys) and the placeholder mapping.
+// The "weights" list (state_dict keys, returned by key) and the placeholders weight_name_mapping
+// gives them; a weight with no placeholder is named by its key (older exporters).
+inline std::unordered_map<std::string, MetaJson> read_weights(Graph& g, const json& root, const json& jweights, const std::string& src) {
   std::unordered_map<std::string, MetaJson> weight_meta;
   std::vector<std::string> weight_order;
   for (const json& jw : jweights) {
@@ -142,113 +127,129 @@ NPUSIM_FUNC Graph read_ir_json(const json& root, const std::string& src) {
     g.weights.push_back(g.add_tensor({ph, wm->second.shape, wm->second.dtype, kind, -1, 0, key}));
     mapped_keys.insert(key);
   }
-  // Weights without a placeholder can still be named directly by nodes (older exporters).
   for (const std::string& key : weight_order) {
     if (mapped_keys.count(key) || g.find(key)) continue;
     const MetaJson& m = weight_meta.at(key);
     g.weights.push_back(g.add_tensor({key, m.shape, m.dtype, TensorKind::weight, -1, 0, key}));
   }
+  return weight_meta;
+}
 
-  // Lifted constants with values.
-  if (auto it = root.find("constants"); it != root.end() && !it->is_null()) {
-    if (!it->is_object()) throw Error(ErrorCode::parse, "constants must be an object", {.file = src});
-    for (auto& [key, jc] : it->items()) {
-      const std::string what = "constant '" + key + "'";
-      auto wm = weight_meta.find(key);
-      if (wm == weight_meta.end())
-        throw Error(ErrorCode::graph, "constant is not listed in \"weights\"", {.file = src, .tensor = key});
-      DType dt = parse_dtype_or_throw(get_string(require_field(jc, "dtype", what, src), what + " dtype", src), what);
-      std::vector<double> vals;
-      flatten_constant(require_field(jc, "data", what, src), wm->second.shape, 0, vals, what, src);
-      Tensor f64 = Tensor::from_values<double>(wm->second.shape, std::span<const double>(vals));
-      g.constants[key] = f64.to(dt);
-    }
+// Lifted constants with their values ("constants", each also listed in "weights").
+inline void read_constants(Graph& g, const json& root, const std::unordered_map<std::string, MetaJson>& weight_meta, const std::string& src) {
+  auto it = root.find("constants");
+  if (it == root.end() || it->is_null()) return;
+  if (!it->is_object()) throw Error(ErrorCode::parse, "constants must be an object", {.file = src});
+  for (auto& [key, jc] : it->items()) {
+    const std::string what = "constant '" + key + "'";
+    auto wm = weight_meta.find(key);
+    if (wm == weight_meta.end()) throw Error(ErrorCode::graph, "constant is not listed in \"weights\"", {.file = src, .tensor = key});
+    DType dt = parse_dtype_or_throw(get_string(require_field(jc, "dtype", what, src), what + " dtype", src), what);
+    std::vector<double> vals;
+    flatten_constant(require_field(jc, "data", what, src), wm->second.shape, 0, vals, what, src);
+    Tensor f64 = Tensor::from_values<double>(wm->second.shape, std::span<const double>(vals));
+    g.constants[key] = f64.to(dt);
   }
+}
 
-  // First pass over nodes: names, so that a forward reference can be told from a missing one.
+// What read_node needs to resolve a node's inputs: every node's index by name (so that a forward
+// reference can be told from a missing one), the graph inputs' names and the node list.
+struct NodeScope {
   std::unordered_map<std::string, std::size_t> node_index;
+  std::unordered_set<std::string> input_names;
+  const json* jnodes = nullptr;
+};
+
+inline NodeScope index_nodes(const Graph& g, const json& jnodes, const std::string& src) {
+  NodeScope sc;
+  sc.jnodes = &jnodes;
   for (std::size_t i = 0; i < jnodes.size(); ++i) {
     std::string nm = get_string(require_field(jnodes[i], "name", "node #" + std::to_string(i), src), "node name", src);
-    if (!node_index.emplace(nm, i).second) throw Error(ErrorCode::graph, "duplicate node name", {.file = src, .node = nm});
+    if (!sc.node_index.emplace(nm, i).second) throw Error(ErrorCode::graph, "duplicate node name", {.file = src, .node = nm});
   }
-  std::unordered_set<std::string> input_names;
-  for (TensorId t : g.inputs) input_names.insert(g.tensor(t).name);
+  for (TensorId t : g.inputs) sc.input_names.insert(g.tensor(t).name);
+  return sc;
+}
 
-  g.nodes.reserve(jnodes.size());
-  for (std::size_t ni = 0; ni < jnodes.size(); ++ni) {
-    const json& jn = jnodes[ni];
-    Node node;
-    node.name = jn["name"].get<std::string>();
-    const std::string what = "node '" + node.name + "'";
-    try {
-      node.op_type = get_string(require_field(jn, "op_type", what, src), "op_type", src);
-      const json& jin = require_field(jn, "inputs", what, src);
-      const json& jout = require_field(jn, "outputs", what, src);
-      if (!jin.is_array() || !jout.is_array()) throw Error(ErrorCode::parse, "inputs and outputs must be lists");
-      for (const json& ji : jin) {
-        MetaJson m = parse_meta(ji, "input", src);
-        std::optional<TensorId> id = g.find(m.name);
-        if (m.producer) {
-          bool is_input = input_names.count(*m.producer) > 0;
-          auto pn = node_index.find(*m.producer);
-          if (!is_input && pn == node_index.end())
-            throw Error(ErrorCode::graph, "input '" + m.name + "' names a producer that does not exist",
-                        {.tensor = m.name, .expected = "a node or graph input", .found = *m.producer});
-          if (!is_input && pn->second >= ni)
-            throw Error(ErrorCode::graph, "input '" + m.name + "' is produced by a later node: nodes are not in topological order",
-                        {.tensor = m.name, .found = "producer '" + *m.producer + "'"});
-          if (is_input) {
-            if (m.producer_idx != 0 || !id || g.tensor(*id).kind != TensorKind::input)
-              throw Error(ErrorCode::graph, "input names graph input '" + *m.producer + "' inconsistently", {.tensor = m.name});
-          } else {
-            const Node& prod = g.nodes[pn->second];
-            if (m.producer_idx < 0 || m.producer_idx >= static_cast<std::int64_t>(prod.outputs.size()))
-              throw Error(ErrorCode::graph, "producer_output_idx out of range for producer '" + prod.name + "'",
-                          {.tensor = m.name, .expected = "< " + std::to_string(prod.outputs.size()),
-                           .found = std::to_string(m.producer_idx)});
-            TensorId want = prod.outputs[static_cast<std::size_t>(m.producer_idx)];
-            if (g.tensor(want).name != m.name)
-              throw Error(ErrorCode::graph, "producer link does not match the producer's output name",
-                          {.tensor = m.name, .expected = g.tensor(want).name, .found = m.name});
-            id = want;
-          }
-        } else if (!id || g.tensor(*id).kind == TensorKind::intermediate) {
-          if (!id && node_index.count(m.name) == 0) {
-            bool later = false;
-            for (std::size_t k = ni; k < jnodes.size() && !later; ++k)
-              if (auto outs = jnodes[k].is_object() ? jnodes[k].find("outputs") : jnodes[k].end(); outs != jnodes[k].end() && outs->is_array())
-                for (const json& jo : *outs)
-                  if (jo.is_object() && ir::get_string_or(jo, "name", "", "output", src) == m.name) later = true;
-            throw Error(ErrorCode::graph,
-                        later ? "input '" + m.name + "' is produced by a later node: nodes are not in topological order"
-                              : "input '" + m.name + "' has no producer: it is not a graph input, a weight placeholder or an earlier node's output",
-                        {.tensor = m.name});
-          }
-          if (!id) throw Error(ErrorCode::graph, "input '" + m.name + "' cannot be resolved", {.tensor = m.name});
-        }
-        const TensorInfo& t = g.tensor(*id);
-        if (t.shape != m.shape || t.dtype != m.dtype)
-          throw Error(ErrorCode::graph, "input '" + m.name + "' metadata disagrees with its source",
-                      {.tensor = m.name, .expected = std::string(dtype_name(t.dtype)) + " " + to_string(t.shape),
-                       .found = std::string(dtype_name(m.dtype)) + " " + to_string(m.shape)});
-        node.inputs.push_back(*id);
-      }
-      for (const json& jo : jout) {
-        MetaJson m = parse_meta(jo, "output", src);
-        if (g.find(m.name)) throw Error(ErrorCode::graph, "output name is already used by another tensor", {.tensor = m.name});
-        node.outputs.push_back(g.add_tensor({m.name, m.shape, m.dtype, TensorKind::intermediate, static_cast<std::int32_t>(ni),
-                                             static_cast<std::int32_t>(node.outputs.size()), {}}));
-      }
-      if (auto it = jn.find("attrs"); it != jn.end() && !it->is_null()) {
-        if (!it->is_object()) throw Error(ErrorCode::parse, "attrs must be an object", {.found = json_type_name(*it)});
-        for (auto& [k, v] : it->items()) node.attrs.items.emplace_back(k, to_attr(v, "attr '" + k + "'", src));
-      }
-    } catch (Error& e) {
-      throw e.with_node(node.name).with_file(src);
+// Input m of node ni: the tensor it names, checked against its producer link (a graph input or an
+// earlier node's output) or, without one, an existing graph input, weight placeholder or output.
+inline TensorId resolve_node_input(const Graph& g, const MetaJson& m, std::size_t ni, const NodeScope& sc, const std::string& src) {
+  std::optional<TensorId> id = g.find(m.name);
+  if (m.producer) {
+    bool is_input = sc.input_names.count(*m.producer) > 0;
+    auto pn = sc.node_index.find(*m.producer);
+    if (!is_input && pn == sc.node_index.end())
+      throw Error(ErrorCode::graph, "input '" + m.name + "' names a producer that does not exist",
+                  {.tensor = m.name, .expected = "a node or graph input", .found = *m.producer});
+    if (!is_input && pn->second >= ni)
+      throw Error(ErrorCode::graph, "input '" + m.name + "' is produced by a later node: nodes are not in topological order",
+                  {.tensor = m.name, .found = "producer '" + *m.producer + "'"});
+    if (is_input) {
+      if (m.producer_idx != 0 || !id || g.tensor(*id).kind != TensorKind::input)
+        throw Error(ErrorCode::graph, "input names graph input '" + *m.producer + "' inconsistently", {.tensor = m.name});
+    } else {
+      const Node& prod = g.nodes[pn->second];
+      if (m.producer_idx < 0 || m.producer_idx >= static_cast<std::int64_t>(prod.outputs.size()))
+        throw Error(ErrorCode::graph, "producer_output_idx out of range for producer '" + prod.name + "'",
+                    {.tensor = m.name, .expected = "< " + std::to_string(prod.outputs.size()), .found = std::to_string(m.producer_idx)});
+      TensorId want = prod.outputs[static_cast<std::size_t>(m.producer_idx)];
+      if (g.tensor(want).name != m.name)
+        throw Error(ErrorCode::graph, "producer link does not match the producer's output name",
+                    {.tensor = m.name, .expected = g.tensor(want).name, .found = m.name});
+      id = want;
     }
-    g.nodes.push_back(std::move(node));
+  } else if (!id || g.tensor(*id).kind == TensorKind::intermediate) {
+    if (!id && sc.node_index.count(m.name) == 0) {
+      const json& jnodes = *sc.jnodes;
+      bool later = false;
+      for (std::size_t k = ni; k < jnodes.size() && !later; ++k)
+        if (auto outs = jnodes[k].is_object() ? jnodes[k].find("outputs") : jnodes[k].end(); outs != jnodes[k].end() && outs->is_array())
+          for (const json& jo : *outs)
+            if (jo.is_object() && ir::get_string_or(jo, "name", "", "output", src) == m.name) later = true;
+      throw Error(ErrorCode::graph,
+                  later ? "input '" + m.name + "' is produced by a later node: nodes are not in topological order"
+                        : "input '" + m.name + "' has no producer: it is not a graph input, a weight placeholder or an earlier node's output",
+                  {.tensor = m.name});
+    }
+    if (!id) throw Error(ErrorCode::graph, "input '" + m.name + "' cannot be resolved", {.tensor = m.name});
   }
+  const TensorInfo& t = g.tensor(*id);
+  if (t.shape != m.shape || t.dtype != m.dtype)
+    throw Error(ErrorCode::graph, "input '" + m.name + "' metadata disagrees with its source",
+                {.tensor = m.name, .expected = std::string(dtype_name(t.dtype)) + " " + to_string(t.shape),
+                 .found = std::string(dtype_name(m.dtype)) + " " + to_string(m.shape)});
+  return *id;
+}
 
+// Node ni: its op type, inputs (resolved), outputs (new tensors) and attributes; errors name it.
+inline Node read_node(Graph& g, std::size_t ni, const NodeScope& sc, const std::string& src) {
+  const json& jn = (*sc.jnodes)[ni];
+  Node node;
+  node.name = jn["name"].get<std::string>();
+  const std::string what = "node '" + node.name + "'";
+  try {
+    node.op_type = get_string(require_field(jn, "op_type", what, src), "op_type", src);
+    const json& jin = require_field(jn, "inputs", what, src);
+    const json& jout = require_field(jn, "outputs", what, src);
+    if (!jin.is_array() || !jout.is_array()) throw Error(ErrorCode::parse, "inputs and outputs must be lists");
+    for (const json& ji : jin) node.inputs.push_back(resolve_node_input(g, parse_meta(ji, "input", src), ni, sc, src));
+    for (const json& jo : jout) {
+      MetaJson m = parse_meta(jo, "output", src);
+      if (g.find(m.name)) throw Error(ErrorCode::graph, "output name is already used by another tensor", {.tensor = m.name});
+      node.outputs.push_back(g.add_tensor({m.name, m.shape, m.dtype, TensorKind::intermediate, static_cast<std::int32_t>(ni),
+                                           static_cast<std::int32_t>(node.outputs.size()), {}}));
+    }
+    if (auto it = jn.find("attrs"); it != jn.end() && !it->is_null()) {
+      if (!it->is_object()) throw Error(ErrorCode::parse, "attrs must be an object", {.found = json_type_name(*it)});
+      for (auto& [k, v] : it->items()) node.attrs.items.emplace_back(k, to_attr(v, "attr '" + k + "'", src));
+    }
+  } catch (Error& e) {
+    throw e.with_node(node.name).with_file(src);
+  }
+  return node;
+}
+
+inline void read_graph_outputs(Graph& g, const json& joutputs, const std::string& src) {
   for (const json& jo : joutputs) {
     MetaJson m = parse_meta(jo, "graph output", src);
     auto id = g.find(m.name);
@@ -260,6 +261,34 @@ NPUSIM_FUNC Graph read_ir_json(const json& root, const std::string& src) {
                    .found = std::string(dtype_name(m.dtype)) + " " + to_string(m.shape)});
     g.outputs.push_back(*id);
   }
+}
+
+}  // namespace detail
+
+NPUSIM_FUNC Graph read_ir_json(const json& root, const std::string& src) {
+  using namespace detail;
+  if (!root.is_object()) throw Error(ErrorCode::parse, "IR root must be a JSON object", {.file = src, .found = json_type_name(root)});
+  Graph g;
+  g.source = src;
+  if (auto it = root.find("model_name"); it != root.end() && it->is_string()) g.model_name = it->get<std::string>();
+  if (auto it = root.find("pytorch_version"); it != root.end() && it->is_string()) g.pytorch_version = it->get<std::string>();
+  auto require_array = [&](const char* key) -> const json& {
+    const json& a = require_field(root, key, "IR", src);
+    if (!a.is_array()) throw Error(ErrorCode::parse, std::string("IR field \"") + key + "\" must be a list", {.file = src, .found = json_type_name(a)});
+    return a;
+  };
+  const json& jinputs = require_array("graph_inputs");
+  const json& joutputs = require_array("graph_outputs");
+  const json& jweights = require_array("weights");
+  const json& jnodes = require_array("nodes");
+
+  read_graph_inputs(g, jinputs, src);
+  const auto weight_meta = read_weights(g, root, jweights, src);
+  read_constants(g, root, weight_meta, src);
+  const NodeScope scope = index_nodes(g, jnodes, src);
+  g.nodes.reserve(jnodes.size());
+  for (std::size_t ni = 0; ni < jnodes.size(); ++ni) g.nodes.push_back(read_node(g, ni, scope, src));
+  read_graph_outputs(g, joutputs, src);
   return g;
 }
 
