@@ -26,6 +26,8 @@ NPUSIM_FUNC bool pointwise_kind(std::string_view kind) {
   return std::find(std::begin(kinds), std::end(kinds), kind) != std::end(kinds);
 }
 
+NPUSIM_FUNC bool writes_cache_in_place(std::string_view kind) { return kind == "index_copy" || kind == "rope_kv"; }
+
 NPUSIM_FUNC BufferPlan plan_buffers(const ir::Graph& g, const std::vector<Kernel>& ks, const passes::DTypePolicy& pol) {
   const std::size_t T = g.tensors.size();
   BufferPlan bp;
@@ -78,12 +80,18 @@ NPUSIM_FUNC BufferPlan plan_buffers(const ir::Graph& g, const std::vector<Kernel
     std::vector<bool> is_out(T, false);
     for (ir::TensorId t : g.outputs) is_out[static_cast<std::size_t>(t)] = true;
     for (const Kernel& kr : ks) {
-      if (kr.kind != "index_copy" || kr.outputs.size() != 1) continue;
-      const ir::TensorId self = g.nodes[static_cast<std::size_t>(kr.nodes[0])].inputs.at(0), o = kr.outputs[0];
-      TensorPlan &sp = bp.tensors[static_cast<std::size_t>(self)], &op = bp.tensors[static_cast<std::size_t>(o)];
-      if (sp.place != Place::input || readers[static_cast<std::size_t>(self)] != 1 || is_out[static_cast<std::size_t>(self)] || sp.storage != op.storage) continue;
-      op.place = Place::view;
-      op.root = self;
+      if (!writes_cache_in_place(kr.kind)) continue;
+      for (auto ni : kr.nodes) {
+        const ir::Node& n = g.nodes[static_cast<std::size_t>(ni)];
+        if (!ops::find_op(n.op_type) || *ops::find_op(n.op_type) != ops::op_index_v<ops::IndexCopy> || n.outputs.size() != 1) continue;
+        const ir::TensorId self = n.inputs.at(0), o = n.outputs[0];
+        if (std::find(kr.outputs.begin(), kr.outputs.end(), o) == kr.outputs.end()) continue;
+        TensorPlan &sp = bp.tensors[static_cast<std::size_t>(self)], &op = bp.tensors[static_cast<std::size_t>(o)];
+        if (sp.place != Place::input || readers[static_cast<std::size_t>(self)] != 1 || is_out[static_cast<std::size_t>(self)] || sp.storage != op.storage)
+          continue;
+        op.place = Place::view;
+        op.root = self;
+      }
     }
   }
   // Resolve view roots; a view keeps its root alive as long as the view is read.
@@ -102,11 +110,19 @@ NPUSIM_FUNC BufferPlan plan_buffers(const ir::Graph& g, const std::vector<Kernel
     bool pw = pointwise_kind(kr.kind) || (kr.nodes.size() == 1 && kr.kind != "view" && kr.outputs.size() == 1 &&
                                           ops::op_info(*ops::find_op(g.nodes[static_cast<std::size_t>(kr.nodes[0])].op_type)).op_class ==
                                               ops::OpClass::elementwise);
-    if (!pw || kr.outputs.size() != 1) continue;
+    // linear_add: its residual only (the product reads all of x for every output), and only
+    // where no other operand shares the residual's bytes.
+    const bool residual = kr.kind == "linear_add";
+    if ((!pw && !residual) || kr.outputs.size() != 1) continue;
     ir::TensorId o = kr.outputs[0];
     TensorPlan& op = bp.tensors[static_cast<std::size_t>(o)];
     if (op.place != Place::arena) continue;
     for (ir::TensorId in : kr.inputs) {
+      if (residual && in != kr.inputs.back()) continue;
+      if (residual && std::any_of(kr.inputs.begin(), kr.inputs.end() - 1, [&](ir::TensorId t) {
+            return t == in || bp.tensors[static_cast<std::size_t>(t)].root == in;
+          }))
+        break;
       TensorPlan& ip = bp.tensors[static_cast<std::size_t>(in)];
       if (ip.place != Place::arena || ip.last != k || ip.bytes != op.bytes || g.tensor(in).shape != g.tensor(o).shape) continue;
       // Every view of `in` must also be dead by now (their reads extended ip.last already).
