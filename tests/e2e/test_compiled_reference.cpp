@@ -3,6 +3,7 @@
 // trips byte for byte; forced-fallback plans give the same outputs.
 #include "../common/compile_util.hpp"
 #include "../common/test_util.hpp"
+#include "npusim/target/opencl/opencl_target.hpp"
 
 using namespace npusim;
 using npusim::test::data;
@@ -69,6 +70,20 @@ INSTANTIATE_TEST_SUITE_P(Fixtures, CompiledCase, ::testing::ValuesIn(all_cases()
     if (!std::isalnum(static_cast<unsigned char>(ch))) ch = '_';
   return n;
 });
+
+// The OpenCL target's patterns (linear_group with a folded RMSNorm, linear_silu_gate, linear_add,
+// rope_kv writing the caches in place, conv_add_relu), run by the reference as their member nodes
+// in the order the fusion pass schedules them: the unfused graph's outputs.
+TEST(CompiledPrograms, OpenCLPatternsKeepTheGraphsMeaning) {
+  for (const char* c : {"models/qwen2_tiny_decode", "models/qwen2_tiny_prefill", "models/resnet18"}) {
+    SCOPED_TRACE(c);
+    runtime::ModelDir m = runtime::ModelDir::open(data(c));
+    auto t = describe_target<ReferenceTarget>();
+    t.patterns = fusion::pattern_infos(OpenCLTarget::pattern_list{});
+    program::CompiledProgram p = program::compile(m.graph, t, test::reference_options());
+    expect_same(run_both(m, p), harness::longest_reduction(m.graph) > 1024 ? 1e-4 : 1e-5);
+  }
+}
 
 TEST(CompiledPrograms, ForcedFallbackPlansGiveTheSameOutputs) {
   struct Case {

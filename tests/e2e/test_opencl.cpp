@@ -371,6 +371,47 @@ TEST(OpenCLErrors, DecodeCachePositionPastTheCacheIsAnError) {
   EXPECT_NO_THROW(r->run(in));
 }
 
+// The decode step's launches: one per program kernel, the kernels the compiler made (the GEMV
+// groups and rope_kv are fusion patterns the target lists, issue 41; its executor merges nothing).
+// Per layer the norm + q/k/v GEMV, rope_kv, attention, o_proj + residual, the post-attention norm,
+// gate/up, down + residual; then the final norm + lm_head: 17 launches at bf16. (The executor's
+// merging made 18: it left the final norm a launch of its own where the arena had put the logits
+// over the norm's input. Qwen2.5-1.5B's step stays 200: Fusion.OpenCLQwen15DecodeIsTwoHundredKernels.)
+TEST(OpenCLLaunches, QwenTinyDecodeIsOneLaunchPerKernel) {
+  runtime::ModelDir pc = runtime::ModelDir::open(data("models/qwen2_tiny_prefill")), dc = runtime::ModelDir::open(data("models/qwen2_tiny_decode"));
+  const auto p = compile_opencl(dc.graph, DType::bf16);
+  ASSERT_EQ(p.partitions.size(), 1u);
+  std::vector<std::string> kinds;
+  for (const Kernel& k : p.partitions[0].kernels)
+    if (k.kind != "view") kinds.push_back(k.kind);
+  std::vector<std::string> want = {"embedding", "rotary_embedding"};
+  for (int layer = 0; layer < 2; ++layer)
+    want.insert(want.end(), {"linear_group", "rope_kv", "attention", "linear_add", "rmsnorm", "linear_silu_gate", "linear_add"});
+  want.push_back("linear_group");
+  EXPECT_EQ(kinds, want);
+  std::vector<Tensor> in;
+  for (ir::TensorId t : dc.graph.inputs) in.push_back(Tensor::zeros(dc.graph.tensor(t).dtype, dc.graph.tensor(t).shape));
+  for (std::size_t i = 0; i < in.size(); ++i)
+    if (dc.graph.tensor(dc.graph.inputs[i]).name == "cache_position") in[i].data<std::int64_t>()[0] = 5;
+  const char* old = std::getenv("NPUSIM_OPENCL_STATS");
+  const std::string saved = old ? old : "";
+  setenv("NPUSIM_OPENCL_STATS", "1", 1);
+  Profiler prof;
+  testing::internal::CaptureStderr();
+  {
+    runtime::ProgramRunner r(p, pc.weights.get(), runtime::factories_for<OpenCLTarget>());
+    r.set_profiler(&prof);
+    r.run(in);
+  }
+  const std::string err = testing::internal::GetCapturedStderr();
+  old ? setenv("NPUSIM_OPENCL_STATS", saved.c_str(), 1) : unsetenv("NPUSIM_OPENCL_STATS");
+  EXPECT_NE(err.find("opencl partition (17 launches"), std::string::npos) << err;
+  std::vector<std::string> ran;  // one profile row per program kernel that launched
+  for (const ProfileEvent& e : prof.events())
+    if (e.target == "opencl") ran.push_back(e.kind);
+  EXPECT_EQ(ran, want);
+}
+
 TEST(OpenCLDevices, SelectionByIndexNameAndErrors) {
   auto all = ocl::list_devices();
   ASSERT_FALSE(all.empty()) << "no OpenCL device (install pocl-opencl-icd)";

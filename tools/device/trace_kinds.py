@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Device time of a decode step by kernel, from `npusim generate --profile --trace FILE` (Perfetto
-JSON): launches, device microseconds and share per kernel label (merged kinds kept, e.g.
-linear+linear+linear), largest first.   tools/device/trace_kinds.py TRACE.json [TRACE2.json ...]"""
+JSON): launches, device microseconds and share per kernel label (its kind: linear_group, rope_kv,
+...; before issue 41 the executor's merged kinds, e.g. rmsnorm+linear+linear+linear), largest first.   tools/device/trace_kinds.py TRACE.json [TRACE2.json ...]"""
 import collections
 import json
 import sys

@@ -10,6 +10,10 @@
 // finalize() then applies the rules every fusion must obey: members not yet fused, internal
 // tensors read only inside the kernel, and every outside reader of a kernel output placed after
 // the kernel's last member (the kernel runs there), which keeps the schedule a topological order.
+// A pattern whose members read nothing from outside produced after its first member may say
+// `static constexpr bool may_run_early = true;`: outside readers of its outputs may then come
+// before its last member (q/k/v projections whose views are read before the last projection), and
+// fuse() schedules kernels in a topological order instead (the kernel runs before those readers).
 #pragma once
 
 #include <optional>
@@ -66,7 +70,11 @@ class GraphView {
   std::vector<bool> taken_;
 };
 
-std::optional<Kernel> finalize(const GraphView& v, Match m, std::string_view kind);
+// `early`: the pattern's may_run_early (above).
+std::optional<Kernel> finalize(const GraphView& v, Match m, std::string_view kind, bool early = false);
+
+template <class P>
+inline constexpr bool may_run_early = requires { requires P::may_run_early; };
 
 }  // namespace npusim::inline NPUSIM_ABI::fusion
 

@@ -128,6 +128,55 @@ struct Rotary {
   static std::optional<Match> match(const GraphView& v, std::int32_t n);
 };
 
+// Linears that run as one launch on a GEMV target (the OpenCL target's decode kernels; issue 41
+// moved them here from its executor). "GEMV-sized" means at most `gemv_rows` rows of x; linears
+// share a launch only with the same weight dtype and block format (a q8_0/q4_0 linear with another
+// in the same format) and the same output dtype.
+inline constexpr std::int64_t gemv_rows = 4;
+// A folded RMSNorm is reduced again by every work-group of the GEMV: worth it up to this many
+// output rows (a 151936-row lm_head keeps its own rmsnorm launch).
+inline constexpr std::int64_t folded_norm_rows = 32768;
+
+// linear(x, W[, b]) -> add(., r): the residual added in the product's epilogue. r has the
+// result's shape and dtype and is not x. Inputs (x, W[, b], r). Params has_bias.
+struct LinearAdd {
+  static constexpr std::string_view name = "linear_add";
+  static constexpr std::string_view summary = "linear(x, W[, b]) -> add(., residual of the same shape)";
+  static std::optional<Match> match(const GraphView& v, std::int32_t n);
+};
+
+// silu(linear(x, Wg)) * linear(x, Wu), both without bias, GEMV-sized: one product reading both
+// weights (the SwiGLU MLP's gate and up projections). Inputs (x, Wg, Wu).
+struct LinearSiluGate {
+  static constexpr std::string_view name = "linear_silu_gate";
+  static constexpr std::string_view summary = "silu(linear(x, Wg)) * linear(x, Wu), GEMV-sized: gate and up in one product";
+  static std::optional<Match> match(const GraphView& v, std::int32_t n);
+};
+
+// [RMSNorm ->] up to three GEMV-sized linears of one x (q/k/v): one product with an output segment
+// per linear. With the RMSNorm (anchored at its pow; it needs a weight, float linears, at most
+// folded_norm_rows rows in all, the norm's output read by nothing else and stored like its input)
+// the product normalises x itself; without it, two or three linears (anchored at the first).
+// Inputs (x, [norm weight,] then W[, b] per linear in node order). Params has_norm, eps.
+// may_run_early: the projections' views are read before the last projection.
+struct LinearGroup {
+  static constexpr std::string_view name = "linear_group";
+  static constexpr std::string_view summary = "[RMSNorm ->] up to three GEMV-sized linears of one input (q/k/v) in one product";
+  static constexpr bool may_run_early = true;
+  static std::optional<Match> match(const GraphView& v, std::int32_t n);
+};
+
+// rotary(q), rotary(k) with one cos/sin -> index_copy(k_cache, 2, pos, k'), index_copy(v_cache, 2,
+// pos, v): a decode step's RoPE and KV-cache write. Both caches are graph inputs read by nothing
+// else (the planner writes them in place), [B, Hkv, S, D] with k and v [B, Hkv, s, D]; k' is read
+// only by its cache write. Anchored at the K cache's index_copy. Inputs (q, cos, sin, k, v, pos,
+// k_cache, v_cache).
+struct RopeKv {
+  static constexpr std::string_view name = "rope_kv";
+  static constexpr std::string_view summary = "rotary(q), rotary(k) -> index_copy(k_cache, pos, k'), index_copy(v_cache, pos, v): RoPE and the KV-cache write";
+  static std::optional<Match> match(const GraphView& v, std::int32_t n);
+};
+
 // Greedy chains of pointwise ops with one output shape: internal values never leave registers;
 // outside operands are read with broadcast strides. Inputs: outside tensors in first-use order.
 struct EltwiseChain {

@@ -50,6 +50,8 @@ inline std::int64_t sat_add(std::int64_t a, std::int64_t b) { return a > INT64_M
 
 // Kinds whose kernels read and write element i only at index i, with one full-shape output.
 bool pointwise_kind(std::string_view kind);
+// Kinds whose index_copy members write a KV cache input in place (planned as views of it).
+bool writes_cache_in_place(std::string_view kind);
 
 BufferPlan plan_buffers(const ir::Graph& g, const std::vector<Kernel>& ks, const passes::DTypePolicy& pol);
 

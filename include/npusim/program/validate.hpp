@@ -187,7 +187,7 @@ bool forms_pattern(const ir::Graph& g, const std::vector<Kernel>& kernels, std::
     for (auto anchor : kr.nodes) {
       auto m = P::match(v, anchor);
       if (!m) continue;
-      auto again = fusion::finalize(v, std::move(*m), P::name);
+      auto again = fusion::finalize(v, std::move(*m), P::name, fusion::may_run_early<P>);
       if (again && same_kernel(*again, kr)) return true;
     }
     return false;
@@ -287,10 +287,17 @@ inline void check_semantics(const Partition& p, DType compute) {
     if (tp.place != plan::Place::view) continue;
     const std::int32_t k = kernel_of[t];
     const Kernel* kr = k < 0 ? nullptr : &p.kernels[static_cast<std::size_t>(k)];
-    const bool in_place = kr && kr->kind == "index_copy" && kr->nodes.size() == 1;
+    // The index_copy node of an in-place kind (plan::writes_cache_in_place) producing t.
+    const ir::Node* writer = nullptr;
+    if (kr && plan::writes_cache_in_place(kr->kind))
+      for (auto ni : kr->nodes)
+        if (const ir::Node& n = g.nodes[static_cast<std::size_t>(ni)];
+            n.outputs.size() == 1 && n.outputs[0] == static_cast<ir::TensorId>(t) && ops::find_op(n.op_type) == ops::op_index_v<ops::IndexCopy>)
+          writer = &n;
+    const bool in_place = writer != nullptr;
     ir::TensorId src = ir::no_tensor;
     if (kr && kr->kind == "view" && !kr->inputs.empty()) src = kr->inputs[0];
-    if (in_place) src = g.nodes[static_cast<std::size_t>(kr->nodes[0])].inputs.at(0);
+    if (in_place) src = writer->inputs.at(0);
     const bool ok = src != ir::no_tensor && resolved(src) == resolved(static_cast<ir::TensorId>(t)) &&
                     b.tensors[static_cast<std::size_t>(resolved(src))].storage == tp.storage &&
                     (!in_place || b.tensors[static_cast<std::size_t>(src)].place == plan::Place::input);

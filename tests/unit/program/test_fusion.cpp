@@ -1,6 +1,8 @@
 // Every fusion pattern: where it must match (and what it extracts), and where it must not.
 #include "../../common/compile_util.hpp"
 #include "../../common/test_util.hpp"
+#include "npusim/npu/workload.hpp"
+#include "npusim/target/opencl/opencl_target.hpp"
 
 using namespace npusim;
 using npusim::test::data;
@@ -205,4 +207,98 @@ TEST(BufferPlan, ArenaReusesMemoryAndStaysNearTheLivenessBound) {
         ASSERT_FALSE(time && space) << a.p.partitions[0].graph.tensors[i].name << " / " << a.p.partitions[0].graph.tensors[j].name;
       }
   }
+}
+
+// ---- The OpenCL target's launch patterns (issue 41) -------------------------------------------------
+// linear_group, linear_silu_gate, linear_add and rope_kv are what the OpenCL kernels run as one
+// launch; they used to be merged by its executor after compilation, out of sight of inspect, explain
+// and the NPU model. Here on the reference target's description with the OpenCL target's pattern
+// list (the reference runs any fused kernel as its member nodes).
+namespace {
+Compiled compile_with_opencl_patterns(const std::string& c) {
+  auto t = describe_target<ReferenceTarget>();
+  t.patterns = fusion::pattern_infos(OpenCLTarget::pattern_list{});
+  Compiled r{program::compile(ir::read_ir_file(data(c + "/ir.json")), t, test::reference_options()), {}};
+  for (const auto& part : r.p.partitions)
+    for (const auto& k : part.kernels) ++r.kinds[k.kind];
+  return r;
+}
+std::vector<std::string> linear_members(const ir::Graph& g, const Kernel& k) {
+  std::vector<std::string> r;
+  for (auto n : k.nodes)
+    if (g.nodes[static_cast<std::size_t>(n)].op_type == "aten.linear.default") r.push_back(g.nodes[static_cast<std::size_t>(n)].name);
+  return r;
+}
+}  // namespace
+
+TEST(Fusion, OpenCLLaunchPatternsOnTinyQwen2Decode) {
+  auto a = compile_with_opencl_patterns("models/qwen2_tiny_decode");
+  EXPECT_EQ(a.kinds["linear_group"], 3);      // per layer the input norm + q/k/v; the final norm + lm_head
+  EXPECT_EQ(a.kinds["linear_silu_gate"], 2);  // gate/up (the post-attention norm stays a kernel of its own)
+  EXPECT_EQ(a.kinds["linear_add"], 4);        // o_proj and down_proj with their residual adds
+  EXPECT_EQ(a.kinds["rope_kv"], 2);
+  EXPECT_EQ(a.kinds["rmsnorm"], 2);
+  for (const char* gone : {"rotary", "index_copy", "silu_gate", "linear", "add"}) EXPECT_EQ(a.kinds.count(gone), 0u) << gone;
+  const program::Partition& part = a.p.partitions.at(0);
+  const ir::Graph& g = part.graph;
+  // The first group: the norm folded in front of q/k/v, in node order; it runs before the views of
+  // q and k that precede v_proj (may_run_early), and the rotary reads them after it.
+  const Kernel* grp = a.first("linear_group");
+  ASSERT_NE(grp, nullptr);
+  EXPECT_TRUE(grp->params.find("has_norm")->as_bool());
+  EXPECT_EQ(linear_members(g, *grp), (std::vector<std::string>{"linear", "linear_1", "linear_2"}));
+  EXPECT_EQ(grp->outputs.size(), 3u);
+  EXPECT_EQ(g.tensor(grp->inputs.at(0)).name, "embedding");
+  // rope_kv writes both caches in place: its index_copy outputs are views of the cache inputs.
+  const Kernel* rk = a.first("rope_kv");
+  ASSERT_NE(rk, nullptr);
+  EXPECT_EQ(rk->inputs.size(), 8u);
+  int in_place = 0;
+  for (auto t : rk->outputs)
+    if (part.plan.tensors[static_cast<std::size_t>(t)].place == plan::Place::view) {
+      ++in_place;
+      EXPECT_EQ(g.tensor(part.plan.tensors[static_cast<std::size_t>(t)].root).kind, ir::TensorKind::input);
+    }
+  EXPECT_EQ(in_place, 2);
+  // The NPU model sees q/k/v as one product over the three weights stacked: N = 128 + 64 + 64.
+  const npu::Workload w = npu::analyze_kernel(g, *grp, DType::bf16);
+  EXPECT_EQ(w.model, npu::Model::gemm);
+  EXPECT_EQ(w.gemm.n, 256);
+  EXPECT_EQ(w.gemm.a, 0);
+  // Other targets' lists have none of them: the reference's (fusion::default_patterns) fuses rotary
+  // and rmsnorm as before.
+  auto r = compile_case("models/qwen2_tiny_decode");
+  for (const char* k : {"linear_group", "linear_silu_gate", "linear_add", "rope_kv"}) EXPECT_EQ(r.kinds.count(k), 0u) << k;
+  EXPECT_EQ(r.kinds["rotary"], 4);
+}
+
+TEST(Fusion, OpenCLLinearGroupsOnlyForGemvSizedInputs) {
+  // A 16-token prefill: each linear is a GEMM of its own (no group, no gated pair, no folded
+  // norm); the residual add still joins its product's epilogue; no KV cache, so no rope_kv.
+  auto a = compile_with_opencl_patterns("models/qwen2_tiny_prefill");
+  EXPECT_EQ(a.kinds.count("linear_group"), 0u);
+  EXPECT_EQ(a.kinds.count("linear_silu_gate"), 0u);
+  EXPECT_EQ(a.kinds.count("rope_kv"), 0u);
+  EXPECT_EQ(a.kinds["linear_add"], 4);
+  EXPECT_EQ(a.kinds["rotary"], 4);
+  EXPECT_EQ(a.kinds["silu_gate"], 2);
+}
+
+TEST(Fusion, OpenCLQwen15DecodeIsTwoHundredKernels) {
+  // What tools/device/decode_bench.sh measures on the GPU: 200 launches a step, one per kernel
+  // (the lm_head's 151936 rows keep the final norm a kernel of its own: fusion::folded_norm_rows).
+  auto a = compile_with_opencl_patterns("models/qwen2.5_1.5b_decode");
+  EXPECT_EQ(a.p.stats.kernels - a.p.stats.view_kernels, 200);
+  EXPECT_EQ(a.kinds["linear_group"], 28);
+  EXPECT_EQ(a.kinds["linear_silu_gate"], 28);
+  EXPECT_EQ(a.kinds["linear_add"], 56);
+  EXPECT_EQ(a.kinds["rope_kv"], 28);
+  EXPECT_EQ(a.kinds["rmsnorm"], 29);
+  EXPECT_EQ(a.kinds["linear"], 1);
+}
+
+TEST(Fusion, OpenCLConvAddReluTakesResNetsResidualAdds) {
+  auto r = compile_with_opencl_patterns("models/resnet18");
+  EXPECT_EQ(r.kinds["conv_add_relu"], 8);
+  EXPECT_EQ(r.kinds.count("add_relu"), 0u);
 }

@@ -40,7 +40,7 @@ NPUSIM_FUNC std::vector<Kernel> fuse(const ir::Graph& g, std::span<const Pattern
       if (v.taken(i)) continue;
       auto m = p.match(v, i);
       if (!m) continue;
-      auto k = finalize(v, std::move(*m), p.name);
+      auto k = finalize(v, std::move(*m), p.name, p.early);
       if (!k) continue;
       v.take(k->nodes);
       ks.push_back(std::move(*k));
@@ -56,8 +56,40 @@ NPUSIM_FUNC std::vector<Kernel> fuse(const ir::Graph& g, std::span<const Pattern
     k.outputs = v.node(i).outputs;
     ks.push_back(std::move(k));
   }
-  std::sort(ks.begin(), ks.end(), [](const Kernel& a, const Kernel& b) { return a.nodes.back() < b.nodes.back(); });
-  return ks;
+  // Each kernel at its last member, unless a kernel it reads is not done yet (a may_run_early
+  // kernel's readers): a topological order, ready kernels by last member. Where sorting by last
+  // member is topological already (every pattern but may_run_early ones), this is that order.
+  std::vector<std::int32_t> kernel_of(g.nodes.size(), -1);
+  for (std::size_t k = 0; k < ks.size(); ++k)
+    for (auto n : ks[k].nodes) kernel_of[static_cast<std::size_t>(n)] = static_cast<std::int32_t>(k);
+  std::vector<std::vector<std::size_t>> readers(ks.size());
+  std::vector<int> waiting(ks.size(), 0);
+  for (std::size_t k = 0; k < ks.size(); ++k) {
+    std::vector<std::int32_t> from;
+    for (auto t : ks[k].inputs)
+      if (std::int32_t p = v.producer(t); p >= 0 && kernel_of[static_cast<std::size_t>(p)] != static_cast<std::int32_t>(k)) from.push_back(kernel_of[static_cast<std::size_t>(p)]);
+    std::sort(from.begin(), from.end());
+    from.erase(std::unique(from.begin(), from.end()), from.end());
+    for (auto f : from) readers[static_cast<std::size_t>(f)].push_back(k), ++waiting[k];
+  }
+  auto later = [&](std::size_t a, std::size_t b) { return ks[a].nodes.back() > ks[b].nodes.back(); };
+  std::vector<std::size_t> ready, order;
+  for (std::size_t k = 0; k < ks.size(); ++k)
+    if (!waiting[k]) ready.push_back(k);
+  std::make_heap(ready.begin(), ready.end(), later);
+  while (!ready.empty()) {
+    std::pop_heap(ready.begin(), ready.end(), later);
+    const std::size_t k = ready.back();
+    ready.pop_back();
+    order.push_back(k);
+    for (auto r : readers[k])
+      if (!--waiting[r]) ready.push_back(r), std::push_heap(ready.begin(), ready.end(), later);
+  }
+  if (order.size() != ks.size()) throw Error(ErrorCode::graph, "fusion left a cycle between kernels (npusim bug)", {.file = g.source});
+  std::vector<Kernel> sorted;
+  sorted.reserve(ks.size());
+  for (auto k : order) sorted.push_back(std::move(ks[k]));
+  return sorted;
 }
 
 }  // namespace npusim::inline NPUSIM_ABI::fusion

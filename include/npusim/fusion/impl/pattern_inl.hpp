@@ -33,7 +33,7 @@ NPUSIM_FUNC std::optional<double> GraphView::scalar_other(std::int32_t i) const 
   return v->as_double();
 }
 
-NPUSIM_FUNC std::optional<Kernel> finalize(const GraphView& v, Match m, std::string_view kind) {
+NPUSIM_FUNC std::optional<Kernel> finalize(const GraphView& v, Match m, std::string_view kind, bool early) {
   std::sort(m.nodes.begin(), m.nodes.end());
   if (std::adjacent_find(m.nodes.begin(), m.nodes.end()) != m.nodes.end()) return std::nullopt;
   for (auto n : m.nodes)
@@ -49,7 +49,7 @@ NPUSIM_FUNC std::optional<Kernel> finalize(const GraphView& v, Match m, std::str
       bool outside = v.is_graph_output(t);
       for (auto c : v.consumers(t)) {
         if (member(c)) continue;
-        if (c < last) return std::nullopt;  // someone outside needs it before the kernel runs
+        if (c < last && !early) return std::nullopt;  // someone outside needs it before the kernel runs
         outside = true;
       }
       if (outside) k.outputs.push_back(t);
@@ -64,6 +64,10 @@ NPUSIM_FUNC std::optional<Kernel> finalize(const GraphView& v, Match m, std::str
       if (p >= 0 && member(p)) continue;
       if (std::find(k.inputs.begin(), k.inputs.end(), t) == k.inputs.end()) k.inputs.push_back(t);
     }
+  // Running before its last member is sound only where everything it reads exists at its first.
+  if (early)
+    for (TensorId t : k.inputs)
+      if (v.producer(t) >= m.nodes.front()) return std::nullopt;
   return k;
 }
 

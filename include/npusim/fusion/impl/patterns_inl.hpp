@@ -404,6 +404,134 @@ NPUSIM_FUNC std::optional<Match> Rotary::match(const GraphView& v, std::int32_t 
   return std::nullopt;
 }
 
+namespace detail {
+// A linear (x, W[, b]) over a 2-D weight.
+inline bool is_linear(const GraphView& v, std::int32_t n) {
+  return v.is<ops::Linear>(n) && v.node(n).inputs.size() >= 2 && v.node(n).inputs.size() <= 3 && v.tensor(v.in(n, 1)).shape.size() == 2 &&
+         !v.tensor(v.in(n, 0)).shape.empty();
+}
+inline bool gemv_sized(const GraphView& v, std::int32_t lin) {
+  const Shape& x = v.tensor(v.in(lin, 0)).shape;
+  const std::int64_t k = x.back(), rows = k ? numel(x) / k : 0;
+  return rows >= 1 && rows <= gemv_rows;
+}
+// Can linears a and b share a launch: same weight dtype and block format, same output dtype.
+inline bool same_linear_kind(const GraphView& v, std::int32_t a, std::int32_t b) {
+  return v.tensor(v.in(a, 1)).dtype == v.tensor(v.in(b, 1)).dtype && ops::weight_block_format(v.node(a)) == ops::weight_block_format(v.node(b)) &&
+         v.tensor(v.out(a)).dtype == v.tensor(v.out(b)).dtype;
+}
+// Up to three linears of x in node order, each of the first's kind, GEMV-sized, not yet fused.
+inline std::vector<std::int32_t> linears_of(const GraphView& v, TensorId x) {
+  std::vector<std::int32_t> out;
+  for (auto c : v.consumers(x)) {
+    if (out.size() == 3) break;
+    if (v.taken(c) || !is_linear(v, c) || v.in(c, 0) != x || !gemv_sized(v, c) || (!out.empty() && !same_linear_kind(v, out[0], c))) continue;
+    if (std::find(out.begin(), out.end(), c) == out.end()) out.push_back(c);
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+}  // namespace detail
+
+NPUSIM_FUNC std::optional<Match> LinearAdd::match(const GraphView& v, std::int32_t n) {
+  if (!detail::is_linear(v, n)) return std::nullopt;
+  const TensorId x = v.in(n, 0), y1 = v.out(n);
+  const std::int32_t a = v.only_consumer(y1);
+  if (!v.is<ops::Add>(a) || v.node(a).inputs.size() != 2 || v.attrs<ops::Add>(a).alpha.value != 1.0) return std::nullopt;
+  const TensorId r = v.in(a, 0) == y1 ? v.in(a, 1) : v.in(a, 0), y = v.out(a);
+  if (r == y1 || r == x || v.tensor(r).shape != v.tensor(y).shape || v.tensor(y1).shape != v.tensor(y).shape || v.tensor(r).dtype != v.tensor(y).dtype)
+    return std::nullopt;
+  Match m;
+  m.nodes = {n, a};
+  m.inputs = v.node(n).inputs;
+  m.inputs.push_back(r);
+  m.params.set("has_bias", ir::AttrValue(v.node(n).inputs.size() > 2));
+  return m;
+}
+
+NPUSIM_FUNC std::optional<Match> LinearSiluGate::match(const GraphView& v, std::int32_t n) {
+  auto sg = SiluGate::match(v, n);
+  if (!sg) return std::nullopt;
+  const std::int32_t gate = v.producer(sg->inputs[0]), up = v.producer(sg->inputs[1]);
+  if (!detail::is_linear(v, gate) || !detail::is_linear(v, up) || gate == up || v.node(gate).inputs.size() != 2 || v.node(up).inputs.size() != 2 ||
+      v.in(gate, 0) != v.in(up, 0) || v.only_consumer(sg->inputs[0]) != sg->nodes[0] || v.only_consumer(sg->inputs[1]) != sg->nodes[1] ||
+      v.tensor(v.in(gate, 1)).shape != v.tensor(v.in(up, 1)).shape || !detail::same_linear_kind(v, gate, up) || !detail::gemv_sized(v, gate))
+    return std::nullopt;
+  return Match{{gate, up, sg->nodes[0], sg->nodes[1]}, {v.in(gate, 0), v.in(gate, 1), v.in(up, 1)}, {}};
+}
+
+NPUSIM_FUNC std::optional<Match> LinearGroup::match(const GraphView& v, std::int32_t n) {
+  Match m;
+  std::vector<std::int32_t> lins;
+  if (v.is<ops::PowScalar>(n)) {
+    auto norm = RmsNorm::match(v, n);
+    if (!norm || norm->inputs.size() != 2) return std::nullopt;
+    const TensorId h = v.out(*std::max_element(norm->nodes.begin(), norm->nodes.end()));
+    lins = detail::linears_of(v, h);
+    if (lins.empty() || v.is_graph_output(h) || v.consumers(h).size() != lins.size() || v.tensor(h).dtype != v.tensor(norm->inputs[0]).dtype)
+      return std::nullopt;
+    std::int64_t rows = 0;
+    for (auto l : lins) {
+      if (ops::weight_block_format(v.node(l))) return std::nullopt;  // the quantized GEMV reads x as stored
+      rows += v.tensor(v.in(l, 1)).shape[0];
+    }
+    if (rows > folded_norm_rows) return std::nullopt;
+    m.nodes = norm->nodes;
+    m.inputs = norm->inputs;
+    m.params.set("has_norm", ir::AttrValue(true));
+    m.params.set("eps", *norm->params.find("eps"));
+  } else {
+    if (!detail::is_linear(v, n)) return std::nullopt;
+    lins = detail::linears_of(v, v.in(n, 0));
+    if (lins.size() < 2 || lins[0] != n) return std::nullopt;
+    m.inputs = {v.in(n, 0)};
+    m.params.set("has_norm", ir::AttrValue(false));
+  }
+  for (auto l : lins) {
+    m.nodes.push_back(l);
+    m.inputs.insert(m.inputs.end(), v.node(l).inputs.begin() + 1, v.node(l).inputs.end());
+  }
+  return m;
+}
+
+NPUSIM_FUNC std::optional<Match> RopeKv::match(const GraphView& v, std::int32_t n) {
+  if (!v.is<ops::IndexCopy>(n) || v.node(n).inputs.size() != 3) return std::nullopt;
+  const TensorId kc = v.in(n, 0), pos = v.in(n, 1), kr = v.in(n, 2);
+  if (v.only_consumer(kr) != n) return std::nullopt;
+  auto rk = Rotary::match(v, v.producer(kr));
+  if (!rk) return std::nullopt;
+  const TensorId xk = rk->inputs[0], cos = rk->inputs[1], sin = rk->inputs[2];
+  const Shape &ks = v.tensor(xk).shape, &cache = v.tensor(kc).shape;
+  auto dim2 = [&](std::int32_t c) { return normalize_dim(v.attrs<ops::IndexCopy>(c).dim, static_cast<std::int64_t>(v.tensor(v.in(c, 0)).shape.size())) == 2; };
+  // A cache written in place: a graph input only this write reads.
+  auto in_place = [&](TensorId c) { return v.tensor(c).kind == ir::TensorKind::input && v.consumers(c).size() == 1 && !v.is_graph_output(c); };
+  if (ks.size() != 4 || cache.size() != 4 || !dim2(n) || ks[3] != cache[3] || ks[0] * ks[1] != cache[0] * cache[1] || !in_place(kc)) return std::nullopt;
+  std::int32_t cv = -1;
+  for (auto c : v.consumers(pos))
+    if (c != n && !v.taken(c) && v.is<ops::IndexCopy>(c) && v.node(c).inputs.size() == 3 && v.in(c, 1) == pos && v.in(c, 0) != kc &&
+        v.tensor(v.in(c, 2)).shape == ks && v.tensor(v.in(c, 0)).shape == cache && dim2(c) && in_place(v.in(c, 0))) {
+      cv = c;
+      break;
+    }
+  if (cv < 0) return std::nullopt;
+  // q's rotary: another rotate-half over the same cos and sin.
+  std::optional<Match> rq;
+  for (auto c : v.consumers(cos)) {
+    const std::int32_t add = v.only_consumer(v.out(c));
+    if (add < 0 || v.taken(add) || std::find(rk->nodes.begin(), rk->nodes.end(), add) != rk->nodes.end()) continue;
+    rq = Rotary::match(v, add);
+    if (rq && rq->inputs[1] == cos && rq->inputs[2] == sin && rq->inputs[0] != xk) break;
+    rq.reset();
+  }
+  if (!rq) return std::nullopt;
+  Match m;
+  m.nodes = rq->nodes;
+  m.nodes.insert(m.nodes.end(), rk->nodes.begin(), rk->nodes.end());
+  m.nodes.insert(m.nodes.end(), {n, cv});
+  m.inputs = {rq->inputs[0], cos, sin, xk, v.in(cv, 2), pos, kc, v.in(cv, 0)};
+  return m;
+}
+
 NPUSIM_FUNC bool EltwiseChain::pointwise(const GraphView& v, std::int32_t n) {
   return n >= 0 && ops::op_info(v.op(n)).op_class == ops::OpClass::elementwise && v.node(n).outputs.size() == 1;
 }

@@ -186,6 +186,14 @@ NPUSIM_FUNC Workload analyze_kernel(const ir::Graph& g, const Kernel& k, DType e
       m.k = xs.back(), m.n = g.tensor(n.inputs[1]).shape[0], m.m = m.k ? numel(xs) / m.k : 0;
       const std::size_t bias_at = id == "linear" ? 2 : 3;  // qlinear: (x, weight, weight scales, bias)
       if (n.inputs.size() > bias_at) m.bias = input_index(n.inputs[bias_at]);
+      // More linears of the same x in the kernel (linear_group's q/k/v, linear_silu_gate's gate
+      // and up): one product over their weights stacked.
+      for (auto ni : k.nodes) {
+        const ir::Node& o = g.nodes[static_cast<std::size_t>(ni)];
+        if (ni != mm && o.inputs.size() >= 2 && o.inputs[0] == n.inputs[0] && ops::op_info(ops::require_op(o)).id == "linear")
+          m.n += g.tensor(o.inputs[1]).shape[0];
+      }
+      if (m.a < 0 && k.kind == "linear_group") m.a = 0;  // an RMSNorm folded in front: x normalised as it is read
     } else if (k.kind == "gqa_matmul") {
       // a [B, H, M, K] against K/V [B, Hkv, ...]: each KV head's operand serves `group` heads.
       const Shape& as = g.tensor(ta).shape;

@@ -26,6 +26,8 @@ NPUSIM_FUNC bool pointwise_kind(std::string_view kind) {
   return std::find(std::begin(kinds), std::end(kinds), kind) != std::end(kinds);
 }
 
+NPUSIM_FUNC bool writes_cache_in_place(std::string_view kind) { return kind == "index_copy" || kind == "rope_kv"; }
+
 namespace detail {
 
 // plan_buffers' state and its steps, in the order it runs them: each tensor's size and place,
@@ -98,8 +100,9 @@ class BufferPlanner {
     for (ir::TensorId t : g_.outputs) tp(t).last = K_;
   }
 
-  // KV caches updated in place: index_copy over a graph input that nothing else reads writes into
-  // that input's buffer (only the new rows), and its output shares the input's bytes.
+  // KV caches updated in place: index_copy over a graph input that nothing else reads (alone, or
+  // inside a kind that writes caches in place: writes_cache_in_place) writes into that input's
+  // buffer (only the new rows), and its output shares the input's bytes.
   void kv_caches_in_place() {
     std::vector<int> readers(T_, 0);
     for (const Kernel& kr : ks_)
@@ -107,12 +110,18 @@ class BufferPlanner {
     std::vector<bool> is_out(T_, false);
     for (ir::TensorId t : g_.outputs) is_out[static_cast<std::size_t>(t)] = true;
     for (const Kernel& kr : ks_) {
-      if (kr.kind != "index_copy" || kr.outputs.size() != 1) continue;
-      const ir::TensorId self = g_.nodes[static_cast<std::size_t>(kr.nodes[0])].inputs.at(0), o = kr.outputs[0];
-      TensorPlan &sp = tp(self), &op = tp(o);
-      if (sp.place != Place::input || readers[static_cast<std::size_t>(self)] != 1 || is_out[static_cast<std::size_t>(self)] || sp.storage != op.storage) continue;
-      op.place = Place::view;
-      op.root = self;
+      if (!writes_cache_in_place(kr.kind)) continue;
+      for (auto ni : kr.nodes) {
+        const ir::Node& n = g_.nodes[static_cast<std::size_t>(ni)];
+        if (!ops::find_op(n.op_type) || *ops::find_op(n.op_type) != ops::op_index_v<ops::IndexCopy> || n.outputs.size() != 1) continue;
+        const ir::TensorId self = n.inputs.at(0), o = n.outputs[0];
+        if (std::find(kr.outputs.begin(), kr.outputs.end(), o) == kr.outputs.end()) continue;
+        TensorPlan &sp = tp(self), &op = tp(o);
+        if (sp.place != Place::input || readers[static_cast<std::size_t>(self)] != 1 || is_out[static_cast<std::size_t>(self)] || sp.storage != op.storage)
+          continue;
+        op.place = Place::view;
+        op.root = self;
+      }
     }
   }
 
@@ -135,10 +144,15 @@ class BufferPlanner {
       bool pw = pointwise_kind(kr.kind) || (kr.nodes.size() == 1 && kr.kind != "view" && kr.outputs.size() == 1 &&
                                             ops::op_info(*ops::find_op(g_.nodes[static_cast<std::size_t>(kr.nodes[0])].op_type)).op_class ==
                                                 ops::OpClass::elementwise);
-      if (!pw || kr.outputs.size() != 1) continue;
+      // linear_add: its residual only (the product reads all of x for every output), and only
+      // where no other operand shares the residual's bytes.
+      const bool residual = kr.kind == "linear_add";
+      if ((!pw && !residual) || kr.outputs.size() != 1) continue;
       ir::TensorId o = kr.outputs[0];
       if (tp(o).place != Place::arena) continue;
       for (ir::TensorId in : kr.inputs) {
+        if (residual && in != kr.inputs.back()) continue;
+        if (residual && std::any_of(kr.inputs.begin(), kr.inputs.end() - 1, [&](ir::TensorId t) { return t == in || tp(t).root == in; })) break;
         const TensorPlan& ip = tp(in);
         if (ip.place != Place::arena || ip.last != k || ip.bytes != tp(o).bytes || g_.tensor(in).shape != g_.tensor(o).shape) continue;
         // Every view of `in` must also be dead by now (their reads extended ip.last already).

@@ -21,8 +21,9 @@ namespace npusim::inline NPUSIM_ABI {
 struct ReferenceTarget {
   static constexpr std::string_view name = target_name<ReferenceTarget>::value;  // "reference" (npusim_fwd.hpp)
   using op_list = ops::all_ops;
-  // Accepts every pattern: a fused kernel runs as the composition of its members.
-  using pattern_list = fusion::all_patterns;
+  // Runs any pattern (a fused kernel is the composition of its members), and lists the default
+  // ones: the launch patterns (fusion::launch_patterns) stay with the targets whose kernels they are.
+  using pattern_list = fusion::default_patterns;
   static constexpr DType dtypes[] = {DType::f32, DType::f16, DType::bf16};
   // The reference is everyone's fallback; naming itself lets tests force plans onto two parts.
   using fallback = ReferenceTarget;

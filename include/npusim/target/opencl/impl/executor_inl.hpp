@@ -108,15 +108,14 @@ class Executor final : public PartitionExecutor {
       return it == bound.tensors.end() ? nullptr : &it->second;
     });
     for (std::size_t k = 0; k < part_.kernels.size(); ++k) labels_.push_back("k" + std::to_string(k) + " " + part_.kernels[k].kind);
-    for (std::size_t k = 0; k < part_.kernels.size();) {
+    // One program kernel, its own launches: what runs as one launch is a fusion pattern of the
+    // target's (linear_group, linear_silu_gate, linear_add, rope_kv, conv_add_relu), so inspect,
+    // explain and the NPU estimate see the same kernels.
+    for (std::size_t k = 0; k < part_.kernels.size(); ++k) {
       const Kernel& kr = part_.kernels[k];
       b.begin(kr, k);
       try {
-        std::size_t n = merge_launches(b, k);
-        if (n == 0) bind_kernel(b, kr), n = 1;
-        for (std::size_t j = 1; j < n; ++j)
-          if (part_.kernels[k + j].kind != "view") labels_[k] += "+" + part_.kernels[k + j].kind;
-        k += n;
+        bind_kernel(b, kr);
       } catch (Error& e) {
         throw e.with_node(g.nodes.at(static_cast<std::size_t>(kr.nodes.back())).name).with_file(g.source);
       }
@@ -365,211 +364,10 @@ class Executor final : public PartitionExecutor {
     in.has_value = true;
   }
 
-  // Launch merging over the schedule, where an intermediate is read by nothing but the merged kernels:
-  //   conv2d -> add_relu (residual)                   one convolution with a residual + ReLU epilogue
-  //   linear -> add (residual)                        one GEMV/GEMM with a residual epilogue
-  //   linear(x, Wg), linear(x, Wu) -> silu_gate       one gated GEMV reading both weights
-  //   up to three linears of one x (q/k/v)            one GEMV with three output segments
-  //   rmsnorm -> any of the GEMV groups above         the GEMV normalises its input itself
-  //   rotary(q), rotary(k), index_copy(K), index_copy(V)   one launch (merge_rope_kv)
-  // Returns how many kernels it bound (0: none merged).
-  std::size_t merge_launches(Binder& b, std::size_t k) {
-    const auto& ks = part_.kernels;
-    const ir::Graph& g = part_.graph;
-    if (single(k, "conv2d") && k + 1 < ks.size() && ks[k + 1].kind == "add_relu" && ks[k + 1].inputs.size() == 2) {
-      const ir::Node& conv = node(k);
-      const ir::TensorId c = conv.outputs[0], y = ks[k + 1].outputs.at(0);
-      const ir::TensorId r = ks[k + 1].inputs[0] == c ? ks[k + 1].inputs[1] : ks[k + 1].inputs[0];
-      if (r != c && only_readers(c, k + 1, k + 1) && g.tensor(r).shape == g.tensor(y).shape && g.tensor(c).shape == g.tensor(y).shape &&
-          disjoint(y, conv.inputs[0]) && (disjoint(y, r) || ref(y) == ref(r))) {
-        bind_conv(b, conv, y, true, true, r);
-        return 2;
-      }
-    }
-    if (auto n = merge_rope_kv(b, k)) return n;
-    if (ks[k].kind == "rmsnorm" && ks[k].inputs.size() == 2) {
-      std::size_t j = k + 1;
-      while (j < ks.size() && ks[j].kind == "view") ++j;
-      const ir::TensorId x = ks[k].inputs[0], h = ks[k].outputs.at(0);
-      auto grp = linear_group(b, j, h);
-      if (grp && grp->gemm.wq) return 0;  // gemv_q reads x as stored: the rmsnorm runs once, before it
-      // Each work-group reduces its rows again: slower than a launch for the gate/up GEMV's
-      // thousands of work-groups (fold_gated_norm_), and worth a launch only while the groups are few.
-      if (grp && grp->gemm.up && !fold_gated_norm_) return 0;
-      std::int64_t rows = grp ? grp->gemm.N : 0;
-      if (grp)
-        for (const auto& sg : grp->gemm.more) rows += sg.N;
-      if (!grp || rows > 32768 || b.storage(h) != b.storage(x) || !only_readers(h, j, grp->end - 1)) return 0;
-      // The RMSNorm's output and the group's intermediates are never written: sharing bytes with them is fine.
-      std::vector<ir::TensorId> unwritten;
-      for (std::size_t i = k; i < grp->end; ++i)
-        for (auto t : ks[i].outputs)
-          if (!std::count(grp->outs.begin(), grp->outs.end(), t)) unwritten.push_back(t);
-      for (auto o : grp->outs)
-        if (!early_write_ok(o, k, unwritten)) return 0;
-      Gemm& gm = grp->gemm;
-      gm.a = ref(x);
-      gm.norm = Gemm::Norm{ref(ks[k].inputs[1]), static_cast<float>(ks[k].param("eps", 1e-6)), rmsnorm_mid(b, ks[k])};
-      if (!gemv_fits(gm)) return 0;
-      bind_gemm(b, gm);
-      return grp->end - k;
-    }
-    if (!single(k, "linear")) return 0;
-    auto grp = linear_group(b, k, node(k).inputs[0]);
-    if (!grp || grp->end == k + 1) return 0;
-    bind_gemm(b, grp->gemm);
-    return grp->end - k;
-  }
-
-  struct Group {
-    Gemm gemm;
-    std::size_t end;                  // one past the last kernel it covers
-    std::vector<ir::TensorId> outs;   // what it writes
-  };
-
-  // The GEMV group starting at linear kernel k reading x: the Gemm and the end of the kernels it
-  // covers. Groups: linear -> add; linear, linear -> silu_gate; up to three linears of x; one linear.
-  std::optional<Group> linear_group(Binder& b, std::size_t k, ir::TensorId x) {
-    const auto& ks = part_.kernels;
-    const ir::Graph& g = part_.graph;
-    if (!single(k, "linear") || node(k).inputs[0] != x) return std::nullopt;
-    const ir::Node& lin = node(k);
-    const ir::TensorId y1 = lin.outputs[0];
-    auto bias = lin.inputs.size() > 2 ? std::optional(lin.inputs[2]) : std::nullopt;
-    if (single(k + 1, "add") && node(k + 1).inputs.size() == 2 && only_readers(y1, k + 1, k + 1) &&
-        ops::read_attrs<ops::Add::Attrs>(node(k + 1).attrs, node(k + 1).op_type).alpha.value == 1.0) {
-      const ir::Node& add = node(k + 1);
-      const ir::TensorId r = add.inputs[0] == y1 ? add.inputs[1] : add.inputs[0], y = add.outputs[0];
-      if (r != y1 && g.tensor(r).shape == g.tensor(y).shape && g.tensor(y1).shape == g.tensor(y).shape && disjoint(y, x) &&
-          (disjoint(y, r) || ref(y) == ref(r))) {
-        Gemm gm = linear_gemm(b, x, lin.inputs[1], bias, y);
-        gm.residual = ref(r);
-        return Group{gm, k + 2, {y}};
-      }
-    }
-    if (!bias && single(k + 1, "linear") && k + 2 < ks.size() && ks[k + 2].kind == "silu_gate") {
-      const ir::Node& lin2 = node(k + 1);
-      const ir::TensorId y2 = lin2.outputs[0], y = ks[k + 2].outputs.at(0);
-      if (lin2.inputs.size() == 2 && lin2.inputs[0] == x && ks[k + 2].inputs.size() == 2 && ks[k + 2].inputs[0] == y1 && ks[k + 2].inputs[1] == y2 &&
-          only_readers(y1, k + 2, k + 2) && only_readers(y2, k + 2, k + 2) && g.tensor(lin2.inputs[1]).shape == g.tensor(lin.inputs[1]).shape &&
-          b.storage(lin2.inputs[1]) == b.storage(lin.inputs[1]) && same_packing(lin2.inputs[1], lin.inputs[1]) && disjoint(y, x)) {
-        Gemm gm = linear_gemm(b, x, lin.inputs[1], std::nullopt, y);
-        gm.up = wref(lin2.inputs[1]);
-        if (gemv_fits(gm)) return Group{gm, k + 3, {y}};
-      }
-    }
-    // Up to three linears of the same x (q/k/v; the views between them move no bytes).
-    std::vector<std::size_t> group{k};
-    for (std::size_t j = k + 1; j < ks.size() && group.size() < 3; ++j) {
-      if (ks[j].kind == "view") continue;
-      if (!single(j, "linear") || node(j).inputs[0] != x || g.tensor(node(j).inputs[1]).shape.at(1) != g.tensor(lin.inputs[1]).shape.at(1) ||
-          b.storage(node(j).inputs[1]) != b.storage(lin.inputs[1]) || !same_packing(node(j).inputs[1], lin.inputs[1]) ||
-          b.storage(node(j).outputs[0]) != b.storage(y1) ||
-          !early_write_ok(node(j).outputs[0], k))
-        break;
-      group.push_back(j);
-    }
-    Gemm gm = linear_gemm(b, x, lin.inputs[1], bias, y1);
-    std::vector<ir::TensorId> outs{y1};
-    for (std::size_t i = 1; i < group.size(); ++i) {
-      const ir::Node& l = node(group[i]);
-      outs.push_back(l.outputs[0]);
-      gm.more.push_back({wref(l.inputs[1]), l.inputs.size() > 2 ? std::optional(ref(l.inputs[2])) : std::nullopt, ref(l.outputs[0]),
-                         g.tensor(l.inputs[1]).shape.at(0)});
-    }
-    if (group.size() > 1 && !gemv_fits(gm)) return std::nullopt;
-    return Group{gm, group.back() + 1, outs};
-  }
-
-  bool single(std::size_t i, std::string_view kind) const {
-    return i < part_.kernels.size() && part_.kernels[i].kind == kind && part_.kernels[i].nodes.size() == 1;
-  }
-  const ir::Node& node(std::size_t i) const { return part_.graph.nodes[static_cast<std::size_t>(part_.kernels[i].nodes[0])]; }
-  TensorRef ref(ir::TensorId t) const { return refs_[static_cast<std::size_t>(t)]; }
   // A q8_0/q4_0 linear's weight (nullptr for a float one).
   const PackedWeight* packed(ir::TensorId t) const {
     auto it = packed_.find(t);
     return it == packed_.end() ? nullptr : &it->second;
-  }
-  // A linear's weight as its kernel reads it: the packed blocks where it has them.
-  TensorRef wref(ir::TensorId t) const { return packed(t) ? packed(t)->blocks : ref(t); }
-  // Can two linears' weights share a launch: both float, or both packed in one format?
-  bool same_packing(ir::TensorId a, ir::TensorId b) const {
-    const PackedWeight *pa = packed(a), *pb = packed(b);
-    return pa && pb ? pa->format == pb->format : !pa && !pb;
-  }
-  // Is t a graph output, or read by a kernel outside [lo, hi]?
-  bool only_readers(ir::TensorId t, std::size_t lo, std::size_t hi) const {
-    const auto& ks = part_.kernels;
-    if (std::count(part_.graph.outputs.begin(), part_.graph.outputs.end(), t)) return false;
-    for (std::size_t j = 0; j < ks.size(); ++j)
-      if ((j < lo || j > hi) && std::count(ks[j].inputs.begin(), ks[j].inputs.end(), t)) return false;
-    return true;
-  }
-  bool disjoint(ir::TensorId a, ir::TensorId c) const {
-    const TensorRef ra = ref(a), rc = ref(c);
-    const auto ba = static_cast<cl_ulong>(part_.plan.tensors[static_cast<std::size_t>(a)].bytes),
-               bc = static_cast<cl_ulong>(part_.plan.tensors[static_cast<std::size_t>(c)].bytes);
-    return ra.mem != rc.mem || ra.off + ba <= rc.off || rc.off + bc <= ra.off;
-  }
-
-  // rotary(q), rotary(k) -> index_copy(k_cache, k), index_copy(v_cache, v) with both caches written
-  // in place: one launch that rotates q and writes the new K/V rows.
-  std::size_t merge_rope_kv(Binder& b, std::size_t k) {
-    const auto& ks = part_.kernels;
-    const ir::Graph& g = part_.graph;
-    if (k + 3 >= ks.size() || ks[k].kind != "rotary" || ks[k + 1].kind != "rotary" || ks[k + 2].kind != "index_copy" || ks[k + 3].kind != "index_copy")
-      return 0;
-    const Kernel &rq = ks[k], &rk = ks[k + 1];
-    const ir::Node& ck = g.nodes[static_cast<std::size_t>(ks[k + 2].nodes[0])];
-    const ir::Node& cv = g.nodes[static_cast<std::size_t>(ks[k + 3].nodes[0])];
-    const ir::TensorId kr = rk.outputs[0];
-    auto dim = [&](const ir::Node& n) {
-      return normalize_dim(ops::read_attrs<ops::IndexCopy::Attrs>(n.attrs, n.op_type).dim, static_cast<std::int64_t>(g.tensor(n.inputs[0]).shape.size()));
-    };
-    const Shape &kshape = g.tensor(rk.inputs[0]).shape, &cache = g.tensor(ck.inputs[0]).shape;
-    if (rq.inputs[1] != rk.inputs[1] || rq.inputs[2] != rk.inputs[2] || ck.inputs[2] != kr || ck.inputs[1] != cv.inputs[1] || kshape.size() != 4 ||
-        cache.size() != 4 || g.tensor(cv.inputs[2]).shape != kshape || g.tensor(cv.inputs[0]).shape != cache || dim(ck) != 2 || dim(cv) != 2 ||
-        kshape[3] != cache[3] || kshape[0] * kshape[1] != cache[0] * cache[1] || !(ref(ck.outputs[0]) == ref(ck.inputs[0])) ||
-        !(ref(cv.outputs[0]) == ref(cv.inputs[0])))
-      return 0;
-    for (std::size_t j = 0; j < ks.size(); ++j)
-      if (j != k + 2 && std::count(ks[j].inputs.begin(), ks[j].inputs.end(), kr)) return 0;
-    if (std::count(g.outputs.begin(), g.outputs.end(), kr)) return 0;
-    auto rotary_desc = [&](ir::TensorId x) {
-      const Shape& xs = g.tensor(x).shape;
-      Strides cs = broadcast_strides(g.tensor(rq.inputs[1]).shape, xs), ss = broadcast_strides(g.tensor(rq.inputs[2]).shape, xs);
-      I64 d{static_cast<std::int64_t>(xs.size())};
-      d.insert(d.end(), xs.begin(), xs.end());
-      d.insert(d.end(), cs.begin(), cs.end());
-      d.insert(d.end(), ss.begin(), ss.end());
-      return b.desc(d);
-    };
-    const std::int64_t nq = g.tensor(rq.inputs[0]).shape.empty() ? 0 : numel(g.tensor(rq.inputs[0]).shape), nk = numel(kshape);
-    b.launch1d(b.program("generic", cl_source::generic), "rope_kv", nq + 2 * nk, 256, b.typed(rq.inputs[0]), b.typed(rq.outputs[0]),
-               b.typed(rk.inputs[0]), b.typed(cv.inputs[2]), b.typed(rq.inputs[1]), b.typed(rq.inputs[2]), b.typed(ck.outputs[0]),
-               b.typed(cv.outputs[0]), b.typed(ck.inputs[1]), rotary_desc(rq.inputs[0]), rotary_desc(rk.inputs[0]), static_cast<cl_long>(nq),
-               static_cast<cl_long>(nk), static_cast<cl_long>(nk), static_cast<cl_long>(cache[2]), static_cast<cl_long>(kshape[2]),
-               static_cast<cl_long>(kshape[3]), b.errors(), b.index_check(ck, ck.inputs[1], "index_copy", cache[2], true));
-    return 4;
-  }
-
-  // May tensor o (written at its kernel) be written at kernel `from` instead? Only if no tensor
-  // alive in between shares its arena bytes.
-  // Tensors in `unwritten` (the merged kernels' intermediates, which the merged launch never
-  // writes) do not count.
-  bool early_write_ok(ir::TensorId o, std::size_t from, std::span<const ir::TensorId> unwritten = {}) const {
-    const auto& tp = part_.plan.tensors;
-    const auto& po = tp[static_cast<std::size_t>(o)];
-    if (po.place != plan::Place::arena) return false;
-    for (std::size_t t = 0; t < tp.size(); ++t) {
-      const auto& pt = tp[t];
-      if (t == static_cast<std::size_t>(o) || pt.place != plan::Place::arena) continue;
-      if (std::count(unwritten.begin(), unwritten.end(), static_cast<ir::TensorId>(t))) continue;
-      const bool overlap = pt.offset < po.offset + po.bytes && po.offset < pt.offset + pt.bytes;
-      if (overlap && pt.last >= static_cast<std::int32_t>(from) && pt.first < po.first) return false;
-    }
-    return true;
   }
 
   static void bind_kernel(Binder& b, const Kernel& k) {
@@ -668,15 +466,6 @@ class Executor final : public PartitionExecutor {
     return v == "1";
   }();
   std::vector<std::byte> pageable_;
-  // NPUSIM_OPENCL_FOLD_GATED_NORM=1: an RMSNorm before a gated (gate/up) GEMV is folded into it
-  // (each of its thousands of work-groups reduces the row again: slower on an H100, docs/opencl.md;
-  // to measure); 0 or unset: its own launch.
-  bool fold_gated_norm_ = [] {
-    const char* e = std::getenv("NPUSIM_OPENCL_FOLD_GATED_NORM");
-    const std::string_view v = e && *e ? e : "0";
-    if (v != "0" && v != "1") throw Error(ErrorCode::attr, "NPUSIM_OPENCL_FOLD_GATED_NORM must be 0 or 1", {.found = std::string(v)});
-    return v == "1";
-  }();
   std::vector<Tensor> recycled_;  // the outputs of the last run (output_tensor)
   std::vector<bool> direct_;      // recycled_[i] lives in pinned memory of its own (read into with no copy)
 };

@@ -1,6 +1,6 @@
 // Convolution kernels of the OpenCL target: implicit GEMM on the matrix kernels' tiles (the
 // tensor cores where the device has them), reduction indices from a table built at bind time, 1x1
-// stride-1 convolutions as a plain GEMM per image, bias + residual + ReLU epilogue; an unfolded
+// stride-1 convolutions as a plain GEMM per image, bias + residual + ReLU epilogue (conv_add_relu); an unfolded
 // BatchNorm runs after the convolution, in place.
 #pragma once
 
@@ -69,6 +69,13 @@ struct kernel<fusion::ConvBnRelu, OpenCLTarget> {
     ocl::bind_batchnorm(b, *bn, b.out(), b.out(), relu);
     (void)k;
   }
+};
+
+// conv2d -> add(residual) [-> relu] (fusion::ConvAddRelu): the residual and the ReLU in the epilogue.
+template <>
+struct kernel<fusion::ConvAddRelu, OpenCLTarget> {
+  static constexpr bool provided = true;
+  static void bind(ocl::Binder& b) { ocl::bind_conv(b, b.node(0), b.out(), b.member<ops::Relu>() != nullptr, true, b.k().inputs.back()); }
 };
 
 }  // namespace npusim::inline NPUSIM_ABI

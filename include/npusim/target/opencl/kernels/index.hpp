@@ -1,5 +1,6 @@
 // Indexing and rotary kernels of the OpenCL target: embedding and index_select (row gathers),
-// index_copy (the KV-cache write, in place when planned so), the rotary HOP and the rotary pattern.
+// index_copy (the KV-cache write, in place when planned so), the rotary HOP and the rotary pattern,
+// and rope_kv (a decode step's two rotaries and its two cache writes as one launch).
 // Indices are checked on the device: the first out of range fails the run with the reference's
 // error (Binder::index_check).
 #pragma once
@@ -23,6 +24,17 @@ inline void gather_rows(Binder& b, ir::TensorId x, ir::TensorId idx, ir::TensorI
   const cl_int code = b.index_check(b.node(), idx, what, s[d], negatives);
   b.launch1d(b.program("generic", ocl::cl_source::generic), "gather_rows", outer * n * inner, 256, b.typed(x), b.typed(idx), b.typed(y),
              static_cast<cl_long>(outer), static_cast<cl_long>(s[d]), static_cast<cl_long>(n), static_cast<cl_long>(inner), negatives, b.errors(), code);
+}
+
+// The rotary kernels' shape descriptor: rank, x's shape, then cos's and sin's strides broadcast to it.
+inline cl_mem rotary_desc(Binder& b, ir::TensorId x, ir::TensorId cos, ir::TensorId sin) {
+  const Shape& xs = b.shape(x);
+  Strides cs = broadcast_strides(b.shape(cos), xs), ss = broadcast_strides(b.shape(sin), xs);
+  I64 d{static_cast<std::int64_t>(xs.size())};
+  d.insert(d.end(), xs.begin(), xs.end());
+  d.insert(d.end(), cs.begin(), cs.end());
+  d.insert(d.end(), ss.begin(), ss.end());
+  return b.desc(d);
 }
 }  // namespace ocl
 
@@ -80,14 +92,39 @@ struct kernel<fusion::Rotary, OpenCLTarget> {
   static constexpr bool provided = true;
   static void bind(ocl::Binder& b) {
     const ir::TensorId x = b.in(0), c = b.in(1), s = b.in(2);
-    const Shape& xs = b.shape(x);
-    Strides cs = broadcast_strides(b.shape(c), xs), ss = broadcast_strides(b.shape(s), xs);
-    ocl::I64 d{static_cast<std::int64_t>(xs.size())};
-    d.insert(d.end(), xs.begin(), xs.end());
-    d.insert(d.end(), cs.begin(), cs.end());
-    d.insert(d.end(), ss.begin(), ss.end());
-    b.launch1d(b.program("generic", ocl::cl_source::generic), "rotary", b.numel(x), 256, b.typed(x), b.typed(c), b.typed(s), b.typed(b.out()), b.desc(d),
-               static_cast<cl_long>(b.numel(x)));
+    b.launch1d(b.program("generic", ocl::cl_source::generic), "rotary", b.numel(x), 256, b.typed(x), b.typed(c), b.typed(s), b.typed(b.out()),
+               ocl::rotary_desc(b, x, c, s), static_cast<cl_long>(b.numel(x)));
+  }
+};
+
+// rotary(q), rotary(k) -> index_copy(K, k'), index_copy(V, v) (fusion::RopeKv): one launch that
+// rotates q and writes the new K/V rows into the caches (planned in place: the pattern asks for
+// caches only their write reads).
+template <>
+struct kernel<fusion::RopeKv, OpenCLTarget> {
+  static constexpr bool provided = true;
+  static void bind(ocl::Binder& b) {
+    const Kernel& k = b.k();
+    const ir::TensorId xq = b.in(0), cos = b.in(1), sin = b.in(2), xk = b.in(3), v = b.in(4), pos = b.in(5), kc = b.in(6), vc = b.in(7);
+    const ir::Node *ck = nullptr, *cv = nullptr;
+    for (auto ni : k.nodes) {
+      const ir::Node& n = b.g().nodes[static_cast<std::size_t>(ni)];
+      if (ops::find_op(n.op_type) != ops::op_index_v<ops::IndexCopy>) continue;
+      (n.inputs.at(0) == kc ? ck : cv) = &n;
+    }
+    if (!ck || !cv || cv->inputs.at(0) != vc) b.unsupported("rope_kv without its two cache writes (npusim bug)");
+    ir::TensorId q = ir::no_tensor;
+    for (auto t : k.outputs)
+      if (t != ck->outputs[0] && t != cv->outputs[0]) q = t;
+    if (q == ir::no_tensor || !(b.ref(ck->outputs[0]) == b.ref(kc)) || !(b.ref(cv->outputs[0]) == b.ref(vc)))
+      b.unsupported("rope_kv whose caches are not written in place (npusim bug)");
+    const Shape &ks = b.shape(xk), &cache = b.shape(kc);
+    const std::int64_t nq = b.shape(xq).empty() ? 0 : b.numel(xq), nk = npusim::numel(ks);
+    b.launch1d(b.program("generic", ocl::cl_source::generic), "rope_kv", nq + 2 * nk, 256, b.typed(xq), b.typed(q), b.typed(xk), b.typed(v), b.typed(cos),
+               b.typed(sin), b.typed(ck->outputs[0]), b.typed(cv->outputs[0]), b.typed(pos), ocl::rotary_desc(b, xq, cos, sin),
+               ocl::rotary_desc(b, xk, cos, sin), static_cast<cl_long>(nq), static_cast<cl_long>(nk), static_cast<cl_long>(nk),
+               static_cast<cl_long>(cache[2]), static_cast<cl_long>(ks[2]), static_cast<cl_long>(ks[3]), b.errors(),
+               b.index_check(*ck, pos, "index_copy", cache[2], true));
   }
 };
 

@@ -238,7 +238,7 @@ inline int gemv_q_team(quant::BlockFormat f, std::int64_t K) {
 // (gemm.cl, -DGQ_FMT). The RMSNorm fusion stays with the float GEMV (normalising x in every team
 // cost more than the launch it saves: docs/benchmarks.md).
 inline void bind_gemm_q(Binder& b, const Gemm& g) {
-  if (g.norm) b.unsupported("a normalised GEMV over packed weights (npusim bug: the rmsnorm is not merged into it)");
+  if (g.norm) b.unsupported("a normalised GEMV over packed weights (npusim bug: linear_group folds no rmsnorm in front of them)");
   const std::string fmt = std::string(" -DGQ_FMT=") + (*g.wq == quant::BlockFormat::q8_0 ? "1" : "2");
   if (gemv_fits(g)) {
     const GemvSegments s = gemv_segments(b, g);
@@ -308,11 +308,13 @@ inline void bind_matmul(Binder& b, ir::TensorId ta, ir::TensorId tb, ir::TensorI
   bind_gemm(b, g);
 }
 
-// y = x W^T (+ bias) over x's last dim.
-inline Gemm linear_gemm(Binder& b, ir::TensorId x, ir::TensorId w, std::optional<ir::TensorId> bias, ir::TensorId y) {
+// y = x W^T (+ bias) over x's last dim; `read`: the tensor a reads instead of x (an RMSNorm's
+// input where the GEMV normalises it itself; x then has no storage).
+inline Gemm linear_gemm(Binder& b, ir::TensorId x, ir::TensorId w, std::optional<ir::TensorId> bias, ir::TensorId y,
+                        std::optional<ir::TensorId> read = {}) {
   Gemm g;
   const PackedWeight* p = b.packed(w);
-  g.a = b.ref(x), g.b = p ? p->blocks : b.ref(w), g.c = b.ref(y);
+  g.a = b.ref(read ? *read : x), g.b = p ? p->blocks : b.ref(w), g.c = b.ref(y);
   g.K = b.shape(x).back(), g.N = b.shape(w)[0], g.M = g.K ? b.numel(x) / g.K : 0;
   g.sam = g.K, g.sak = 1, g.sbk = 1, g.sbn = g.K, g.scm = g.N, g.scn = 1;
   if (bias) g.bias = b.ref(*bias);
@@ -321,6 +323,17 @@ inline Gemm linear_gemm(Binder& b, ir::TensorId x, ir::TensorId w, std::optional
 }
 inline void bind_linear(Binder& b, ir::TensorId x, ir::TensorId w, std::optional<ir::TensorId> bias, ir::TensorId y) {
   bind_gemm(b, linear_gemm(b, x, w, bias, y));
+}
+// A linear's weight as its kernel reads it: the packed blocks where it has them.
+inline TensorRef weight_ref(const Binder& b, ir::TensorId w) {
+  const PackedWeight* p = b.packed(w);
+  return p ? p->blocks : b.ref(w);
+}
+inline std::optional<ir::TensorId> linear_bias(const ir::Node& n) { return n.inputs.size() > 2 ? std::optional(n.inputs[2]) : std::nullopt; }
+// A fused kernel's GEMV (the patterns promise it fits: at most fusion::gemv_rows rows).
+inline void bind_gemv(Binder& b, const Gemm& g) {
+  if (!gemv_fits(g)) b.unsupported("a " + b.k().kind + " kernel that is no GEMV (npusim bug)");
+  bind_gemm(b, g);
 }
 }  // namespace ocl
 
@@ -367,6 +380,61 @@ template <>
 struct kernel<fusion::MatmulTransB, OpenCLTarget> {
   static constexpr bool provided = true;
   static void bind(ocl::Binder& b) { ocl::bind_matmul(b, b.in(0), b.in(1), b.out(), true); }
+};
+
+// linear -> add(residual) (fusion::LinearAdd): the residual in the GEMV/GEMM epilogue.
+template <>
+struct kernel<fusion::LinearAdd, OpenCLTarget> {
+  static constexpr bool provided = true;
+  static void bind(ocl::Binder& b) {
+    const ir::Node& lin = *b.member<ops::Linear>();
+    ocl::Gemm g = ocl::linear_gemm(b, lin.inputs[0], lin.inputs[1], ocl::linear_bias(lin), b.out());
+    g.residual = b.ref(b.k().inputs.back());
+    ocl::bind_gemm(b, g);
+  }
+};
+
+// silu(linear(x, Wg)) * linear(x, Wu) (fusion::LinearSiluGate): one gated GEMV reading both weights.
+template <>
+struct kernel<fusion::LinearSiluGate, OpenCLTarget> {
+  static constexpr bool provided = true;
+  static void bind(ocl::Binder& b) {
+    ocl::Gemm g = ocl::linear_gemm(b, b.in(0), b.in(1), std::nullopt, b.out());
+    g.up = ocl::weight_ref(b, b.in(2));
+    ocl::bind_gemv(b, g);
+  }
+};
+
+// [RMSNorm ->] up to three linears of one input (fusion::LinearGroup): one GEMV with an output
+// segment per linear; with the norm, each work-group reduces x's row itself while its first weight
+// words are in flight.
+template <>
+struct kernel<fusion::LinearGroup, OpenCLTarget> {
+  static constexpr bool provided = true;
+  static void bind(ocl::Binder& b) {
+    const Kernel& k = b.k();
+    std::vector<const ir::Node*> lins;
+    for (auto ni : k.nodes)
+      if (const ir::Node& n = b.g().nodes[static_cast<std::size_t>(ni)]; ops::find_op(n.op_type) == ops::op_index_v<ops::Linear>) lins.push_back(&n);
+    const ir::AttrValue* hn = k.params.find("has_norm");
+    const bool norm = hn && hn->is_bool() && hn->as_bool();
+    const ir::Node& first = *lins.at(0);
+    const ir::TensorId h = first.inputs[0];
+    ocl::Gemm g = ocl::linear_gemm(b, h, first.inputs[1], ocl::linear_bias(first), first.outputs[0], norm ? std::optional(b.in(0)) : std::nullopt);
+    for (std::size_t i = 1; i < lins.size(); ++i) {
+      const ir::Node& l = *lins[i];
+      g.more.push_back({ocl::weight_ref(b, l.inputs[1]), ocl::linear_bias(l) ? std::optional(b.ref(l.inputs[2])) : std::nullopt, b.ref(l.outputs[0]),
+                        b.shape(l.inputs[1]).at(0)});
+    }
+    if (norm) {
+      // The norm's last node multiplies by its weight: the other operand's storage is where the
+      // normalised value is rounded before that.
+      const ir::Node& wmul = b.g().nodes.at(static_cast<std::size_t>(b.g().tensor(h).producer));
+      const ir::TensorId mid = wmul.inputs.at(0) == b.in(1) ? wmul.inputs.at(1) : wmul.inputs.at(0);
+      g.norm = ocl::Gemm::Norm{b.ref(b.in(1)), static_cast<float>(k.param("eps", 1e-6)), b.storage(mid)};
+    }
+    ocl::bind_gemv(b, g);
+  }
 };
 
 }  // namespace npusim::inline NPUSIM_ABI
