@@ -5,7 +5,7 @@
 set -euo pipefail
 pkgs=(
   build-essential cmake pkg-config
-  libeigen3-dev libxsimd-dev xtl-dev nlohmann-json3-dev libmsgpack-cxx-dev libcli11-dev libpng-dev libjpeg-dev
+  libeigen3-dev libxsimd-dev xtl-dev xtensor-dev nlohmann-json3-dev libmsgpack-cxx-dev libcli11-dev libpng-dev libjpeg-dev
   opencl-c-headers opencl-clhpp-headers ocl-icd-opencl-dev pocl-opencl-icd clinfo
   libgtest-dev libgmock-dev googletest libbenchmark-dev
   openmpi-bin libopenmpi-dev

@@ -352,6 +352,18 @@ TEST(OpenCLErrors, IndexOutOfRangeIsTheReferencesErrorNotNaN) {
   in.at(1).data<std::int64_t>()[1] = -17;
   NPUSIM_EXPECT_ERROR(ir->run(in), "npusim runtime error", "ops/index_copy_kv/ir.json", "index_copy index out of range", "expected [-16, 15]",
                       "found -17");
+
+  // index.Tensor (swin's relative-position gather): negative indices count from the end.
+  runtime::ModelDir rp = runtime::ModelDir::open(data("ops/index_relpos"));
+  auto rr = runner_for<OpenCLTarget>::make(compile_opencl(rp.graph, DType::f32), rp.weights.get());
+  std::vector<Tensor> rin = rp.inputs();
+  rin.at(1).data<std::int64_t>()[80] = 25;
+  NPUSIM_EXPECT_ERROR(rr->run(rin), "npusim runtime error", "ops/index_relpos/ir.json", "node 'index'", "index index out of range", "expected [-25, 24]",
+                      "found 25");
+  rin.at(1).data<std::int64_t>()[80] = -25;
+  ASSERT_NO_THROW(out = rr->run(rin));
+  auto rref = runner_for<ReferenceTarget>::make(test::compile_reference(rp.graph), rp.weights.get());
+  EXPECT_EQ(harness::compare(out.at(0), rref->run(rin).at(0)).max_abs, 0.0);
 }
 
 // A decode step at a cache position past the KV cache: the merged rotary + KV-write launch checks it.

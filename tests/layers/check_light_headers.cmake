@@ -9,6 +9,7 @@ set(heavy
   "/nlohmann/json.hpp"           # JSON values (json_fwd.hpp is fine)
   "/msgpack"                     # .npubin encoding
   "/xsimd/"                      # the CPU target's SIMD
+  "/xtensor/"                    # the reference target's kernels
   "npusim/text/unicode_tables.hpp"
   "npusim/target/opencl/kernels_cl.hpp"
   "/png.h"                      # image decoding (runtime/image_decode.hpp)

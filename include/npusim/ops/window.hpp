@@ -6,6 +6,25 @@
 
 namespace npusim::inline NPUSIM_ABI::ops {
 
+// Where a gathering movement op (pad, roll) reads: output index o of dimension d reads input index
+// map[d][o] of `in` (the input's shape as the map sees it), or nothing (-1: constant padding's
+// fill value). The CPU and OpenCL kernels gather through it; the reference computes its own way.
+struct SourceMap {
+  Shape in;
+  std::vector<std::vector<std::int64_t>> map;
+  Shape out() const {
+    Shape o;
+    for (const auto& m : map) o.push_back(static_cast<std::int64_t>(m.size()));
+    return o;
+  }
+  // A rank-0 tensor as one element of rank 1 (kernels then need no rank-0 case).
+  SourceMap& at_least_1d() {
+    if (map.empty()) in = {1}, map = {{0}};
+    return *this;
+  }
+  static std::int64_t floor_mod(std::int64_t a, std::int64_t n) { return ((a % n) + n) % n; }
+};
+
 // pad(self, pad, mode="constant", value=None): pad = (left, right) pairs from the last dimension
 // backwards. Constant padding may be negative (a crop); the other modes need 0 <= pad (reflect:
 // pad < size, circular: pad <= size), as F.pad.
@@ -39,6 +58,28 @@ struct Pad {
     std::vector<std::pair<std::int64_t, std::int64_t>> p(r, {0, 0});
     for (std::size_t k = 0; 2 * k < a.pad.size(); ++k) p[r - 1 - k] = {a.pad[2 * k], a.pad[2 * k + 1]};
     return p;
+  }
+  // The input index each output index reads, per dimension (infer has checked the sizes).
+  static SourceMap source_map(const Attrs& a, const Shape& s) {
+    const Mode m = mode(a);
+    const auto p = per_dim(a, s.size());
+    SourceMap r{s, std::vector<std::vector<std::int64_t>>(s.size())};
+    for (std::size_t d = 0; d < s.size(); ++d) {
+      const std::int64_t n = s[d], l = p[d].first, len = n + p[d].first + p[d].second;
+      for (std::int64_t o = 0; o < len; ++o) {
+        std::int64_t i = o - l;
+        if (i < 0 || i >= n) {
+          switch (m) {
+            case Mode::constant: i = -1; break;
+            case Mode::reflect: i = i < 0 ? -i : 2 * (n - 1) - i; break;
+            case Mode::replicate: i = i < 0 ? 0 : n - 1; break;
+            case Mode::circular: i = SourceMap::floor_mod(i, n); break;
+          }
+        }
+        r.map[d].push_back(i);
+      }
+    }
+    return r.at_least_1d();
   }
   static Specs infer(const Attrs& a, InSpecs in) {
     expect_arity(in, 1, 1, id);
@@ -128,6 +169,18 @@ struct Roll {
                   {.expected = a.dims.empty() ? "one shift" : std::to_string(a.dims.size()) + " shifts", .found = to_string(a.shifts)});
     for (auto d : a.dims) indexed_axis(d, in[0].shape, id);
     return {in[0]};
+  }
+  // The input index each output index reads, per dimension; with no dims, of the flattened tensor.
+  static SourceMap source_map(const Attrs& a, const Shape& shape) {
+    const Shape s = a.dims.empty() ? Shape{npusim::numel(shape)} : shape;
+    SourceMap r{s, std::vector<std::vector<std::int64_t>>(s.size())};
+    for (std::size_t d = 0; d < s.size(); ++d)
+      for (std::int64_t o = 0; o < s[d]; ++o) r.map[d].push_back(o);
+    for (std::size_t k = 0; k < a.shifts.size(); ++k) {
+      const auto d = a.dims.empty() ? 0 : static_cast<std::size_t>(normalize_dim(a.dims[k], static_cast<std::int64_t>(s.size())));
+      for (auto& i : r.map[d]) i = SourceMap::floor_mod(i - a.shifts[k], s[d]);
+    }
+    return r.at_least_1d();
   }
 };
 

@@ -63,6 +63,11 @@ inline void run_copy(const CopyPlan& p) {
 // A copy of `in` read through (shape, strides, offset) into the contiguous output `out`.
 Fn bind_copy(Ctx& c, ir::TensorId in, ir::TensorId out, const Shape& shape, const Strides& src_st, std::int64_t src_off);
 
+// pad and roll: y[o] = x[sum_d map[d][o_d] * stride_d], or `fill` where an entry is -1 (constant
+// padding). The maps (ops::SourceMap) are premultiplied by the strides at bind; each output row of
+// the last dimension reads one input row.
+Fn bind_map_gather(Ctx& c, ir::TensorId x, ir::TensorId y, const ops::SourceMap& m, double fill);
+
 std::vector<Fn> bind_movement(Ctx& c);
 
 }  // namespace npusim::inline NPUSIM_ABI::cpu

@@ -264,6 +264,10 @@ Fn bind_reduce(Ctx& c, const typename Op::Attrs& a) {
   }
 }
 
+// linalg_vector_norm: the reductions' walk over x in memory order, |x|^ord accumulated in double
+// per output (ord inf/-inf: max/min, 0: the count of non-zeros).
+Fn bind_vector_norm(Ctx& c, const ops::LinalgVectorNorm::Attrs& a);
+
 }  // namespace npusim::inline NPUSIM_ABI::cpu
 
 // ---- kernel<Op/Pattern, CpuTarget> --------------------------------------------------------------
@@ -274,6 +278,12 @@ template <class Op>
 struct kernel<Op, CpuTarget> {
   static constexpr bool provided = true;
   static cpu::Fns bind(cpu::Ctx& c) { return {cpu::bind_pool<Op>(c, c.attrs<Op>())}; }
+};
+
+template <>
+struct kernel<ops::LinalgVectorNorm, CpuTarget> {
+  static constexpr bool provided = true;
+  static cpu::Fns bind(cpu::Ctx& c) { return {cpu::bind_vector_norm(c, c.attrs<ops::LinalgVectorNorm>())}; }
 };
 
 template <>

@@ -39,6 +39,29 @@ __kernel void copy_strided(__global const uchar* sb, ulong so, int sdt, __global
   copy_elem(CGPTR(sb, so), sdt, s, GPTR(db, dof), ddt, o);
 }
 
+// pad and roll (ops::SourceMap): y[i] = x[sum_k map_k[c_k] * x_stride_k] for i's index c, or `fill`
+// where an entry is -1. d: [r, shape[r], x_stride[r], map_start[r], the maps one after another].
+__kernel void gather_map(__global const uchar* xb, ulong xo, int xt, __global uchar* yb, ulong yo, int yt, __global const long* d, long n,
+                         float fill) {
+  long i = get_global_id(0);
+  if (i >= n) return;
+  const int r = (int)d[0];
+  __global const long* shape = d + 1;
+  long rem = i, off = 0;
+  for (int k = r - 1; k >= 0; --k) {
+    const long c = rem % shape[k];
+    rem /= shape[k];
+    const long m = d[1 + 3 * r + d[1 + 2 * r + k] + c];
+    if (m < 0) {
+      if (is_int_dt(yt)) sti(GPTR(yb, yo), yt, i, (long)fill);
+      else stf(GPTR(yb, yo), yt, i, fill);
+      return;
+    }
+    off += m * d[1 + r + k];
+  }
+  copy_elem(CGPTR(xb, xo), xt, off, GPTR(yb, yo), yt, i);
+}
+
 // ---- pointwise programs -------------------------------------------------------------------------
 #define PW_MAX_IN 6
 #define PW_REGS 32
@@ -156,6 +179,32 @@ __kernel void reduce(__global const uchar* xb, ulong xo, int xt, __global uchar*
   if (op == 1) acc /= (float)count;
   if (op >= 4) sti(GPTR(yb, yo), yt, o, best);
   else stf(GPTR(yb, yo), yt, o, acc);
+}
+
+// linalg_vector_norm per output (d as reduce): (sum |x|^ord)^(1/ord); ord inf/-inf: max/min |x|,
+// ord 0: the count of non-zeros.
+__kernel void vector_norm(__global const uchar* xb, ulong xo, int xt, __global uchar* yb, ulong yo, int yt, __constant const long* d,
+                          long nout, float ord) {
+  long o = get_global_id(0);
+  if (o >= nout) return;
+  const int nk = (int)d[0], nr = (int)d[1];
+  const long count = d[2];
+  __constant const long* ks = d + 3;
+  __constant const long* rs = d + 3 + 2 * nk;
+  const long base = strided_offset(o, nk, ks, ks + nk);
+  __global const uchar* x = CGPTR(xb, xo);
+  const int inf = isinf(ord);
+  float acc = inf && ord < 0.0f ? INFINITY : 0.0f;
+  for (long j = 0; j < count; ++j) {
+    const float e = fabs(ldf(x, xt, base + strided_offset(j, nr, rs, rs + nr)));
+    if (inf) acc = ord > 0.0f ? fmax(acc, e) : fmin(acc, e);
+    else if (ord == 0.0f) acc += e != 0.0f ? 1.0f : 0.0f;
+    else if (ord == 1.0f) acc += e;
+    else if (ord == 2.0f) acc += e * e;
+    else acc += pow(e, ord);
+  }
+  if (!inf && ord != 0.0f && ord != 1.0f) acc = ord == 2.0f ? sqrt(acc) : pow(acc, 1.0f / ord);
+  stf(GPTR(yb, yo), yt, o, acc);
 }
 
 // softmax / log_softmax over one dim: rows (outer, inner), `len` elements `inner` apart.
@@ -372,6 +421,40 @@ __kernel void scatter_rows(__global const uchar* sb, ulong so, int st, __global 
   if (i >= outer * n * inner) return;
   const long at = indexed_row(i, CGPTR(ib, io), it, S, n, inner, 1, err, code);
   if (at >= 0) copy_elem(CGPTR(sb, so), st, i, GPTR(yb, yo), yt, at);
+}
+
+// index.Tensor: y[i] = x[kept offset + sum_j idx_j[at_j] * x_stride_j], at most 4 index tensors
+// (i0..i3; unused ones are never read). d: [r, k, shape[r], x_stride[r] (kept dims of x, 0 on the
+// broadcast index dims), then per index j: stride[r] (over the index dims, 0 elsewhere), size, x_stride].
+// An index out of [-size, size) is reported through err with its code (c0..c3).
+__kernel void gather_index(__global const uchar* xb, ulong xo, int xt, __global uchar* yb, ulong yo, int yt, __global const uchar* i0b,
+                           ulong i0o, int i0t, __global const uchar* i1b, ulong i1o, int i1t, __global const uchar* i2b, ulong i2o, int i2t,
+                           __global const uchar* i3b, ulong i3o, int i3t, __constant const long* d, long n, __global int* err, int c0, int c1,
+                           int c2, int c3) {
+  long i = get_global_id(0);
+  if (i >= n) return;
+  const int r = (int)d[0], k = (int)d[1];
+  long off = strided_offset(i, r, d + 2, d + 2 + r);
+  for (int j = 0; j < k; ++j) {
+    __constant const long* e = d + 2 + 2 * r + j * (r + 2);
+    const long at = strided_offset(i, r, d + 2, e);
+    long v;
+    int code;
+    switch (j) {
+      case 0: v = ldi(CGPTR(i0b, i0o), i0t, at), code = c0; break;
+      case 1: v = ldi(CGPTR(i1b, i1o), i1t, at), code = c1; break;
+      case 2: v = ldi(CGPTR(i2b, i2o), i2t, at), code = c2; break;
+      default: v = ldi(CGPTR(i3b, i3o), i3t, at), code = c3; break;
+    }
+    const long S = e[r], p = v < 0 ? v + S : v;
+    if (p < 0 || p >= S) {
+      report_index(err, code, v);
+      stf(GPTR(yb, yo), yt, i, NAN);
+      return;
+    }
+    off += p * e[r + 1];
+  }
+  copy_elem(CGPTR(xb, xo), xt, off, GPTR(yb, yo), yt, i);
 }
 
 // ---- rotary ------------------------------------------------------------------------------------------

@@ -30,6 +30,7 @@ NPUSIM_FUNC std::optional<std::string> OpenCLTarget::refuse(const ir::Graph& g, 
        info.op_class == ops::OpClass::pool || info.op_class == ops::OpClass::normalization) &&
       int_in)
     return "the OpenCL target reduces and multiplies floats only";
+  if (op == ops::op_index_v<ops::IndexTensor> && n.inputs.size() > 5) return "the OpenCL index kernel takes at most 4 index tensors";
   if (op == ops::op_index_v<ops::IndexAdd> && !is_floating(g.tensor(n.outputs[0]).dtype)) return "the OpenCL index_add sums floats only";
   if (op == ops::op_index_v<ops::Addmm>) {
     auto a = ops::read_attrs<ops::Addmm::Attrs>(n.attrs, n.op_type);

@@ -1,9 +1,12 @@
 // Indexing and rotary kernels of the OpenCL target: embedding and index_select (row gathers),
-// index_copy (the KV-cache write, in place when planned so), the rotary HOP and the rotary pattern,
-// and rope_kv (a decode step's two rotaries and its two cache writes as one launch).
+// index.Tensor (advanced indexing: swin's and maxvit's relative-position gathers), index_copy (the
+// KV-cache write, in place when planned so), the rotary HOP and the rotary pattern, and rope_kv (a
+// decode step's two rotaries and its two cache writes as one launch).
 // Indices are checked on the device: the first out of range fails the run with the reference's
 // error (Binder::index_check).
 #pragma once
+
+#include <array>
 
 #include "npusim/fusion/patterns.hpp"
 #include "npusim/target/kernel.hpp"
@@ -51,6 +54,59 @@ struct kernel<ops::IndexSelect, OpenCLTarget> {
     const ir::TensorId x = b.node().inputs.at(0);
     auto d = static_cast<std::size_t>(normalize_dim(b.attrs<ops::IndexSelect>().dim, static_cast<std::int64_t>(b.shape(x).size())));
     ocl::gather_rows(b, x, b.node().inputs.at(1), b.out(), d, "index_select", true);
+  }
+};
+
+// index.Tensor: one launch. The descriptor gives each output dimension its stride in x (a kept
+// dimension) or in each index tensor (a dimension of the broadcast index shape B); the indices are
+// read on the device, each checked against the dimension it indexes.
+template <>
+struct kernel<ops::IndexTensor, OpenCLTarget> {
+  static constexpr bool provided = true;
+  static constexpr std::size_t max_indices = 4;  // gather_index's index arguments
+  static void bind(ocl::Binder& b) {
+    const ir::Node& n = b.node();
+    const ir::TensorId x = n.inputs.at(0), y = b.out();
+    ops::Specs specs;
+    for (ir::TensorId t : n.inputs) specs.push_back({b.shape(t), b.g().tensor(t).dtype});
+    const ops::IndexTensor::Layout l = ops::IndexTensor::layout(b.attrs<ops::IndexTensor>(), specs);
+    const Shape& s = b.shape(x);
+    const Strides xs = contiguous_strides(s);
+    // Per output dimension: a kept dimension of x (>= 0) or position -1 - j of B (NumPy's placement).
+    std::vector<std::int64_t> from;
+    const auto nb = static_cast<std::int64_t>(l.index_shape.size());
+    auto push_b = [&] {
+      for (std::int64_t j = 0; j < nb; ++j) from.push_back(-1 - j);
+    };
+    if (!l.adjacent) push_b();
+    for (std::size_t d = 0; d < s.size(); ++d) {
+      if (l.adjacent && d == l.first) push_b();
+      if (l.source[d] == 0) from.push_back(static_cast<std::int64_t>(d));
+    }
+    const Shape& os = l.out;
+    const std::size_t r = os.size();
+    ocl::I64 desc{static_cast<std::int64_t>(r), 0};
+    desc.insert(desc.end(), os.begin(), os.end());
+    for (std::size_t d = 0; d < r; ++d) desc.push_back(from[d] >= 0 ? xs[static_cast<std::size_t>(from[d])] : 0);
+    std::array<ocl::Typed, max_indices> idx{b.none(), b.none(), b.none(), b.none()};
+    std::array<cl_int, max_indices> code{};
+    std::size_t k = 0;
+    for (std::size_t d = 0; d < s.size(); ++d) {
+      if (l.source[d] == 0) continue;
+      if (k == max_indices) b.unsupported("index with more than 4 index tensors");
+      const ir::TensorId t = n.inputs.at(l.source[d]);
+      const Strides st = broadcast_strides(b.shape(t), l.index_shape);
+      for (std::size_t o = 0; o < r; ++o) desc.push_back(from[o] < 0 ? st[static_cast<std::size_t>(-1 - from[o])] : 0);
+      desc.push_back(s[d]);
+      desc.push_back(xs[d]);
+      idx[k] = b.typed(t);
+      code[k] = b.index_check(n, t, "index", s[d], true);
+      ++k;
+    }
+    desc[1] = static_cast<std::int64_t>(k);
+    const std::int64_t count = numel(os);
+    b.launch1d(b.program("generic", ocl::cl_source::generic), "gather_index", count, 256, b.typed(x), b.typed(y), idx[0], idx[1], idx[2], idx[3],
+               b.desc(desc), static_cast<cl_long>(count), b.errors(), code[0], code[1], code[2], code[3]);
   }
 };
 

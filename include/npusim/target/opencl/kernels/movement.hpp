@@ -1,5 +1,6 @@
 // Movement kernels of the OpenCL target: every copy is one strided-copy launch (with dtype
-// conversion): to_dtype, transposes and permutes, expand, slice, select, cat, chunk/split/unbind.
+// conversion): to_dtype, transposes and permutes, expand, slice, select, cat, chunk/split/unbind;
+// pad and roll gather through per-dimension index maps (ops::SourceMap).
 // Views and no-ops move no bytes (the planner gives views their source's storage).
 #pragma once
 
@@ -43,6 +44,32 @@ inline void slice_to(Binder& b, ir::TensorId x, std::size_t d, std::int64_t star
   ocl::copy(b, b.ref(x), b.ref(to), s, st, off, contiguous_strides(s), 0);
 }
 }  // namespace ocl
+
+template <class Op>
+  requires(std::is_same_v<Op, ops::Pad> || std::is_same_v<Op, ops::Roll>)
+struct kernel<Op, OpenCLTarget> {
+  static constexpr bool provided = true;
+  static void bind(ocl::Binder& b) {
+    const auto a = b.attrs<Op>();
+    const ir::TensorId x = b.node().inputs.at(0), y = b.out();
+    const ops::SourceMap m = Op::source_map(a, b.shape(x));
+    double fill = 0;
+    if constexpr (std::is_same_v<Op, ops::Pad>) fill = a.value.value_or(0.0);
+    const Shape os = m.out();
+    const Strides st = contiguous_strides(m.in);
+    const auto r = static_cast<std::int64_t>(os.size());
+    ocl::I64 d{r};
+    d.insert(d.end(), os.begin(), os.end());
+    d.insert(d.end(), st.begin(), st.end());
+    std::int64_t at = 0;
+    for (const auto& v : m.map) d.push_back(at), at += static_cast<std::int64_t>(v.size());
+    for (const auto& v : m.map) d.insert(d.end(), v.begin(), v.end());
+    const std::int64_t n = npusim::numel(os);
+    if (n == 0) return;
+    b.launch1d(b.program("generic", ocl::cl_source::generic), "gather_map", n, 256, b.typed(x), b.typed(y), b.desc(d), static_cast<cl_long>(n),
+               static_cast<cl_float>(fill));
+  }
+};
 
 template <>
 struct kernel<ops::ToDtype, OpenCLTarget> {

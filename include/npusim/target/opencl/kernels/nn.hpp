@@ -12,7 +12,9 @@ namespace npusim::inline NPUSIM_ABI {
 struct OpenCLTarget;
 
 namespace ocl {
-inline void bind_reduce(Binder& b, ir::TensorId x, const std::vector<bool>& red, int op) {
+// The reduce and vector_norm kernels' descriptor: [nk, nr, count, kept shape, kept strides,
+// reduced shape, reduced strides].
+inline I64 reduce_desc(Binder& b, ir::TensorId x, const std::vector<bool>& red) {
   const Shape& xs = b.shape(x);
   const Strides st = contiguous_strides(xs);
   I64 ks, kst, rs, rst;
@@ -22,9 +24,12 @@ inline void bind_reduce(Binder& b, ir::TensorId x, const std::vector<bool>& red,
   for (auto v : rs) count *= v;
   I64 d{static_cast<std::int64_t>(ks.size()), static_cast<std::int64_t>(rs.size()), count};
   for (auto* v : {&ks, &kst, &rs, &rst}) d.insert(d.end(), v->begin(), v->end());
+  return d;
+}
+inline void bind_reduce(Binder& b, ir::TensorId x, const std::vector<bool>& red, int op) {
   const std::int64_t nout = b.numel(b.out());
-  b.launch1d(b.program("generic", ocl::cl_source::generic), "reduce", nout, 64, b.typed(x), b.typed(b.out()), b.desc(d), static_cast<cl_long>(nout),
-             static_cast<cl_int>(op));
+  b.launch1d(b.program("generic", ocl::cl_source::generic), "reduce", nout, 64, b.typed(x), b.typed(b.out()), b.desc(reduce_desc(b, x, red)),
+             static_cast<cl_long>(nout), static_cast<cl_int>(op));
 }
 }  // namespace ocl
 
@@ -39,6 +44,20 @@ struct kernel<Op, OpenCLTarget> {
     ops::reduced_shape(b.shape(x), a.dim.value_or(ops::Ints{}), a.keepdim, &red);
     constexpr int op = std::is_same_v<Op, ops::Sum> ? 0 : std::is_same_v<Op, ops::Mean> ? 1 : std::is_same_v<Op, ops::Amax> ? 2 : 3;
     ocl::bind_reduce(b, x, red, op);
+  }
+};
+
+// linalg_vector_norm: one work-item per output, as reduce, in float32.
+template <>
+struct kernel<ops::LinalgVectorNorm, OpenCLTarget> {
+  static constexpr bool provided = true;
+  static void bind(ocl::Binder& b) {
+    const auto a = b.attrs<ops::LinalgVectorNorm>();
+    const ir::TensorId x = b.node().inputs.at(0);
+    const std::vector<bool> red = ops::LinalgVectorNorm::reduced(a, b.shape(x).size());
+    const std::int64_t nout = b.numel(b.out());
+    b.launch1d(b.program("generic", ocl::cl_source::generic), "vector_norm", nout, 64, b.typed(x), b.typed(b.out()), b.desc(ocl::reduce_desc(b, x, red)),
+               static_cast<cl_long>(nout), static_cast<cl_float>(a.ord.value));
   }
 };
 

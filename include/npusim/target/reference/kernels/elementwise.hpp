@@ -4,6 +4,9 @@
 
 #include "npusim/ops/registry.hpp"
 #include "npusim/target/reference/kernels/common.hpp"
+#include "npusim/target/reference/kernels/xt.hpp"
+
+#include <xtensor/xoperation.hpp>
 
 namespace npusim::inline NPUSIM_ABI {
 
@@ -72,17 +75,11 @@ template <>
 struct kernel<ops::Where, ReferenceTarget> {
   static constexpr bool provided = true;
   static void run(const ops::Where::Attrs&, ref::Args& args) {
-    Tensor& Y = args.alloc(0);
-    const Shape& os = Y.shape();
-    Tensor a = args.x(1).to(Y.dtype()), b = args.x(2).to(Y.dtype());
-    const bool* c = args.x(0).data<bool>();
-    std::array<Strides, 4> st{contiguous_strides(os), broadcast_strides(args.x(0).shape(), os), broadcast_strides(a.shape(), os),
-                              broadcast_strides(b.shape(), os)};
-    visit_dtype(Y.dtype(), [&]<class T>() {
-      const T* pa = a.data<T>();
-      const T* pb = b.data<T>();
-      T* py = Y.data<T>();
-      ref::strided_for_each<4>(os, st, [&](const std::array<std::int64_t, 4>& o) { py[o[0]] = c[o[1]] ? pa[o[2]] : pb[o[3]]; });
+    Tensor& y = args.alloc(0);
+    const Tensor a = args.x(1).to(y.dtype()), b = args.x(2).to(y.dtype());
+    ref::visit_runtime(y.dtype(), [&]<class T>() {
+      auto Y = ref::xt_of<T>(y);
+      Y = xt::broadcast(xt::where(ref::xt_of<bool>(args.x(0)), ref::xt_of<T>(a), ref::xt_of<T>(b)), Y.shape());
     });
   }
 };

@@ -1,7 +1,8 @@
 // Reference kernels of the window ops (pad, roll, index.Tensor), the vector norm, the writes
 // (copy_, zero_, fill, masked_fill, slice_scatter) and the alias ops (swapaxes, expand_as,
-// type_as, new_zeros). Movement is one gather: every output element's source offset (or none,
-// for constant padding), computed per dimension, then copied in the tensor's own type.
+// type_as, new_zeros, repeat_interleave), on xtensor over the tensors' own buffers (ref::xt_of):
+// each kernel is the xtensor spelling of the op's definition. index.Tensor stays a loop: xtensor
+// 0.24 has no NumPy advanced indexing by several broadcast index arrays.
 #pragma once
 
 #include <cmath>
@@ -11,6 +12,10 @@
 #include "npusim/target/reference/kernels/common.hpp"
 #include "npusim/target/reference/kernels/misc.hpp"
 #include "npusim/target/reference/kernels/shape.hpp"
+#include "npusim/target/reference/kernels/xt.hpp"
+
+#include <xtensor/xnorm.hpp>
+#include <xtensor/xoperation.hpp>
 
 namespace npusim::inline NPUSIM_ABI {
 
@@ -28,31 +33,6 @@ inline Tensor gather(const Tensor& x, const Shape& shape, const std::vector<std:
   return y;
 }
 
-// The source offset of every output element when output index o_d reads input index
-// map[d][o_d] (-1: outside) along each dimension.
-inline std::vector<std::int64_t> offsets(const Shape& in, const std::vector<std::vector<std::int64_t>>& map) {
-  const Strides st = contiguous_strides(in);
-  Shape out;
-  for (const auto& m : map) out.push_back(static_cast<std::int64_t>(m.size()));
-  std::vector<std::int64_t> r(uidx(numel(out)));
-  std::vector<std::int64_t> idx(out.size(), 0);
-  for (std::size_t i = 0; i < r.size(); ++i) {
-    std::int64_t o = 0;
-    for (std::size_t d = 0; d < out.size() && o >= 0; ++d) {
-      const std::int64_t s = map[d][uidx(idx[d])];
-      o = s < 0 ? -1 : o + s * st[d];
-    }
-    r[i] = o;
-    for (std::size_t d = out.size(); d-- > 0;) {
-      if (++idx[d] < out[d]) break;
-      idx[d] = 0;
-    }
-  }
-  return r;
-}
-
-inline std::int64_t floor_mod(std::int64_t a, std::int64_t n) { return ((a % n) + n) % n; }
-
 }  // namespace ref
 
 template <>
@@ -60,26 +40,46 @@ struct kernel<ops::Pad, ReferenceTarget> {
   static constexpr bool provided = true;
   static void run(const ops::Pad::Attrs& a, ref::Args& args) {
     const Tensor& x = args.x();
+    Tensor& y = args.alloc(0);
     const Shape& s = x.shape();
     const auto mode = ops::Pad::mode(a);
     const auto p = ops::Pad::per_dim(a, s.size());
-    std::vector<std::vector<std::int64_t>> map(s.size());
-    for (std::size_t d = 0; d < s.size(); ++d) {
-      const std::int64_t n = s[d], l = p[d].first, len = n + p[d].first + p[d].second;
-      for (std::int64_t o = 0; o < len; ++o) {
-        std::int64_t i = o - l;
-        if (i < 0 || i >= n) {
-          switch (mode) {
-            case ops::Pad::Mode::constant: i = -1; break;
-            case ops::Pad::Mode::reflect: i = i < 0 ? -i : 2 * (n - 1) - i; break;
-            case ops::Pad::Mode::replicate: i = i < 0 ? 0 : n - 1; break;
-            case ops::Pad::Mode::circular: i = ref::floor_mod(i, n); break;
-          }
+    ref::visit_runtime(x.dtype(), [&]<class T>() {
+      auto X = ref::xt_of<T>(x);
+      auto Y = ref::xt_of<T>(y);
+      if (mode == ops::Pad::Mode::constant) {
+        // The fill, then x where it lands; negative padding crops x.
+        Y.fill(convert_scalar<T>(a.value.value_or(0.0)));
+        xt::xdynamic_slice_vector from, to;
+        for (std::size_t d = 0; d < s.size(); ++d) {
+          const std::int64_t crop = std::max<std::int64_t>(-p[d].first, 0), len = s[d] - crop - std::max<std::int64_t>(-p[d].second, 0);
+          if (len <= 0) return;
+          const std::int64_t at = std::max<std::int64_t>(p[d].first, 0);
+          from.push_back(xt::range(crop, crop + len)), to.push_back(xt::range(at, at + len));
         }
-        map[d].push_back(i);
+        xt::dynamic_view(Y, to) = xt::dynamic_view(X, from);
+      } else {
+        // Output index o of dimension d reads x at i = o - left, brought into x by the mode: a
+        // keep-view of x. (xtensor 0.24's pad returns zeros or throws bad_alloc for reflect and
+        // wrap, and has no edge mode.)
+        xt::xdynamic_slice_vector keep;
+        for (std::size_t d = 0; d < s.size(); ++d) {
+          const std::int64_t n = s[d];
+          std::vector<std::ptrdiff_t> k;
+          for (std::int64_t o = 0; o < y.shape()[d]; ++o) {
+            std::int64_t i = o - p[d].first;
+            if (i < 0 || i >= n) {
+              if (mode == ops::Pad::Mode::reflect) i = i < 0 ? -i : 2 * (n - 1) - i;
+              else if (mode == ops::Pad::Mode::replicate) i = i < 0 ? 0 : n - 1;
+              else i = ((i % n) + n) % n;  // circular
+            }
+            k.push_back(i);
+          }
+          keep.push_back(xt::keep(std::move(k)));
+        }
+        Y = xt::dynamic_view(X, keep);
       }
-    }
-    args.out[0] = ref::gather(x, args.out_specs[0].shape, ref::offsets(s, map), a.value.value_or(0.0));
+    });
   }
 };
 
@@ -95,20 +95,24 @@ struct kernel<ops::Roll, ReferenceTarget> {
   static constexpr bool provided = true;
   static void run(const ops::Roll::Attrs& a, ref::Args& args) {
     const Tensor& x = args.x();
-    if (x.numel() == 0) {
-      args.out[0] = x.clone();
-      return;
-    }
-    // No dims: the flattened tensor rolls.
-    const Shape s = a.dims.empty() ? Shape{x.numel()} : x.shape();
-    std::vector<std::vector<std::int64_t>> map(s.size());
-    for (std::size_t d = 0; d < s.size(); ++d)
-      for (std::int64_t o = 0; o < s[d]; ++o) map[d].push_back(o);
-    for (std::size_t k = 0; k < a.shifts.size(); ++k) {
-      const auto d = a.dims.empty() ? 0 : ref::uidx(normalize_dim(a.dims[k], static_cast<std::int64_t>(s.size())));
-      for (std::int64_t o = 0; o < s[d]; ++o) map[d][ref::uidx(o)] = ref::floor_mod(map[d][ref::uidx(o)] - a.shifts[k], s[d]);
-    }
-    args.out[0] = ref::gather(x.reshaped(s), s, ref::offsets(s, map)).reshaped(x.shape());
+    Tensor& y = args.out[0] = Tensor::empty(x.dtype(), args.out_specs[0].shape);
+    if (x.numel() == 0) return;
+    const auto r = static_cast<std::int64_t>(x.rank());
+    // xt::roll wants 0 <= shift < size and a non-negative axis (0.24 indexes with either as given).
+    auto shift = [](std::int64_t k, std::int64_t n) { return static_cast<std::ptrdiff_t>(((k % n) + n) % n); };
+    ref::visit_bits(x.dtype(), [&]<class T>() {
+      auto Y = ref::xt_bits<T>(y);
+      if (a.dims.empty()) {  // the flattened tensor rolls
+        Y = xt::roll(ref::xt_bits<T>(x), shift(a.shifts[0], x.numel()));
+        return;
+      }
+      xt::xarray<T> v = ref::xt_bits<T>(x);
+      for (std::size_t k = 0; k < a.shifts.size(); ++k) {
+        const std::int64_t d = normalize_dim(a.dims[k], r);
+        v = xt::roll(v, shift(a.shifts[k], x.shape()[ref::uidx(d)]), d);
+      }
+      Y = v;
+    });
   }
 };
 
@@ -162,38 +166,25 @@ struct kernel<ops::IndexTensor, ReferenceTarget> {
 template <>
 struct kernel<ops::LinalgVectorNorm, ReferenceTarget> {
   static constexpr bool provided = true;
+  // In double, as torch's CPU kernel accumulates float: xtensor's norms over the reduced axes.
   static void run(const ops::LinalgVectorNorm::Attrs& a, ref::Args& args) {
     const Tensor& x = args.x();
-    const Shape& s = x.shape();
-    const std::vector<bool> red = ops::LinalgVectorNorm::reduced(a, s.size());
-    // x laid out [kept..., reduced...]: each output is one row of `inner` values.
-    Shape ps, ks;
-    Strides st;
-    const Strides cs = contiguous_strides(s);
-    std::int64_t inner = 1;
-    for (int pass = 0; pass < 2; ++pass)
-      for (std::size_t d = 0; d < s.size(); ++d)
-        if (red[d] == (pass == 1)) {
-          ps.push_back(s[d]), st.push_back(cs[d]);
-          (pass == 0 ? ks.push_back(s[d]) : void(inner *= s[d]));
-        }
-    const Tensor p = ref::strided_copy(x, ps, st);
     Tensor& y = args.alloc(0);
+    const std::vector<bool> red = ops::LinalgVectorNorm::reduced(a, x.rank());
+    std::vector<std::size_t> axes;
+    ref::XShape kept;
+    for (std::size_t d = 0; d < red.size(); ++d) (red[d] ? axes.push_back(d) : kept.push_back(ref::uidx(x.shape()[d])));
+    const auto X = xt::cast<double>(ref::xt_of<float>(x));
+    auto Y = xt::adapt(y.data<float>(), ref::uidx(y.numel()), xt::no_ownership(), kept);  // y without its keepdim 1s
     const double ord = a.ord.value;
-    const float* v = p.data<float>();
-    for (std::int64_t o = 0; o < y.numel(); ++o) {
-      double acc = std::isinf(ord) ? (ord > 0 ? 0.0 : INFINITY) : 0.0;
-      for (std::int64_t i = 0; i < inner; ++i) {
-        const double e = std::fabs(static_cast<double>(v[o * inner + i]));
-        if (std::isinf(ord)) acc = ord > 0 ? std::max(acc, e) : std::min(acc, e);
-        else if (ord == 0) acc += e != 0 ? 1.0 : 0.0;
-        else if (ord == 1) acc += e;
-        else if (ord == 2) acc += e * e;
-        else acc += std::pow(e, ord);
-      }
-      if (!std::isinf(ord) && ord != 0 && ord != 1) acc = ord == 2 ? std::sqrt(acc) : std::pow(acc, 1.0 / ord);
-      y.data<float>()[o] = static_cast<float>(acc);
-    }
+    // (0.24 finds the calls with axes ambiguous unless the evaluation strategy is given.)
+    constexpr auto lazy = xt::evaluation_strategy::lazy;
+    if (ord == INFINITY) Y = xt::amax(xt::abs(X), axes, lazy);
+    else if (ord == -INFINITY) Y = xt::amin(xt::abs(X), axes, lazy);
+    else if (ord == 0) Y = xt::norm_l0(X, axes, lazy);
+    else if (ord == 1) Y = xt::norm_l1(X, axes, lazy);
+    else if (ord == 2) Y = xt::norm_l2(X, axes, lazy);
+    else Y = xt::norm_lp(X, ord, axes, lazy);
   }
 };
 
@@ -201,30 +192,32 @@ template <>
 struct kernel<ops::MaskedFill, ReferenceTarget> {
   static constexpr bool provided = true;
   static void run(const ops::MaskedFill::Attrs& a, ref::Args& args) {
-    const Shape& os = args.out_specs[0].shape;
-    const Tensor x = ref::strided_copy(args.x(0), os, broadcast_strides(args.x(0).shape(), os));
-    const Tensor m = ref::strided_copy(args.x(1), os, broadcast_strides(args.x(1).shape(), os));
+    Tensor& y = args.alloc(0);
     double value = a.value ? a.value->value : 0.0;
     if (args.in.size() == 3) value = args.x(2).to(DType::f32).data<float>()[0];
-    std::vector<std::int64_t> src(ref::uidx(m.numel()));
-    for (std::size_t i = 0; i < src.size(); ++i) src[i] = m.data<bool>()[i] ? -1 : static_cast<std::int64_t>(i);
-    args.out[0] = ref::gather(x, os, src, value);
+    const Tensor x = args.x(0).to(y.dtype());
+    ref::visit_runtime(y.dtype(), [&]<class T>() {
+      auto Y = ref::xt_of<T>(y);
+      Y = xt::broadcast(xt::where(ref::xt_of<bool>(args.x(1)), convert_scalar<T>(value), ref::xt_of<T>(x)), Y.shape());
+    });
   }
 };
 
 namespace ref {
-// src broadcast to `shape` and converted to the runtime type of `to`.
-inline Tensor broadcast_to(const Tensor& src, const Shape& shape, DType to) {
-  return strided_copy(src, shape, broadcast_strides(src.shape(), shape)).to(runtime_dtype(to));
+// src converted to y's type and broadcast to y's shape.
+inline void broadcast_into(const Tensor& src, Tensor& y) {
+  const Tensor s = src.to(y.dtype());
+  visit_bits(y.dtype(), [&]<class T>() {
+    auto Y = xt_bits<T>(y);
+    Y = xt::broadcast(xt_bits<T>(s), Y.shape());
+  });
 }
 }  // namespace ref
 
 template <>
 struct kernel<ops::Copy, ReferenceTarget> {
   static constexpr bool provided = true;
-  static void run(const ops::Copy::Attrs&, ref::Args& args) {
-    args.out[0] = ref::broadcast_to(args.x(1), args.out_specs[0].shape, args.out_specs[0].dtype);
-  }
+  static void run(const ops::Copy::Attrs&, ref::Args& args) { ref::broadcast_into(args.x(1), args.alloc(0)); }
 };
 
 template <>
@@ -250,23 +243,18 @@ struct kernel<ops::SliceScatter, ReferenceTarget> {
   static constexpr bool provided = true;
   static void run(const ops::SliceScatter::Attrs& a, ref::Args& args) {
     const Tensor& x = args.x(0);
-    Tensor y = x.clone();
-    const Tensor src = args.x(1).to(x.dtype());
+    Tensor& y = args.out[0] = Tensor::empty(x.dtype(), x.shape());
+    const Tensor src = args.x(1).to(y.dtype());
     const auto d = ref::uidx(normalize_dim(a.dim, static_cast<std::int64_t>(x.rank())));
     const ops::SliceRange r = ops::clamp_slice(x.shape()[d], a.start, a.end, a.step);
-    Strides st = contiguous_strides(x.shape());
-    Shape vs = x.shape();
-    vs[d] = r.length;
-    const std::int64_t base = r.start * st[d];
-    st[d] *= r.step;
-    std::array<Strides, 2> both{st, contiguous_strides(vs)};
-    const std::size_t es = dtype_size(x.dtype());
-    auto* dst = static_cast<std::byte*>(y.raw());
-    const auto* s = static_cast<const std::byte*>(src.raw());
-    ref::strided_for_each<2>(vs, both, [&](const std::array<std::int64_t, 2>& o) {
-      std::memcpy(dst + (base + o[0]) * static_cast<std::int64_t>(es), s + o[1] * static_cast<std::int64_t>(es), es);
+    ref::visit_bits(y.dtype(), [&]<class T>() {
+      auto Y = ref::xt_bits<T>(y);
+      Y = ref::xt_bits<T>(x);
+      if (r.length == 0) return;
+      xt::xdynamic_slice_vector at = ref::all_of(x.rank());
+      at[d] = xt::range(r.start, r.start + (r.length - 1) * r.step + 1, r.step);
+      xt::dynamic_view(Y, at) = ref::xt_bits<T>(src);
     });
-    args.out[0] = y;
   }
 };
 
@@ -279,33 +267,26 @@ struct kernel<ops::Swapaxes, ReferenceTarget> {
 template <>
 struct kernel<ops::ExpandAs, ReferenceTarget> {
   static constexpr bool provided = true;
-  static void run(const ops::ExpandAs::Attrs&, ref::Args& args) {
-    const Shape& os = args.out_specs[0].shape;
-    args.out[0] = ref::strided_copy(args.x(), os, broadcast_strides(args.x().shape(), os));
-  }
+  static void run(const ops::ExpandAs::Attrs&, ref::Args& args) { ref::broadcast_into(args.x(), args.alloc(0)); }
 };
 
 template <>
 struct kernel<ops::RepeatInterleave, ReferenceTarget> {
   static constexpr bool provided = true;
-  // out[outer, i * r + j, inner] = x[outer, i, inner] for j < r, with x seen as [outer, n, inner].
+  // Every element of x repeated r times along the axis (x flattened when no dim is given).
   static void run(const ops::RepeatInterleave::Attrs& a, ref::Args& args) {
     const Tensor& x = args.x();
-    Tensor y = args.alloc(0);
-    const Shape& os = args.out_specs[0].shape;
-    const std::size_t d = ops::RepeatInterleave::axis(a, os.size());
-    std::int64_t outer = 1, inner = 1;
-    for (std::size_t k = 0; k < d; ++k) outer *= os[k];
-    for (std::size_t k = d + 1; k < os.size(); ++k) inner *= os[k];
-    const std::int64_t r = a.repeats, n = r ? os[d] / r : 0;
-    const std::size_t es = dtype_size(x.dtype());
-    const auto* src = static_cast<const std::byte*>(x.raw());
-    auto* dst = static_cast<std::byte*>(y.raw());
-    for (std::int64_t o = 0; o < outer; ++o)
-      for (std::int64_t i = 0; i < n; ++i)
-        for (std::int64_t j = 0; j < r; ++j)
-          std::memcpy(dst + static_cast<std::size_t>(((o * n + i) * r + j) * inner) * es, src + static_cast<std::size_t>((o * n + i) * inner) * es,
-                      static_cast<std::size_t>(inner) * es);
+    Tensor& y = args.out[0] = Tensor::empty(x.dtype(), args.out_specs[0].shape);
+    const std::size_t d = ops::RepeatInterleave::axis(a, y.rank());
+    ref::XShape xs = ref::xshape(y.shape());
+    if (a.repeats == 0) return;
+    xs[d] /= static_cast<std::size_t>(a.repeats);
+    const std::vector<std::size_t> repeats(xs[d], ref::uidx(a.repeats));
+    ref::visit_bits(x.dtype(), [&]<class T>() {
+      // xt::repeat keeps references: to a temporary expression, it dangles (0.24).
+      const auto X = xt::adapt(static_cast<const T*>(x.raw()), ref::uidx(x.numel()), xt::no_ownership(), xs);
+      ref::xt_bits<T>(y) = xt::repeat(X, repeats, d);
+    });
   }
 };
 

@@ -13,6 +13,41 @@ NPUSIM_FUNC Fn bind_copy(Ctx& c, ir::TensorId in, ir::TensorId out, const Shape&
   return [p] { run_copy(p); };
 }
 
+NPUSIM_FUNC Fn bind_map_gather(Ctx& c, ir::TensorId x, ir::TensorId y, const ops::SourceMap& m, double fill) {
+  if (c.storage(x) != c.storage(y)) c.unsupported("gather between different storage types");
+  const Strides st = contiguous_strides(m.in);
+  std::vector<std::vector<std::int64_t>> off = m.map;
+  for (std::size_t d = 0; d < off.size(); ++d)
+    for (auto& i : off[d]) i = i < 0 ? -1 : i * st[d];
+  const Shape os = m.out();
+  const std::int64_t inner = os.back(), rows = inner ? numel(os) / inner : 0;
+  const std::byte* px = c.ptr(x);
+  std::byte* py = c.ptr(y);
+  const DType dt = c.storage(y);
+  return [=] {
+    visit_dtype(dt, [&]<class T>() {
+      const T* p = reinterpret_cast<const T*>(px);
+      T* q = reinterpret_cast<T*>(py);
+      const T f = convert_scalar<T>(fill);
+      const std::vector<std::int64_t>& last = off.back();
+      parallel_for(rows, std::max<std::int64_t>(1, 65536 / std::max<std::int64_t>(inner, 1)), [&](std::int64_t r0, std::int64_t r1) {
+        for (std::int64_t r = r0; r < r1; ++r) {
+          std::int64_t rem = r, base = 0;
+          for (std::size_t d = os.size() - 1; d-- > 0 && base >= 0;) {
+            const std::int64_t o = off[d][static_cast<std::size_t>(rem % os[d])];
+            rem /= os[d];
+            base = o < 0 ? -1 : base + o;
+          }
+          T* row = q + r * inner;
+          if (base < 0) std::fill(row, row + inner, f);
+          else
+            for (std::int64_t j = 0; j < inner; ++j) row[j] = last[static_cast<std::size_t>(j)] < 0 ? f : p[base + last[static_cast<std::size_t>(j)]];
+        }
+      });
+    });
+  };
+}
+
 NPUSIM_FUNC std::vector<Fn> bind_movement(Ctx& c) {
   const ir::Node& n = c.node();
   const auto op = ops::require_op(n);
@@ -85,6 +120,11 @@ NPUSIM_FUNC std::vector<Fn> bind_movement(Ctx& c) {
         at += c.shape(t)[d];
       }
     }
+  } else if (op == ops::op_index_v<ops::Pad>) {
+    auto a = c.attrs<ops::Pad>();
+    fns.push_back(bind_map_gather(c, x, n.outputs[0], ops::Pad::source_map(a, xs), a.value.value_or(0.0)));
+  } else if (op == ops::op_index_v<ops::Roll>) {
+    fns.push_back(bind_map_gather(c, x, n.outputs[0], ops::Roll::source_map(c.attrs<ops::Roll>(), xs), 0.0));
   } else {
     // A view op not planned as zero-copy (its input or output lives elsewhere): a plain copy.
     fns.push_back(bind_copy(c, x, n.outputs[0], c.shape(n.outputs[0]), contiguous_strides(c.shape(n.outputs[0])), 0));

@@ -203,4 +203,51 @@ NPUSIM_FUNC Fn bind_max_pool_blocked(const ops::MaxPool2d::Attrs& a, const float
 }
 #endif
 
+NPUSIM_FUNC Fn bind_vector_norm(Ctx& c, const ops::LinalgVectorNorm::Attrs& a) {
+  const ir::TensorId x = c.node().inputs[0], y = c.node().outputs[0];
+  const Shape xs = c.shape(x);
+  const std::vector<bool> red = ops::LinalgVectorNorm::reduced(a, xs.size());
+  Shape full = xs;
+  for (std::size_t i = 0; i < red.size(); ++i)
+    if (red[i]) full[i] = 1;
+  Strides ost = contiguous_strides(full);
+  for (std::size_t i = 0; i < red.size(); ++i)
+    if (red[i]) ost[i] = 0;
+  const std::byte* px = c.ptr(x);
+  std::byte* py = c.ptr(y);
+  const DType dx = c.storage(x), dy = c.storage(y);
+  const std::int64_t on = c.numel(y);
+  const double ord = a.ord.value;
+  return [=] {
+    const bool inf = std::isinf(ord);
+    std::vector<double> acc(static_cast<std::size_t>(on), inf && ord < 0 ? INFINITY : 0.0);
+    visit_dtype(dx, [&]<class T>() {
+      const T* p = reinterpret_cast<const T*>(px);
+      const std::int64_t total = numel(xs);
+      std::vector<std::int64_t> idx(xs.size(), 0);
+      std::int64_t o = 0;
+      for (std::int64_t i = 0; i < total; ++i) {
+        const double e = std::fabs(convert_scalar<double>(p[i]));
+        double& s = acc[static_cast<std::size_t>(o)];
+        if (inf) s = ord > 0 ? std::max(s, e) : std::min(s, e);
+        else if (ord == 0) s += e != 0 ? 1.0 : 0.0;
+        else if (ord == 1) s += e;
+        else if (ord == 2) s += e * e;
+        else s += std::pow(e, ord);
+        for (std::size_t d = xs.size(); d-- > 0;) {
+          o += ost[d];
+          if (++idx[d] < xs[d]) break;
+          o -= ost[d] * xs[d];
+          idx[d] = 0;
+        }
+      }
+    });
+    if (!inf && ord != 0 && ord != 1)
+      for (double& v : acc) v = ord == 2 ? std::sqrt(v) : std::pow(v, 1.0 / ord);
+    visit_dtype(dy, [&]<class T>() {
+      for (std::int64_t i = 0; i < on; ++i) reinterpret_cast<T*>(py)[i] = convert_scalar<T>(static_cast<float>(acc[static_cast<std::size_t>(i)]));
+    });
+  };
+}
+
 }  // namespace npusim::inline NPUSIM_ABI::cpu
