@@ -205,6 +205,8 @@ struct IndexTensor {
     bool adjacent = true;             // B stays in place (else first)
     std::size_t first = 0;            // first indexed dimension
     Shape out;
+    // Per output dimension: the kept dimension of self it is (>= 0), or -1 - j for dimension j of B.
+    std::vector<std::int64_t> from;
   };
   static Layout layout(const Attrs& a, InSpecs in) {
     const std::size_t nidx = in.size() - 1;
@@ -238,16 +240,14 @@ struct IndexTensor {
       if (!seen) l.first = d;
       seen = true, last = d, l.source[d] = k++;
     }
-    auto kept = [&](std::size_t d) { return l.source[d] == 0; };
-    if (l.adjacent) {
-      for (std::size_t d = 0; d < l.first; ++d) l.out.push_back(s[d]);
-      l.out.insert(l.out.end(), l.index_shape.begin(), l.index_shape.end());
-      for (std::size_t d = l.first; d < s.size(); ++d)
-        if (kept(d)) l.out.push_back(s[d]);
-    } else {
-      l.out = l.index_shape;
-      for (std::size_t d = 0; d < s.size(); ++d)
-        if (kept(d)) l.out.push_back(s[d]);
+    // B in place of the indexed dimensions when they are adjacent, else first (NumPy's placement).
+    auto push_b = [&] {
+      for (std::size_t j = 0; j < l.index_shape.size(); ++j) l.out.push_back(l.index_shape[j]), l.from.push_back(-1 - static_cast<std::int64_t>(j));
+    };
+    if (!l.adjacent) push_b();
+    for (std::size_t d = 0; d < s.size(); ++d) {
+      if (l.adjacent && d == l.first) push_b();
+      if (l.source[d] == 0) l.out.push_back(s[d]), l.from.push_back(static_cast<std::int64_t>(d));
     }
     checked_numel(l.out);
     return l;

@@ -72,17 +72,7 @@ struct kernel<ops::IndexTensor, OpenCLTarget> {
     const ops::IndexTensor::Layout l = ops::IndexTensor::layout(b.attrs<ops::IndexTensor>(), specs);
     const Shape& s = b.shape(x);
     const Strides xs = contiguous_strides(s);
-    // Per output dimension: a kept dimension of x (>= 0) or position -1 - j of B (NumPy's placement).
-    std::vector<std::int64_t> from;
-    const auto nb = static_cast<std::int64_t>(l.index_shape.size());
-    auto push_b = [&] {
-      for (std::int64_t j = 0; j < nb; ++j) from.push_back(-1 - j);
-    };
-    if (!l.adjacent) push_b();
-    for (std::size_t d = 0; d < s.size(); ++d) {
-      if (l.adjacent && d == l.first) push_b();
-      if (l.source[d] == 0) from.push_back(static_cast<std::int64_t>(d));
-    }
+    const std::vector<std::int64_t>& from = l.from;  // per output dimension: a kept dimension of x, or -1 - j for B's j
     const Shape& os = l.out;
     const std::size_t r = os.size();
     ocl::I64 desc{static_cast<std::int64_t>(r), 0};

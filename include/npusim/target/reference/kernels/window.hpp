@@ -124,22 +124,11 @@ struct kernel<ops::IndexTensor, ReferenceTarget> {
     const ops::IndexTensor::Layout l = ops::IndexTensor::layout(a, args.in_specs);
     const Shape& s = x.shape();
     const Strides xs = contiguous_strides(s);
-    // Where each output dimension comes from: the broadcast index (-1 - its position in B) or a
-    // kept dimension of x.
-    std::vector<std::int64_t> from;
-    const auto nb = static_cast<std::int64_t>(l.index_shape.size());
-    auto push_b = [&] {
-      for (std::int64_t i = 0; i < nb; ++i) from.push_back(-1 - i);
-    };
-    if (!l.adjacent) push_b();
-    for (std::size_t d = 0; d < s.size(); ++d) {
-      if (l.adjacent && d == l.first) push_b();
-      if (l.source[d] == 0) from.push_back(static_cast<std::int64_t>(d));
-    }
+    const std::vector<std::int64_t>& from = l.from;  // per output dimension: a kept dimension of x, or -1 - j for B's j
     std::vector<Strides> is;  // per index input: strides over B
     for (std::size_t k = 1; k < args.in.size(); ++k) is.push_back(broadcast_strides(args.x(k).shape(), l.index_shape));
     const Shape& os = l.out;
-    std::vector<std::int64_t> src(ref::uidx(numel(os))), idx(os.size(), 0), b(ref::uidx(nb), 0);
+    std::vector<std::int64_t> src(ref::uidx(numel(os))), idx(os.size(), 0), b(l.index_shape.size(), 0);
     for (std::size_t i = 0; i < src.size(); ++i) {
       std::int64_t off = 0;
       for (std::size_t d = 0; d < os.size(); ++d) {

@@ -96,17 +96,7 @@ NPUSIM_FUNC Fn bind_index_tensor(Ctx& c, const ops::IndexTensor::Attrs& a) {
   const ops::IndexTensor::Layout l = ops::IndexTensor::layout(a, specs);
   const Shape& s = c.shape(x);
   const Strides xs = contiguous_strides(s);
-  const auto nb = static_cast<std::int64_t>(l.index_shape.size());
-  // Per output dimension: a kept dimension of x (>= 0) or position -1 - j of the broadcast index shape.
-  std::vector<std::int64_t> from;
-  auto push_b = [&] {
-    for (std::int64_t j = 0; j < nb; ++j) from.push_back(-1 - j);
-  };
-  if (!l.adjacent) push_b();
-  for (std::size_t d = 0; d < s.size(); ++d) {
-    if (l.adjacent && d == l.first) push_b();
-    if (l.source[d] == 0) from.push_back(static_cast<std::int64_t>(d));
-  }
+  const std::vector<std::int64_t>& from = l.from;  // per output dimension: a kept dimension of x, or -1 - j for B's j
   // Bind time: each output element's offset from the kept dimensions and its position in B.
   const Shape& os = l.out;
   const std::int64_t count = numel(os), bcount = numel(l.index_shape);
