@@ -48,6 +48,19 @@ inline Strides contiguous_strides(const Shape& s) {
   return st;
 }
 
+// A reduction's output strides over its input's dimensions: those of the output kept at full rank
+// (reduced dimensions of size 1), 0 on the reduced dimensions (red[i]), so that walking the input
+// with them gives each element's output offset.
+inline Strides reduced_out_strides(const Shape& in, const std::vector<bool>& red) {
+  Shape full = in;
+  for (std::size_t i = 0; i < red.size(); ++i)
+    if (red[i]) full[i] = 1;
+  Strides st = contiguous_strides(full);
+  for (std::size_t i = 0; i < red.size(); ++i)
+    if (red[i]) st[i] = 0;
+  return st;
+}
+
 // Wraps a possibly negative dim into [0, rank); rank 0 accepts -1 and 0 like PyTorch.
 inline std::int64_t normalize_dim(std::int64_t dim, std::int64_t rank, const char* what = "dim") {
   std::int64_t r = rank == 0 ? 1 : rank;

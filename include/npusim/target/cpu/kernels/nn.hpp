@@ -226,12 +226,7 @@ Fn bind_reduce(Ctx& c, const typename Op::Attrs& a) {
   } else {
     std::vector<bool> red;
     ops::reduced_shape(xs, a.dim.value_or(ops::Ints{}), a.keepdim, &red);
-    Shape full = xs;
-    for (std::size_t i = 0; i < red.size(); ++i)
-      if (red[i]) full[i] = 1;
-    Strides ost = contiguous_strides(full);
-    for (std::size_t i = 0; i < red.size(); ++i)
-      if (red[i]) ost[i] = 0;
+    const Strides ost = reduced_out_strides(xs, red);
     const std::int64_t count = on ? numel(xs) / on : 0;
     constexpr bool is_max = std::is_same_v<Op, ops::Amax>, is_min = std::is_same_v<Op, ops::Amin>;
     return [=] {

@@ -153,13 +153,7 @@ namespace ref {
 // Implemented by iterating the input with an output-offset stride of 0 on reduced dims.
 template <class F>
 void reduce_for_each(const Shape& in_shape, const std::vector<bool>& red, F&& f) {
-  Shape out_full = in_shape;
-  for (std::size_t i = 0; i < red.size(); ++i)
-    if (red[i]) out_full[i] = 1;
-  Strides ost = contiguous_strides(out_full);
-  for (std::size_t i = 0; i < red.size(); ++i)
-    if (red[i]) ost[i] = 0;
-  std::array<Strides, 2> st{contiguous_strides(in_shape), ost};
+  std::array<Strides, 2> st{contiguous_strides(in_shape), reduced_out_strides(in_shape, red)};
   strided_for_each<2>(in_shape, st, [&](const std::array<std::int64_t, 2>& o) { f(o[0], o[1]); });
 }
 }  // namespace ref

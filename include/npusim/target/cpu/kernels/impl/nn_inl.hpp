@@ -207,12 +207,7 @@ NPUSIM_FUNC Fn bind_vector_norm(Ctx& c, const ops::LinalgVectorNorm::Attrs& a) {
   const ir::TensorId x = c.node().inputs[0], y = c.node().outputs[0];
   const Shape xs = c.shape(x);
   const std::vector<bool> red = ops::LinalgVectorNorm::reduced(a, xs.size());
-  Shape full = xs;
-  for (std::size_t i = 0; i < red.size(); ++i)
-    if (red[i]) full[i] = 1;
-  Strides ost = contiguous_strides(full);
-  for (std::size_t i = 0; i < red.size(); ++i)
-    if (red[i]) ost[i] = 0;
+  const Strides ost = reduced_out_strides(xs, red);
   const std::byte* px = c.ptr(x);
   std::byte* py = c.ptr(y);
   const DType dx = c.storage(x), dy = c.storage(y);
