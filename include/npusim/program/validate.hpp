@@ -197,9 +197,8 @@ bool forms_pattern(const ir::Graph& g, const std::vector<Kernel>& kernels, std::
   return ok;
 }
 
-inline void check_semantics(const Partition& p, DType compute) {
-  const ir::Graph& g = p.graph;
-  const plan::BufferPlan& b = p.plan;
+// check_semantics' steps, in the order it runs them.
+inline void check_storage_types(const ir::Graph& g, const plan::BufferPlan& b, DType compute) {
   // Storage types are the compiler's: an integer or bool tensor in its own type, a float tensor
   // in float32 or the compute type (targets' kernels take no others).
   for (std::size_t t = 0; t < g.tensors.size(); ++t) {
@@ -208,6 +207,9 @@ inline void check_semantics(const Partition& p, DType compute) {
       fail("buffer plan stores a tensor in a type the compiler does not use", {.tensor = g.tensors[t].name,
            .expected = is_floating(ir) ? "float32 or " + std::string(dtype_name(compute)) : std::string(dtype_name(ir)), .found = std::string(dtype_name(st))});
   }
+}
+
+inline void check_places(const ir::Graph& g, const plan::BufferPlan& b) {
   // Places agree with kinds: an input is bound by the caller, a weight or constant at load, an
   // intermediate lives in the arena, as a view, or nowhere (inside a fused kernel, or unused).
   for (std::size_t t = 0; t < g.tensors.size(); ++t) {
@@ -220,10 +222,16 @@ inline void check_semantics(const Partition& p, DType compute) {
       fail("buffer plan places a tensor where its kind cannot be", {.tensor = g.tensors[t].name,
            .expected = std::string("a place for a tensor of kind '") + ir::tensor_kind_name(kind) + "'", .found = plan::place_name(place)});
   }
+}
+
+inline void check_outputs_stored(const ir::Graph& g, const plan::BufferPlan& b) {
   // A result the caller reads back is stored somewhere (the executors copy it out of that place).
   for (ir::TensorId t : g.outputs)
     if (b.tensors.at(static_cast<std::size_t>(t)).place == plan::Place::none)
       fail("buffer plan stores no partition output", {.tensor = g.tensor(t).name, .expected = "arena, view, input or weight", .found = "none"});
+}
+
+inline void check_float_operands(const ir::Graph& g) {
   // Float math takes float operands (the IR's own inference checks shapes and output dtypes, not
   // every operand's): convolutions, matrix products, normalisations, pooling, the softmaxes, and
   // attention's query, key and value.
@@ -246,11 +254,17 @@ inline void check_semantics(const Partition& p, DType compute) {
         fail(std::string(info.id) + " takes floating-point operands", {.node = n.name, .tensor = g.tensor(n.inputs[i]).name,
              .expected = "float32, float16, bfloat16 or float64", .found = std::string(dtype_name(g.tensor(n.inputs[i]).dtype))});
   }
+}
+
+inline void check_constant_shapes(const ir::Graph& g) {
   // Constants the program carries have their tensors' shapes.
   for (const auto& t : g.tensors)
     if (t.kind == ir::TensorKind::constant || t.kind == ir::TensorKind::weight)
       if (auto c = g.constants.find(t.weight_key); c != g.constants.end() && c->second.shape() != t.shape)
         fail("embedded constant's shape differs from its tensor's", {.tensor = t.name, .expected = to_string(t.shape), .found = to_string(c->second.shape())});
+}
+
+inline void check_inputs_provided(const ir::Graph& g) {
   // Every input or weight a node reads, or the partition returns, is one the caller or the binding
   // provides.
   const auto provided = [&](ir::TensorId t, const std::string& who, const std::string& node) {
@@ -267,14 +281,21 @@ inline void check_semantics(const Partition& p, DType compute) {
   for (const ir::Node& n : g.nodes)
     for (auto t : n.inputs) provided(t, "node reads", n.name);
   for (auto t : g.outputs) provided(t, "partition returns", "");
-  // Ops and shapes: the op's own inference (unknown op, bad attributes, wrong operand count or
-  // output metadata are its errors, naming the node).
-  for (const ir::Node& n : g.nodes) ops::check_node(g, n);
-  const fusion::GraphView v(g);
+}
+
+// The kernel producing each tensor (-1: none, an input or weight).
+inline std::vector<std::int32_t> producing_kernels(const Partition& p) {
+  const ir::Graph& g = p.graph;
   std::vector<std::int32_t> kernel_of(g.tensors.size(), -1);  // the kernel producing each tensor
   for (std::size_t k = 0; k < p.kernels.size(); ++k)
     for (auto ni : p.kernels[k].nodes)
       for (auto t : g.nodes[static_cast<std::size_t>(ni)].outputs) kernel_of[static_cast<std::size_t>(t)] = static_cast<std::int32_t>(k);
+  return kernel_of;
+}
+
+inline void check_views(const Partition& p, const std::vector<std::int32_t>& kernel_of) {
+  const ir::Graph& g = p.graph;
+  const plan::BufferPlan& b = p.plan;
   // Views are the planner's only: a zero-copy kernel's output shares its input's storage, and an
   // index_copy may write into its `self` (a KV cache input read by nothing else) in place. A view
   // rooted anywhere else would let a kernel write into bytes of another size or purpose.
@@ -306,6 +327,14 @@ inline void check_semantics(const Partition& p, DType compute) {
            {.tensor = g.tensors[t].name, .found = "root '" + g.tensors[static_cast<std::size_t>(tp.root)].name + "'" +
                                                   (kr ? " of a '" + kr->kind + "' kernel" : std::string(" of no kernel"))});
   }
+}
+
+// Each kernel: its operands are its nodes' own and stored where it can read and write them, and
+// its kind is a view, its node's op or a fusion pattern its nodes form.
+inline void check_kernels(const Partition& p, const std::vector<std::int32_t>& kernel_of) {
+  const ir::Graph& g = p.graph;
+  const plan::BufferPlan& b = p.plan;
+  const fusion::GraphView v(g);
   std::vector<bool> read_outside(g.tensors.size(), false);  // read by another kernel, or a graph output
   for (auto t : g.outputs) read_outside[static_cast<std::size_t>(t)] = true;
   for (std::size_t k = 0; k < p.kernels.size(); ++k)
@@ -384,6 +413,22 @@ inline void check_semantics(const Partition& p, DType compute) {
         fail(what + ": kernel operands differ from its node's (inputs, outputs, in order; no parameters)", {.node = first.name});
     }
   }
+}
+
+inline void check_semantics(const Partition& p, DType compute) {
+  const ir::Graph& g = p.graph;
+  check_storage_types(g, p.plan, compute);
+  check_places(g, p.plan);
+  check_outputs_stored(g, p.plan);
+  check_float_operands(g);
+  check_constant_shapes(g);
+  check_inputs_provided(g);
+  // Ops and shapes: the op's own inference (unknown op, bad attributes, wrong operand count or
+  // output metadata are its errors, naming the node).
+  for (const ir::Node& n : g.nodes) ops::check_node(g, n);
+  const std::vector<std::int32_t> kernel_of = producing_kernels(p);
+  check_views(p, kernel_of);
+  check_kernels(p, kernel_of);
 }
 
 }  // namespace validate_detail
