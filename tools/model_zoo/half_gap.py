@@ -15,11 +15,9 @@ read against what PyTorch itself reaches in that type.
 """
 
 import copy
-import importlib
 import json
 import os
 import sys
-from contextlib import nullcontext
 
 import torch
 
@@ -36,13 +34,7 @@ def metrics(got, want):
 
 def family(mf, name, dev):
     import transformers
-    for modname in sweep.AUTOCAST_PATCH + ("qwen2", "llama", "qwen3", "gemma", "phi3", "mistral"):
-        try:
-            mod = importlib.import_module(f"transformers.models.{modname}.modeling_{modname}")
-            if hasattr(mod, "maybe_autocast"):
-                mod.maybe_autocast = lambda **_k: nullcontext()
-        except Exception:
-            pass
+    sweep.patch_autocast(sweep.AUTOCAST_PATCH + ("qwen2", "llama", "qwen3", "gemma", "phi3", "mistral"))  # as make_lm and the sweep do
     factory, cls, half = sweep.LLM[name]
     dt = torch.bfloat16 if half == "bf16" else torch.float16
     cfg = factory()

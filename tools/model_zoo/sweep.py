@@ -227,17 +227,23 @@ def export_vision(mf, cases, name, dev):
 AUTOCAST_PATCH = ("qwen2_moe", "mixtral", "olmoe")
 
 
-def export_llm(mf, cases, name, dev):
+def patch_autocast(modnames=AUTOCAST_PATCH):
+    """make_lm's maybe_autocast patch for the modeling modules named (their rotary embedding then
+    runs in the model's own type, as it exports)."""
     import importlib
     from contextlib import nullcontext
-    import torch
-    for modname in AUTOCAST_PATCH:
+    for modname in modnames:
         try:
             mod = importlib.import_module(f"transformers.models.{modname}.modeling_{modname}")
             if hasattr(mod, "maybe_autocast"):
                 mod.maybe_autocast = lambda **_k: nullcontext()
         except Exception:
             pass
+
+
+def export_llm(mf, cases, name, dev):
+    import torch
+    patch_autocast()
     factory, cls, half = LLM[name]
     n0 = len(mf.LOG)
     mf.make_lm(cases, dev, name, factory, cls, prefill_len=PREFILL, max_cache=MAX_CACHE, decode_steps=DECODE_STEPS,
