@@ -70,7 +70,7 @@ inline GenerateCheck check_generation(llm::LlmPrograms& m, std::span<const std::
   if (cb.on_prefill) cb.on_prefill(res);
 
   kv.carry_on(m.decode);
-  kv.from_prefill(dg, pout);
+  kv.from_prefill(m.decode, pout);
   pout.clear();
   Tensor dref = decode_logits_ref.to(DType::f32);
   for (std::size_t s = 0; s < steps; ++s) {

@@ -37,7 +37,9 @@ struct LlmPrograms {
 class KvState {
  public:
   KvState(const ir::Graph& prefill, const ir::Graph& decode, const KvMapping& map);
-  void from_prefill(const ir::Graph& decode, const std::vector<Tensor>& outs);
+  // A cache the decode runner carries on its device is seeded there (Runner::seed_carried: the
+  // prefill's rows and zeros, no host tensor of the whole cache); the others are built here.
+  void from_prefill(Runner& decode, const std::vector<Tensor>& outs);
   // Asks the decode runner to keep the cache where it is (device memory) between steps: the first
   // step passes the cache built from the prefill, later steps pass nothing for it (an empty
   // tensor), and a defined tensor (set()) replaces what the runner carries.

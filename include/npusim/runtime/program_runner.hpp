@@ -50,6 +50,8 @@ class ProgramRunner : public Runner {
 
   // Pairs a partition can keep on its device stay there; the rest are carried here, on the host.
   bool carry(std::span<const std::pair<std::string, std::string>> pairs) override;
+  // Where the partition that carries `input` on its device can (this rank's).
+  bool seed_carried(const std::string& input, const Tensor& prefix) override;
 
   std::vector<Tensor> run(std::span<const Tensor> inputs) override;
 

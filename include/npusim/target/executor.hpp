@@ -36,6 +36,8 @@ class PartitionExecutor {
   // Keeps graph output `output` for the next run's input `input` (Runner::carry); false if this
   // executor cannot (the program runner then carries it on the host).
   virtual bool carry(const std::string& /*output*/, const std::string& /*input*/) { return false; }
+  // Runner::seed_carried for an input this executor carries (carry() returned true for it).
+  virtual bool seed_carried(const std::string& /*input*/, const Tensor& /*prefix*/) { return false; }
   // How the partition runs where a target has more than one way (OpenCL: "one persistent launch of
   // 528 work-groups" or "launch by launch: <why>"); empty otherwise.
   virtual std::string execution_note() const { return {}; }

@@ -24,6 +24,12 @@ class Runner {
   // empty Tensor for the paired input to mean "the value carried from the previous run" (a
   // defined tensor replaces it). Runners that cannot carry return false and change nothing.
   virtual bool carry(std::span<const std::pair<std::string, std::string>> /*output_input*/) { return false; }
+  // Gives the carried graph input `input` ([B, H, L, D], e.g. an LLM decode's KV cache) the value
+  // `prefix` ([B, H, S, D], S <= L) in positions 0..S-1 of dimension 2 and zeros after, where the
+  // carried value is kept (device memory), without a host tensor of the whole input: the next run()
+  // then takes an empty Tensor for it. False (nothing changed) where the runner cannot, or the input
+  // is not carried on its device: the caller passes the whole value to run() instead.
+  virtual bool seed_carried(const std::string& /*input*/, const Tensor& /*prefix*/) { return false; }
 };
 
 }  // namespace npusim::inline NPUSIM_ABI

@@ -33,12 +33,13 @@ NPUSIM_FUNC KvState::KvState(const ir::Graph& prefill, const ir::Graph& decode, 
   for (auto t : dv_in_) ids_.insert(t);
 }
 
-NPUSIM_FUNC void KvState::from_prefill(const ir::Graph& decode, const std::vector<Tensor>& outs) {
+NPUSIM_FUNC void KvState::from_prefill(Runner& decode, const std::vector<Tensor>& outs) {
   cache_.clear();
-  for (std::size_t l = 0; l < pk_.size(); ++l) {
-    cache_[dk_in_[l]] = place_in_cache(outs.at(pk_[l]), decode.tensor(dk_in_[l]).shape);
-    cache_[dv_in_[l]] = place_in_cache(outs.at(pv_[l]), decode.tensor(dv_in_[l]).shape);
-  }
+  const ir::Graph& g = decode.graph();
+  auto seed = [&](ir::TensorId in, const Tensor& kv) {
+    cache_[in] = carried_ && decode.seed_carried(g.tensor(in).name, kv) ? Tensor() : place_in_cache(kv, g.tensor(in).shape);
+  };
+  for (std::size_t l = 0; l < pk_.size(); ++l) seed(dk_in_[l], outs.at(pk_[l])), seed(dv_in_[l], outs.at(pv_[l]));
 }
 
 NPUSIM_FUNC void KvState::carry_on(Runner& decode) {
@@ -97,7 +98,7 @@ NPUSIM_FUNC std::vector<float> Session::prefill(std::span<const std::int64_t> pr
   auto t0 = clock::now();
   std::vector<Tensor> out = m_.prefill.run(build_inputs(pg, m_.prefill_roles, padded, 0, {}));
   std::vector<float> logits = row(out.at(0), first - 1);
-  kv_.from_prefill(m_.decode.graph(), out);
+  kv_.from_prefill(m_.decode, out);
   out.clear();
   pos_ = first;
   for (std::int64_t i = first; i < n; ++i) logits = step(prompt[static_cast<std::size_t>(i)]);  // the rest, one token at a time

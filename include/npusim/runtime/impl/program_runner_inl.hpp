@@ -113,6 +113,17 @@ NPUSIM_FUNC bool ProgramRunner::carry(std::span<const std::pair<std::string, std
   return true;
 }
 
+NPUSIM_FUNC bool ProgramRunner::seed_carried(const std::string& input, const Tensor& prefix) {
+  auto c = carried_.find(input);
+  if (c == carried_.end() || !c->second.on_device) return false;
+  for (std::size_t k = 0; k < prog_.partitions.size(); ++k) {
+    const ir::Graph& g = prog_.partitions[k].graph;
+    for (auto t : g.inputs)
+      if (g.tensor(t).name == input) return execs_[k] && execs_[k]->seed_carried(input, prefix);
+  }
+  return false;
+}
+
 NPUSIM_FUNC std::vector<Tensor> ProgramRunner::run(std::span<const Tensor> inputs) {
   if (place_.link) {
     if (me() != 0) throw Error(ErrorCode::runtime, "run() belongs to rank 0; rank " + std::to_string(me()) + " serves", {.file = prog_.source});

@@ -47,7 +47,7 @@ class Executor final : public PartitionExecutor {
     for (std::size_t i = 0; i < g.inputs.size(); ++i) {
       const ir::TensorId t = g.inputs[i];
       const auto& tp = plan.tensors[static_cast<std::size_t>(t)];
-      inputs_.push_back({t, dev_->alloc(static_cast<std::size_t>(tp.bytes), "input " + g.tensor(t).name), tp.storage, pinned_slot(tp.bytes), false, false});
+      inputs_.push_back({t, dev_->alloc(static_cast<std::size_t>(tp.bytes), "input " + g.tensor(t).name), tp.storage, pinned_slot(tp.bytes), false, false, {}});
       refs_[static_cast<std::size_t>(t)] = {inputs_.back().buf.get(), 0, tp.storage};
     }
     // The weights of q8_0/q4_0 linears are packed (from their storage type's values, as the CPU
@@ -137,6 +137,7 @@ class Executor final : public PartitionExecutor {
                                                                          .found = std::to_string(inputs.size())});
     cl_command_queue q = prof_ ? dev_->profiling_queue() : dev_->queue();
     const double h0 = prof_ ? prof_->now_us() : 0;
+    if (seed_queue_ && seed_queue_ != q) check(clFinish(seed_queue_), "seeding carried inputs", dev_->info().name), seed_queue_ = nullptr;
     const auto u0 = std::chrono::steady_clock::now();
     if (!pinned_on_ && pageable_.size() < pinned_bytes_) pageable_.resize(pinned_bytes_);
     std::byte* const pin = pinned_on_ ? pinned_.reserve(*dev_, pinned_bytes_) : pageable_.data();
@@ -193,6 +194,7 @@ class Executor final : public PartitionExecutor {
     const auto f0 = std::chrono::steady_clock::now();
     stats_.read_us += std::chrono::duration<double, std::micro>(f0 - e0).count();
     check(clFinish(q), "running partition (clFinish)", dev_->info().name);
+    seed_queue_ = nullptr;  // seed_carried's writes are done
     const auto c0 = std::chrono::steady_clock::now();
     stats_.finish_us += std::chrono::duration<double, std::micro>(c0 - f0).count();
     for (std::size_t i = 0; i < outputs_.size(); ++i)
@@ -216,6 +218,7 @@ class Executor final : public PartitionExecutor {
   void set_profiler(Profiler* p, int track) override { prof_ = p, track_ = track; }
 
   ~Executor() override {
+    if (seed_queue_) clFinish(seed_queue_);  // seed_carried's writes read the inputs' staging
     // NPUSIM_OPENCL_STATS=1: where a run's host time goes (enqueueing vs waiting for the device).
     if (const char* e = std::getenv("NPUSIM_OPENCL_STATS"); e && *e == '1' && stats_.runs)
       std::fprintf(stderr,
@@ -281,6 +284,39 @@ class Executor final : public PartitionExecutor {
     return true;
   }
 
+  // Runner::seed_carried: the input's buffer zeroed, then the prefix's rows written into
+  // positions 0..S-1 of dimension 2 (one rectangular write, in the input's storage type). Nothing
+  // waits: the rows stay in the input's staging until the next run's clFinish.
+  bool seed_carried(const std::string& input, const Tensor& prefix) override {
+    const ir::Graph& g = part_.graph;
+    auto in = std::find_if(inputs_.begin(), inputs_.end(), [&](const In& i) { return g.tensor(i.id).name == input; });
+    if (in == inputs_.end() || !in->carried) return false;
+    const Shape& full = g.tensor(in->id).shape;
+    const Shape& ps = prefix.shape();
+    if (full.size() != 4 || ps.size() != 4 || ps[0] != full[0] || ps[1] != full[1] || ps[3] != full[3] || ps[2] > full[2])
+      throw Error(ErrorCode::shape, "the prefix does not fit the carried input", {.file = g.source, .tensor = input,
+                  .expected = "[B, H, S <= L, D] for " + to_string(full), .found = to_string(ps)});
+    const std::size_t es = dtype_size(in->storage), row = static_cast<std::size_t>(ps[3]) * es, rows = static_cast<std::size_t>(ps[0] * ps[1]);
+    cl_command_queue q = prof_ ? dev_->profiling_queue() : dev_->queue();
+    if (seed_queue_ && !in->staging.empty()) check(clFinish(seed_queue_), "seeding " + input, dev_->info().name);  // its last seed is still being written
+    std::vector<std::byte>& host = in->staging;
+    host.resize(static_cast<std::size_t>(prefix.numel()) * es);
+    convert_elements(prefix.dtype(), prefix.raw(), in->storage, host.data(), prefix.numel());
+    const cl_uchar zero = 0;
+    check(clEnqueueFillBuffer(q, in->buf.get(), &zero, 1, 0, static_cast<std::size_t>(part_.plan.tensors[static_cast<std::size_t>(in->id)].bytes), 0,
+                              nullptr, nullptr),
+          "zeroing " + input, dev_->info().name);
+    if (!host.empty()) {
+      const std::size_t origin[3] = {0, 0, 0}, region[3] = {static_cast<std::size_t>(ps[2]) * row, rows, 1};
+      check(clEnqueueWriteBufferRect(q, in->buf.get(), CL_FALSE, origin, origin, region, static_cast<std::size_t>(full[2]) * row, 0,
+                                     static_cast<std::size_t>(ps[2]) * row, 0, host.data(), 0, nullptr, nullptr),
+            "writing " + input, dev_->info().name);
+      seed_queue_ = q;
+    }
+    in->has_value = true;
+    return true;
+  }
+
   const std::vector<Launch>& launches() const { return launches_; }
   const Device& device() const { return *dev_; }
 
@@ -291,7 +327,9 @@ class Executor final : public PartitionExecutor {
     DType storage;
     std::size_t pinned_at = 0;  // its bytes in pinned_
     bool carried = false, has_value = false;
+    std::vector<std::byte> staging;  // seed_carried's rows, until the write is done
   };
+  cl_command_queue seed_queue_ = nullptr;  // where seed_carried's writes are pending, if any
   struct Output {
     ir::TensorId id;
     DType storage;
