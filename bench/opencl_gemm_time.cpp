@@ -12,6 +12,8 @@
 #include <cstdio>
 #include <random>
 
+#include "npusim/target/opencl/kernels/linalg.hpp"
+#include "npusim/target/opencl/mma.hpp"
 #include "npusim/target/opencl/opencl_target.hpp"
 
 using namespace npusim;

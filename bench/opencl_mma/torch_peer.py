@@ -3,7 +3,7 @@
 import torch
 torch.backends.cuda.matmul.allow_bf16_reduced_precision_reduction = False
 print("torch", torch.__version__, torch.cuda.get_device_name(0))
-for M, K, N in [(4096, 4096, 4096), (128, 1536, 1536), (128, 1536, 8960), (128, 8960, 1536), (128, 1536, 151936)]:
+for M, K, N in [(4096, 4096, 4096), (128, 1536, 1536), (128, 1536, 256), (128, 1536, 8960), (128, 8960, 1536), (128, 1536, 151936)]:
     per = (M * K + N * K) * 2
     nsets = min(8, max(1, (256 << 20) // per + 1))
     sets = [(torch.empty(M, K, device="cuda").uniform_(-1, 1).bfloat16(), torch.empty(N, K, device="cuda").uniform_(-1, 1).bfloat16()) for _ in range(nsets)]

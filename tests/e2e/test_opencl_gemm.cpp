@@ -1,7 +1,8 @@
 // The OpenCL target's matrix kernels bound directly (ocl::bind_gemm, as the executor binds a linear
 // or matmul kernel), against a double-precision product: shapes that fill no tile (M, N, K not
-// multiples of 8, 16, 32, 64 or 128), a K long enough for many slices and for split-K, batches with
-// broadcast and with grouped heads, B as W rows (linear) and as K rows (matmul), unaligned rows,
+// multiples of 8, 16, 32, 64 or 128), a K long enough for many slices and for split-K, a K shorter
+// than the pipeline, batches with broadcast and with grouped heads, B as W rows (linear) and as K
+// rows (matmul), aligned rows (the tensor-core kernels' cp.async staging) and unaligned ones,
 // and the epilogue (bias, residual, ReLU, a half output). Operands are bf16/f16-exact, so products
 // are exact and only the f32 accumulation order differs. Outputs are poisoned first: every element
 // must be written. Which kernels run depends on the device: the FP32 tiles on PoCL, the tensor
@@ -84,6 +85,8 @@ TEST(OpenCLGemm, MatrixKernelsMatchADoublePrecisionProduct) {
   const Case cases[] = {
       {77, 201, 333, DType::bf16, true},              // linear, tails everywhere, K % 8 != 0
       {128, 256, 512, DType::bf16, true},             // full tiles, 16-byte rows
+      {65, 136, 72, DType::bf16, true},               // 16-byte rows (cp.async staging), tails: zero-filled chunks
+      {16, 16, 16, DType::bf16, true},                // one K slice: fewer than the stages in flight
       {16, 16, 4096, DType::bf16, true},              // few tiles, long K: split-K
       {37, 72, 264, DType::f16, false},               // B as K rows (matmul), aligned
       {5, 40, 99, DType::f16, false},                 // few rows, K % 8 != 0, N % 8 == 0

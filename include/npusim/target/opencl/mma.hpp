@@ -3,7 +3,7 @@
 // tensor cores: gemm_mma in cl/gemm.cl, OpenCL C with inline PTX (mma.sync.m16n8k16, ldmatrix),
 // which NVIDIA's compiler hands to ptxas. Before the first use a probe program is built (and
 // cached like every program) and run on a 16 x 16 x 16 product of small integers for both half
-// types and both B layouts; the path is taken only if every result is exact. Every other device
+// types and both B layouts, A staged by cp.async; the path is taken only if every result is exact. Every other device
 // (PoCL, other vendors, older NVIDIA parts, a probe that does not build or is inexact) keeps the
 // FP32 kernels; a probe that builds and then faults is an error (the driver is unusable after it).
 // The tensor-core kernels are on by default where they have been validated on a GPU: compute

@@ -386,7 +386,10 @@ PK_GROUP_FN(gemv, GV_WG)
 // A work-group computes a BM x BN tile with (BM/WM) x (BN/WN) warps of WM x WN; K walks in slices
 // of 32 through two local stages: the next slice is loaded into registers (16-byte loads where
 // avec/bvec say rows are aligned, else element by element with bounds) while this one is
-// multiplied. Out-of-range rows, columns and K are zero in the tiles, so any M, N, K works. Split-K
+// multiplied. With -DM_ASYNC=1 (modes 0 and 1, rows 16-byte aligned: avec and bvec) the slices go
+// straight from global to local memory instead, cp.async.cg (16 bytes, zero-filled past M, N or
+// K) into M_STAGES local stages, M_STAGES - 1 slices in flight while one is multiplied, one barrier
+// per slice. Out-of-range rows, columns and K are zero in the tiles, so any M, N, K works. Split-K
 // (ksplit > 1) writes f32 partial sums to `part` in gemm()'s layout for gemm_reduce.
 #ifdef MMA
 #ifndef MMA_T
@@ -411,6 +414,24 @@ PK_GROUP_FN(gemv, GV_WG)
 #define ASM_KW asm
 #endif
 #define MBK 32
+#ifndef M_ASYNC
+#define M_ASYNC 0
+#endif
+#ifndef M_STAGES
+#define M_STAGES 2
+#endif
+#if M_ASYNC && BMODE > 1
+#error "cp.async staging takes A and B as 16-byte aligned rows (BMODE 0 or 1)"
+#endif
+#if M_STAGES == 2
+#define M_PENDING 0
+#elif M_STAGES == 3
+#define M_PENDING 1
+#elif M_STAGES == 4
+#define M_PENDING 2
+#else
+#error "M_STAGES is 2, 3 or 4"
+#endif
 #define M_NT ((MBM / MWM) * (MBN / MWN) * 32)
 #define M_MI (MWM / 16)
 #define M_NI (MWN / 8)
@@ -448,8 +469,18 @@ PK_GROUP_FN(gemv, GV_WG)
 #define LDSM_X4_T(r0, r1, r2, r3, base, OFF)                                                                   \
   ASM_KW volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];" : "=r"(r0), "=r"(r1), "=r"(r2), "=r"(r3) \
                   : "r"((base) + OFF(lane)) : "memory")
+// cp.async: 16 bytes from global to local memory, `bytes` of them read (16 or 0: zero-filled).
+#define CP_ASYNC16(saddr, gptr, bytes) \
+  ASM_KW volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(saddr), "l"((ulong)(gptr)), "r"(bytes) : "memory")
+#define CP_COMMIT() ASM_KW volatile("cp.async.commit_group;" ::: "memory")
+#define CP_WAIT_(n) ASM_KW volatile("cp.async.wait_group " #n ";" ::: "memory")
 #define EMU_DECL
 #else
+// cp.async as a plain copy (the barrier after it in the pipeline makes it visible).
+#define CP_ASYNC16(saddr, gptr, bytes) \
+  (*(__local uint4*)((__local uchar*)smem + (saddr)) = (bytes) ? *(__global const uint4*)(gptr) : (uint4)(0u, 0u, 0u, 0u))
+#define CP_COMMIT()
+#define CP_WAIT_(n)
 // MMA_EMU: the same instructions in portable OpenCL C, by their documented fragment layouts, so the
 // kernel's tiling, addressing and epilogue run (slowly) on any device: ldmatrix reads what the lane
 // that owns each row would have pointed at; mma.sync goes through a per-warp local tile, with
@@ -506,6 +537,7 @@ inline float emu_h2f(ushort h) {
     barrier(CLK_LOCAL_MEM_FENCE);                                                                    \
   }
 #endif
+#define CP_WAIT(n) CP_WAIT_(n)
 
 // A __local pointer as a 32-bit shared-window address (NVIDIA gives __local pointers in that
 // window already; a generic address is converted).
@@ -575,7 +607,7 @@ __kernel __attribute__((reqd_work_group_size(M_NT, 1, 1))) void gemm_mma(
     __global const uchar* biasb, ulong biaso, int biast, int bias_mode, __global const uchar* rb, ulong ro, int rt, int has_res, int relu,
     long M, long N, long K, __constant const long* d, int conv, __global const int4* ktab, int ksplit, long kchunk, __global float* part,
     int avec, int bvec) {
-  __local uint4 smem[2 * M_STAGE_U16 / 8];
+  __local uint4 smem[M_STAGES * M_STAGE_U16 / 8];
   EMU_DECL
   const int tid = get_local_id(0), lane = tid & 31, warp = tid >> 5, lane_warp = warp;
   const int wm = warp / (MBN / MWN), wn = warp % (MBN / MWN);
@@ -609,7 +641,9 @@ __kernel __attribute__((reqd_work_group_size(M_NT, 1, 1))) void gemm_mma(
     iw0[j] = n < N ? (int)((n % d[4]) * d[8] - d[10]) : -(1 << 29);
   }
 #endif
+#if !M_ASYNC
   uint4 ra[M_A_PT], rbv[M_B_PT];
+#endif
   // Loads slice kt of A (rows m0.., K from kbeg + kt*MBK) and B into registers.
 #define M_LOAD(kt)                                                                                          \
   {                                                                                                         \
@@ -723,6 +757,74 @@ __kernel __attribute__((reqd_work_group_size(M_NT, 1, 1))) void gemm_mma(
     }                                                                                                       \
   }
 
+#if M_ASYNC
+  // Each work-item copies the same chunks of every slice: their rows' sources (at the chunk's K
+  // offset) and local offsets, computed once. A row past M or N reads nothing (zero-filled), as
+  // does a chunk past K (K % 8 == 0 here: a 16-byte chunk is all in range or all out).
+  __global const ushort* a_src[M_A_PT];
+  __global const ushort* b_src[M_B_PT];
+  uint a_dst[M_A_PT], b_dst[M_B_PT];
+  int a_k[M_A_PT], b_k[M_B_PT];
+#pragma unroll
+  for (int i = 0; i < M_A_PT; ++i) {
+    const int c = min(tid + i * M_NT, M_A_CH - 1), r = c / (MBK / 8), ch = c % (MBK / 8);
+    const long m = m0 + r;
+    a_src[i] = m < M ? A + m * sam + kbeg + ch * 8 : A;
+    a_k[i] = m < M ? ch * 8 : INT_MAX;  // past every slice's end when the row is out
+    a_dst[i] = (uint)((r * M_LDK + ch * 8) * 2);
+  }
+#pragma unroll
+  for (int i = 0; i < M_B_PT; ++i) {
+#if BMODE == 0  // W rows: row r of the tile is column n0 + r, chunk ch its K offset
+    const int c = min(tid + i * M_NT, M_B_CH - 1), r = c / (MBK / 8), ch = c % (MBK / 8);
+    const long n = n0 + r;
+    b_src[i] = n < N ? B + n * sbn + kbeg + ch * 8 : B;
+    b_k[i] = n < N ? ch * 8 : INT_MAX;
+    b_dst[i] = (uint)((M_A_U16 + r * M_LDK + ch * 8) * 2);
+#else  // K rows: row r of the tile is K offset r, chunk ch columns n0 + 8 ch .. + 7 (N % 8 == 0)
+    const int c = min(tid + i * M_NT, M_B_CH - 1), r = c / (MBN / 8), ch = c % (MBN / 8);
+    const long n = n0 + ch * 8;
+    b_src[i] = n < N ? B + (kbeg + r) * sbk + n : B;
+    b_k[i] = n < N ? r : INT_MAX;
+    b_dst[i] = (uint)((M_A_U16 + r * M_LDN + ch * 8) * 2);
+#endif
+  }
+#if BMODE == 0
+#define M_BSTEP 1
+#else
+#define M_BSTEP sbk
+#endif
+  const long klen = kend - kbeg;
+  // Slice kt into local stage s.
+#define M_ASYNC_LOAD(s, kt)                                                                                 \
+  {                                                                                                         \
+    const uint st_ = sbase + (uint)((s) * M_STAGE_U16 * 2);                                                 \
+    const int k0_ = (kt) * MBK;                                                                             \
+    _Pragma("unroll") for (int i = 0; i < M_A_PT; ++i) if (M_A_CH % M_NT == 0 || tid + i * M_NT < M_A_CH) { \
+      const int ok = (long)k0_ + a_k[i] < klen;                                                             \
+      CP_ASYNC16(st_ + a_dst[i], ok ? a_src[i] + k0_ : A, ok ? 16u : 0u);                                   \
+    }                                                                                                       \
+    _Pragma("unroll") for (int i = 0; i < M_B_PT; ++i) if (M_B_CH % M_NT == 0 || tid + i * M_NT < M_B_CH) { \
+      const int ok = (long)k0_ + b_k[i] < klen;                                                             \
+      CP_ASYNC16(st_ + b_dst[i], ok ? b_src[i] + k0_ * M_BSTEP : B, ok ? 16u : 0u);                                   \
+    }                                                                                                       \
+  }
+  // M_STAGES - 1 slices in flight; the barrier after slice kt has landed also says every warp is
+  // done with slice kt - 1, whose stage the next load overwrites.
+#pragma unroll
+  for (int s = 0; s < M_STAGES - 1; ++s) {
+    if (s < ktiles) M_ASYNC_LOAD(s, s);
+    CP_COMMIT();
+  }
+  for (int kt = 0; kt < ktiles; ++kt) {
+    CP_WAIT(M_PENDING);
+    barrier(CLK_LOCAL_MEM_FENCE);
+    const int nx = kt + M_STAGES - 1;
+    if (nx < ktiles) M_ASYNC_LOAD(nx % M_STAGES, nx);
+    CP_COMMIT();
+    M_COMPUTE(kt % M_STAGES);
+  }
+#else
   if (ktiles > 0) {
     M_LOAD(0);
     M_STORE(0);
@@ -734,6 +836,7 @@ __kernel __attribute__((reqd_work_group_size(M_NT, 1, 1))) void gemm_mma(
     if (kt + 1 < ktiles) M_STORE((kt + 1) & 1);
     barrier(CLK_LOCAL_MEM_FENCE);
   }
+#endif
 
   // acc[i][j]: rows (lane / 4) and + 8, columns 2 * (lane % 4) and + 1 of its 16 x 8 block.
   const long cofs = c_base(z, conv, d, M), scm = c_rows(conv, d), scn = c_cols(conv, d), brow = bias_row0(z, conv, d, M);
@@ -756,7 +859,7 @@ __kernel __attribute__((reqd_work_group_size(M_NT, 1, 1))) void gemm_mma(
 }
 
 // The capability probe: one 16 x 16 x 16 product two ways (B as W rows through ldmatrix, B as K rows
-// through ldmatrix.trans), for MMA_T, 32 work-items. c[0..255] and c[256..511] must both equal
+// through ldmatrix.trans), for MMA_T, 32 work-items, A staged by cp.async. c[0..255] and c[256..511] must both equal
 // a * w^T exactly for the small integers the host passes.
 #ifndef MMA_EMU
 __kernel __attribute__((reqd_work_group_size(32, 1, 1))) void mma_probe(__global const ushort* a, __global const ushort* w,
@@ -766,7 +869,11 @@ __kernel __attribute__((reqd_work_group_size(32, 1, 1))) void mma_probe(__global
   __local ushort sa[16 * 24] __attribute__((aligned(16))), sw[16 * 24] __attribute__((aligned(16))),
       sb[16 * 24] __attribute__((aligned(16)));
   const int lane = get_local_id(0);
-  for (int e = lane; e < 256; e += 32) sa[(e / 16) * 24 + e % 16] = a[e], sw[(e / 16) * 24 + e % 16] = w[e], sb[(e / 16) * 24 + e % 16] = bkn[e];
+  // a arrives through cp.async (the M_ASYNC staging): lane L copies 16 bytes, half of row L / 2.
+  CP_ASYNC16(mma_smem_addr(sa) + (uint)(((lane >> 1) * 24 + (lane & 1) * 8) * 2), a + (lane >> 1) * 16 + (lane & 1) * 8, 16u);
+  CP_COMMIT();
+  for (int e = lane; e < 256; e += 32) sw[(e / 16) * 24 + e % 16] = w[e], sb[(e / 16) * 24 + e % 16] = bkn[e];
+  CP_WAIT(0);
   barrier(CLK_LOCAL_MEM_FENCE);
 #define PA_OFF(L) ((uint)(((((L) & 15)) * 24 + ((L) >> 4) * 8) * 2))
 #define PW_OFF(L) ((uint)((((L) >> 4) * 8 + ((L) & 7)) * 24 + (((L) >> 3) & 1) * 8) * 2)
