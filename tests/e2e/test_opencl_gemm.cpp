@@ -124,3 +124,24 @@ TEST(OpenCLMmaGate, DefaultOnCapability9OptInOn8NeverElsewhere) {
   EXPECT_TRUE(emu.support.ok && emu.support.emulated);
   EXPECT_THROW(mma_gate("yes", "NVIDIA CUDA", 9, 0), npusim::Error);
 }
+
+// The tuning variables of the tensor-core GEMM (docs/opencl.md): a tile name or a fill it does not
+// know is an error, not a silent default.
+TEST(OpenCLMmaGate, TuningVariablesAreCheckedNotIgnored) {
+  auto with = [](const char* var, const char* value, auto&& fn) {
+    ::setenv(var, value, 1);
+    fn();
+    ::unsetenv(var);
+  };
+  EXPECT_FALSE(ocl::mma_tile_override().has_value());
+  EXPECT_EQ(ocl::mma_fill(128), 2);
+  EXPECT_EQ(ocl::mma_fill(256), 1);
+  with("NPUSIM_OPENCL_GEMM_TILE", "64x128", [] { EXPECT_EQ(ocl::mma_tile_override()->bm, 64); });
+  with("NPUSIM_OPENCL_GEMM_TILE", "96x96", [] { EXPECT_THROW(ocl::mma_tile_override(), Error); });
+  with("NPUSIM_OPENCL_GEMM_FILL", "4", [] {
+    EXPECT_EQ(ocl::mma_fill(128), 4);
+    EXPECT_EQ(ocl::mma_fill(256), 2);
+  });
+  with("NPUSIM_OPENCL_GEMM_FILL", "0", [] { EXPECT_THROW(ocl::mma_fill(128), Error); });
+  with("NPUSIM_OPENCL_GEMM_FILL", "2x", [] { EXPECT_THROW(ocl::mma_fill(128), Error); });
+}

@@ -41,8 +41,9 @@ class KvState {
   // prefill's rows and zeros, no host tensor of the whole cache); the others are built here.
   void from_prefill(Runner& decode, const std::vector<Tensor>& outs);
   // Asks the decode runner to keep the cache where it is (device memory) between steps: the first
-  // step passes the cache built from the prefill, later steps pass nothing for it (an empty
-  // tensor), and a defined tensor (set()) replaces what the runner carries.
+  // step passes the cache built from the prefill (nothing where from_prefill seeded it on the
+  // device), later steps pass nothing for it (an empty tensor), and a defined tensor (set())
+  // replaces what the runner carries.
   void carry_on(Runner& decode);
   void from_decode(const std::vector<Tensor>& outs);
   // Sets every cache to `fill(layer, is_value, shape)` (benchmarks, tests).

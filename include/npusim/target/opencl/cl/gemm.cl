@@ -806,7 +806,7 @@ __kernel __attribute__((reqd_work_group_size(M_NT, 1, 1))) void gemm_mma(
     }                                                                                                       \
     _Pragma("unroll") for (int i = 0; i < M_B_PT; ++i) if (M_B_CH % M_NT == 0 || tid + i * M_NT < M_B_CH) { \
       const int ok = (long)k0_ + b_k[i] < klen;                                                             \
-      CP_ASYNC16(st_ + b_dst[i], ok ? b_src[i] + k0_ * M_BSTEP : B, ok ? 16u : 0u);                                   \
+      CP_ASYNC16(st_ + b_dst[i], ok ? b_src[i] + k0_ * M_BSTEP : B, ok ? 16u : 0u);                         \
     }                                                                                                       \
   }
   // M_STAGES - 1 slices in flight; the barrier after slice kt has landed also says every warp is
@@ -859,8 +859,8 @@ __kernel __attribute__((reqd_work_group_size(M_NT, 1, 1))) void gemm_mma(
 }
 
 // The capability probe: one 16 x 16 x 16 product two ways (B as W rows through ldmatrix, B as K rows
-// through ldmatrix.trans), for MMA_T, 32 work-items, A staged by cp.async. c[0..255] and c[256..511] must both equal
-// a * w^T exactly for the small integers the host passes.
+// through ldmatrix.trans), for MMA_T, 32 work-items, A staged by cp.async. c[0..255] and
+// c[256..511] must both equal a * w^T exactly for the small integers the host passes.
 #ifndef MMA_EMU
 __kernel __attribute__((reqd_work_group_size(32, 1, 1))) void mma_probe(__global const ushort* a, __global const ushort* w,
                                                                         __global const ushort* bkn, __global float* c) {
