@@ -27,9 +27,10 @@ nproc2=$(( $(nproc) / 2 ))
 build() {  # build SRC DIR TARGETS...
   local src=$1 dir=$2
   shift 2
-  local t=ON
-  [[ $src != . ]] && t=OFF  # an OLD tree travels without its tests
-  cmake -S "$src" -B "$dir" -G "Unix Makefiles" -DCMAKE_BUILD_TYPE=Release -DNPUSIM_BUILD_EXAMPLES=OFF -DNPUSIM_BUILD_BENCH=OFF -DNPUSIM_BUILD_TESTS=$t \
+  local own=ON
+  [[ $src != . ]] && own=OFF  # an OLD tree travels without its tests; warnings are errors in this one (GCC 13)
+  cmake -S "$src" -B "$dir" -G "Unix Makefiles" -DCMAKE_BUILD_TYPE=Release -DNPUSIM_BUILD_EXAMPLES=OFF -DNPUSIM_BUILD_BENCH=OFF \
+    -DNPUSIM_BUILD_TESTS=$own -DNPUSIM_WERROR=$own \
     -DNPUSIM_BUILD_DOC_SNIPPETS=OFF > "$R/configure_$(basename "$dir").log" 2>&1 &&
     cmake --build "$dir" -j"$nproc2" --target "$@" > "$R/build_$(basename "$dir").log" 2>&1 &&
     { [[ -x $dir/gemm_time ]] || g++ -std=c++20 -O2 -DMSGPACK_NO_BOOST -I"$src/include" -I"$DEVDEPS_PREFIX/include/eigen3" -I"$dir/generated/include" "$src/bench/opencl_gemm_time.cpp" \
@@ -42,6 +43,7 @@ build "$OLD" build-old npusim_cli &
 wait
 [[ -x build-g/gemm_time && -x build-old/gemm_time ]] || { tail -30 "$R"/build_*.log; exit 1; }
 echo "build: $(( $(date +%s) - t0 )) s"
+bin() { if [[ $1 == old ]]; then echo "build-old/$2"; else echo "build-g/$2"; fi; }  # bin VERSION TOOL
 pack() { tar -czf "$OUT/gemm_ab.tar.gz" -C "$OUT" --exclude='trace*.json' gemm_ab; }
 if has tests; then
   timeout 300 build-g/tests/npusim_opencl_tests \
@@ -54,11 +56,10 @@ SHAPES=${SHAPES:-128x1536x1536 128x1536x256 128x1536x8960 128x8960x1536 128x1536
 if has gemm; then
   for round in 1 2; do
     for v in old new fill1 fill4; do
-      bin=build-g/gemm_time env=()
-      [[ $v == old ]] && bin=build-old/gemm_time
+      env=()
       [[ $v == fill* ]] && env=(NPUSIM_OPENCL_GEMM_FILL=${v#fill})
       echo "== round $round $v" >> "$R/gemm.log"
-      env "${env[@]}" timeout 120 "$bin" $SHAPES 2>&1 | sed "s/^GEMM/GEMM $v r$round/" >> "$R/gemm.log"
+      env "${env[@]}" timeout 120 "$(bin $v gemm_time)" $SHAPES 2>&1 | sed "s/^GEMM/GEMM $v r$round/" >> "$R/gemm.log"
     done
   done
   grep '^GEMM' "$R/gemm.log"
@@ -81,17 +82,15 @@ P=$M/qwen2.5_1.5b_prefill D=$M/qwen2.5_1.5b_decode
 if has prefill; then
   for round in 1 2; do
     for v in old new; do
-      bin=build-g/npusim
-      [[ $v == old ]] && bin=build-old/npusim
-      timeout 120 "$bin" run $P --target opencl --dtype bf16 --time 10 > "$R/run_${v}_$round.log" 2>&1
-      NPUSIM_OPENCL_STATS=1 timeout 120 "$bin" bench-llm $P $D --target opencl --dtype bf16 --positions 128 --repeats 10 --json "$R/bench_${v}_$round.json" > "$R/bench_${v}_$round.log" 2>&1
+      b=$(bin $v npusim)
+      timeout 120 "$b" run $P --target opencl --dtype bf16 --time 10 > "$R/run_${v}_$round.log" 2>&1
+      NPUSIM_OPENCL_STATS=1 timeout 120 "$b" bench-llm $P $D --target opencl --dtype bf16 --positions 128 --repeats 10 --json "$R/bench_${v}_$round.json" > "$R/bench_${v}_$round.log" 2>&1
       echo "prefill $v r$round: run $(grep -E 'latency|error' "$R/run_${v}_$round.log" | tr '\n' ' ' | cut -c1-160) | $(grep -E 'first token|error' "$R/bench_${v}_$round.log" | tr '\n' ' ' | cut -c1-160)"
     done
   done
   for v in old new; do
-    bin=build-g/npusim
-    [[ $v == old ]] && bin=build-old/npusim
-    timeout 120 "$bin" run $P --target opencl --dtype bf16 --profile --runs 3 --trace "$R/trace_$v.json" > "$R/profile_$v.log" 2>&1
+    b=$(bin $v npusim)
+    timeout 120 "$b" run $P --target opencl --dtype bf16 --profile --runs 3 --trace "$R/trace_$v.json" > "$R/profile_$v.log" 2>&1
     echo "profile $v:"; python3 tools/device/trace_kinds.py "$R/trace_$v.json" 2>&1 | tee "$R/kernels_$v.txt" | head -6
   done
   timeout 200 build-g/npusim generate $P $D --check --target opencl --dtype bf16 > "$R/check.log" 2>&1
@@ -101,10 +100,9 @@ fi
 if has resnet; then
   for round in $(seq "${ROUNDS:-2}"); do
     for v in old new; do
-      bin=build-g/npusim
-      [[ $v == old ]] && bin=build-old/npusim
+      b=$(bin $v npusim)
       for m in resnet18 resnet50; do
-        timeout 120 "$bin" run $M/$m --target opencl --dtype f16 --time 200 > "$R/${m}_${v}_$round.log" 2>&1
+        timeout 120 "$b" run $M/$m --target opencl --dtype f16 --time 200 > "$R/${m}_${v}_$round.log" 2>&1
         echo "$m $v r$round: $(grep -E 'latency|error' "$R/${m}_${v}_$round.log" | tr '\n' ' ' | cut -c1-160)"
       done
     done
