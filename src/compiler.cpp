@@ -5,6 +5,7 @@
 #include "npusim/passes/impl/basic_inl.hpp"
 #include "npusim/passes/impl/bn_fold_inl.hpp"
 #include "npusim/passes/impl/broadcast_fold_inl.hpp"
+#include "npusim/passes/impl/select_rows_inl.hpp"
 #include "npusim/passes/impl/const_fold_inl.hpp"
 #include "npusim/passes/impl/functionalize_inl.hpp"
 #include "npusim/passes/impl/lower_einsum_inl.hpp"

@@ -19,6 +19,7 @@
 #include "npusim/npu/roofline_svg.hpp"
 #include "npusim/npu/trace.hpp"
 #include "npusim/ops/registry.hpp"
+#include "npusim/passes/select_rows.hpp"
 #include "npusim/pipeline.hpp"
 #include "npusim/program/compiler.hpp"
 #include "npusim/program/inspect.hpp"

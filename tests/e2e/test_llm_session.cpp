@@ -14,7 +14,7 @@ namespace {
 struct Tiny : npusim::test::TinyLlm {
   std::vector<std::int64_t> prompt, tokens;
 
-  explicit Tiny(DType dt = DType::f32) : TinyLlm(dt) {
+  explicit Tiny(DType dt = DType::f32, bool one_row = false) : TinyLlm(dt, one_row) {
     Tensor ids = pc.io->tensor("input_ids"), tok = dc.io->tensor("decode_tokens");
     prompt.assign(ids.span<std::int64_t>().begin(), ids.span<std::int64_t>().end());
     tokens.assign(tok.span<std::int64_t>().begin(), tok.span<std::int64_t>().end());
@@ -39,6 +39,31 @@ TEST(LlmSession, ShortPromptMatchesPyTorchPrefillRow) {
   // The padded positions 10..15 are masked out and overwritten: the next token's logits match row 10.
   logits = s.step(t.prompt[10]);
   EXPECT_LE(harness::compare(as_tensor(logits), t.ref_row("linear_14", 10)).rel_l2, 1e-4);
+}
+
+// generate's prefill (passes::select_output_row): the logits of the prompt's last row only, the
+// row a graph input. The same rows as the full prefill's, for short and full prompts, and the same
+// caches after it.
+TEST(LlmSession, OneRowPrefillGivesThePromptsLastRow) {
+  Tiny one(DType::f32, true), all;
+  ASSERT_EQ(one.m->prefill_roles.output_row, "logits_row");
+  const ir::TensorInfo& logits = one.pg.tensor(one.pg.outputs[0]);
+  EXPECT_EQ(logits.shape, (Shape{1, 1, 1024}));
+  for (std::size_t n : {std::size_t{1}, std::size_t{10}, one.prompt.size()}) {
+    SCOPED_TRACE(n);
+    llm::Session s(*one.m), f(*all.m);
+    std::vector<float> a = s.prefill(std::span(one.prompt).first(n)), b = f.prefill(std::span(one.prompt).first(n));
+    EXPECT_LE(harness::compare(as_tensor(a), as_tensor(b)).rel_l2, 1e-6);
+    EXPECT_LE(harness::compare(as_tensor(a), one.ref_row("linear_14", static_cast<std::int64_t>(n) - 1)).rel_l2, 1e-4);
+    if (n == 10) {
+      EXPECT_LE(harness::compare(as_tensor(s.step(one.prompt[10])), one.ref_row("linear_14", 10)).rel_l2, 1e-4);
+    }
+  }
+  llm::GenerateOptions o;
+  o.max_new_tokens = 9;
+  EXPECT_EQ(llm::generate(*one.m, one.prompt, o).tokens, one.tokens);
+  // The row input is checked against the tokens given.
+  NPUSIM_EXPECT_ERROR(llm::build_inputs(one.pg, one.m->prefill_roles, one.prompt, 0, {}, 16), "output row past the tokens", "< 16");
 }
 
 TEST(LlmSession, PromptLongerThanThePrefillProgramIsNotTruncated) {

@@ -284,17 +284,19 @@ int cmd_generate(const GenerateArgs& a, const TargetChoice& tc) {
   std::fprintf(info, "prefill %s: %zu nodes; decode %s: %zu nodes; %zu layers, prefill %lld tokens, cache %lld\n", pc.name.c_str(),
                pc.graph.nodes.size(), dc.name.c_str(), dc.graph.nodes.size(), map.layers.size(), static_cast<long long>(map.prefill_seq_len),
                static_cast<long long>(map.max_cache_len));
+  // --check compares every row of the prefill's logits; generation reads the last prompt row only.
+  const ir::Graph pg = a.check ? pc.graph : prefill_for_generation(pc.graph, info);
   // One set of weights for both programs: loaded once, shared.
   std::unordered_map<std::string, Tensor> cache;
   auto t0 = clock_type::now();
-  Prepared prefill = prepare(tc, pc.graph, pc.weights.get(), &cache, info, 0);
+  Prepared prefill = prepare(tc, pg, pc.weights.get(), &cache, info, 0);
   Prepared decode = prepare(tc, dc.graph, pc.weights.get(), &cache, info, 1);
   std::fprintf(info, "weights from %s ready in %.1f s\n", pc.weights->path().c_str(), seconds_since(t0));
   cache.clear();
   std::fprintf(info, "target: %s\n", prefill.runner->describe().c_str());
   print_device(tc, info);
 
-  llm::LlmPrograms model(*prefill.runner, *decode.runner, map, pc.graph, dc.graph);
+  llm::LlmPrograms model(*prefill.runner, *decode.runner, map, pg, dc.graph);
   if (serving()) {  // another rank's process: its stage of both programs, until rank 0 is done
     llm::Session keeps_kv(model);  // the KV cache of this stage's layers stays here between steps
     runtime::ProgramRunner* const programs[] = {prefill.plan, decode.plan};

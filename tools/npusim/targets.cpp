@@ -7,6 +7,8 @@
 #include <cstdio>
 #include <cstdlib>
 
+#include "npusim/passes/select_rows.hpp"
+#include "npusim/runtime/llm.hpp"
 #include "npusim/target/reference/reference_target.hpp"
 
 namespace npusim::cli {
@@ -94,6 +96,20 @@ program::CompileOptions compile_options(const TargetChoice& t) {
 }
 
 program::CompiledProgram compile(const TargetChoice& t, const ir::Graph& g) { return program::compile(g, target_info(t), compile_options(t)); }
+
+ir::Graph prefill_for_generation(const ir::Graph& g, FILE* info) {
+  ir::Graph one = g;
+  try {
+    const passes::RowSelection r = passes::select_output_row(one, 0, llm::logits_row_input);
+    if (!r.input.empty())
+      std::fprintf(info, "prefill: logits of the prompt's last row only (%zu nodes on one row, input %s)\n", r.nodes, r.input.c_str());
+    return one;
+  } catch (const Error& e) {
+    if (e.code() != ErrorCode::graph) throw;
+    std::fprintf(info, "prefill: logits of every row (%s)\n", e.message().c_str());
+    return g;
+  }
+}
 
 std::unique_ptr<runtime::ProgramRunner> make_runner(const program::CompiledProgram& p, const weights::WeightSource* source, weights::BindOptions bind,
                                                     int program_id) {

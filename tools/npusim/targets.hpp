@@ -70,6 +70,11 @@ program::CompileOptions compile_options(const TargetChoice& t);
 
 program::CompiledProgram compile(const TargetChoice& t, const ir::Graph& g);
 
+// generate and bench-llm read one row of the prefill's logits: a copy of the prefill graph that
+// computes only that row (passes::select_output_row, its row a graph input), or, where the graph
+// cannot, the graph as it is, with the reason on `info`.
+ir::Graph prefill_for_generation(const ir::Graph& g, FILE* info = stdout);
+
 // A runner for a compiled program: its partitions on their targets (weights bound from `source`).
 // With --devices (validate() keeps the list), stage s's partitions on device s. Under mpirun (processes.hpp) only this rank's stage; program_id tells the programs of one
 // command apart (generate: 0 the prefill, 1 the decode).

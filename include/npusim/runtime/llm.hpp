@@ -48,11 +48,16 @@ struct KvMapping {
 
 // Which graph input is what. Found structurally: token ids feed an embedding's index operand,
 // position ids feed the rotary op, cache positions are the 1-D integer input, the mask is the
-// remaining rank-4 float input that is not a KV buffer.
+// remaining rank-4 float input that is not a KV buffer, the output row is the integer input an
+// index_select reads as its index (passes::select_output_row: a prefill that computes the logits
+// of one row).
 // Roles are kept by tensor name, so they apply to any program compiled from the graph.
 struct Roles {
-  std::string input_ids, attention_mask, position_ids, cache_position;
+  std::string input_ids, attention_mask, position_ids, cache_position, output_row;
 };
+
+// The name a driver gives the row input of a prefill that computes one row of logits.
+inline constexpr const char* logits_row_input = "logits_row";
 
 // Whether an embedding reads a graph input (the token ids): the graph is an LLM's.
 bool has_token_input(const ir::Graph& g);
@@ -68,9 +73,10 @@ Tensor causal_mask(DType dtype, std::int64_t q_len, std::int64_t kv_len, std::in
 Tensor positions(Shape shape, std::int64_t start);
 
 // Builds the graph inputs for tokens at positions start..start+len-1, given the tensors for the
-// remaining inputs (KV buffers) by id in `g`.
+// remaining inputs (KV buffers) by id in `g`. A graph with an output-row input gets `output_row`
+// (-1: the last token's row).
 std::vector<Tensor> build_inputs(const ir::Graph& g, const Roles& r, std::span<const std::int64_t> tokens, std::int64_t start,
-                                 const std::map<ir::TensorId, Tensor>& others);
+                                 const std::map<ir::TensorId, Tensor>& others, std::int64_t output_row = -1);
 
 std::size_t output_index(const ir::Graph& g, const std::string& name);
 ir::TensorId input_id(const ir::Graph& g, const std::string& name);

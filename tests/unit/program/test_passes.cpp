@@ -12,6 +12,7 @@
 #include "npusim/passes/broadcast_fold.hpp"
 #include "npusim/passes/const_fold.hpp"
 #include "npusim/passes/pad_channels.hpp"
+#include "npusim/passes/select_rows.hpp"
 
 using namespace npusim;
 using npusim::test::data;
@@ -35,7 +36,63 @@ ir::Graph expand_add_graph() {
        "outputs": [{"name": "add", "shape": [2, 3, 8], "dtype": "float32"}], "attrs": {}}]})");
   return ir::read_ir_string(j.dump(), "bcast");
 }
+// x [1, 4, 8]: a = relu(x); out = a * w (w [8]) then softmax over the last dim; rows = sum(a, dim 1),
+// which reads every row of a.
+ir::Graph rows_graph() {
+  auto in = [](const char* n, nlohmann::json shape) {
+    return nlohmann::json{{"name", n}, {"shape", shape}, {"dtype", "float32"}, {"producer_node", n}, {"producer_output_idx", 0}};
+  };
+  auto out = [](const char* n, nlohmann::json shape) { return nlohmann::json{{"name", n}, {"shape", shape}, {"dtype", "float32"}}; };
+  nlohmann::json j = {
+      {"graph_inputs", {out("x", {1, 4, 8}), out("w", {8})}},
+      {"graph_outputs", {out("soft", {1, 4, 8}), out("rows", {1, 8})}},
+      {"weights", nlohmann::json::array()},
+      {"nodes",
+       {{{"name", "a"}, {"op_type", "aten.relu.default"}, {"inputs", {in("x", {1, 4, 8})}}, {"outputs", {out("a", {1, 4, 8})}}, {"attrs", nlohmann::json::object()}},
+        {{"name", "m"}, {"op_type", "aten.mul.Tensor"}, {"inputs", {in("a", {1, 4, 8}), in("w", {8})}}, {"outputs", {out("m", {1, 4, 8})}},
+         {"attrs", nlohmann::json::object()}},
+        {{"name", "soft"}, {"op_type", "aten.softmax.int"}, {"inputs", {in("m", {1, 4, 8})}}, {"outputs", {out("soft", {1, 4, 8})}}, {"attrs", {{"dim", -1}}}},
+        {{"name", "rows"}, {"op_type", "aten.sum.dim_IntList"}, {"inputs", {in("a", {1, 4, 8})}}, {"outputs", {out("rows", {1, 8})}},
+         {"attrs", {{"dim", {1}}, {"keepdim", false}}}}}}};
+  return ir::read_ir_string(j.dump(), "rows");
+}
 }  // namespace
+
+// The region grows back from the output while every reader of a node is in it: relu's output is
+// also summed over the rows, so the select goes between relu and mul.
+TEST(Passes, SelectOutputRowStopsWhereEveryRowIsStillRead) {
+  ir::Graph g = rows_graph();
+  const passes::RowSelection r = passes::select_output_row(g, 0, "row");
+  EXPECT_EQ(r.nodes, 2u);  // mul, softmax
+  EXPECT_EQ(r.selects, 1u);
+  EXPECT_EQ(r.input, "row");
+  ASSERT_EQ(g.inputs.size(), 3u);
+  EXPECT_EQ(g.tensor(g.inputs[2]).shape, Shape{1});
+  EXPECT_EQ(g.tensor(g.inputs[2]).dtype, DType::i64);
+  ASSERT_EQ(count_op(g, "aten.index_select.default"), 1);
+  EXPECT_EQ(g.tensor(g.outputs[0]).shape, (Shape{1, 1, 8}));
+  EXPECT_EQ(g.tensor(g.outputs[1]).shape, (Shape{1, 8}));  // the other output is unchanged
+  EXPECT_EQ(g.tensor(*g.find("a")).shape, (Shape{1, 4, 8}));
+  // Runs: the selected output is that row of the whole one.
+  Tensor x = Tensor::empty(DType::f32, {1, 4, 8}), w = Tensor::empty(DType::f32, {8});
+  for (std::int64_t i = 0; i < 32; ++i) x.data<float>()[i] = static_cast<float>(i % 7) - 3.0f;
+  for (std::int64_t i = 0; i < 8; ++i) w.data<float>()[i] = 0.25f * static_cast<float>(i);
+  auto whole = runner_for<ReferenceTarget>::make(test::compile_reference(rows_graph()), nullptr)->run(std::vector<Tensor>{x, w});
+  auto one = runner_for<ReferenceTarget>::make(test::compile_reference(g), nullptr);
+  for (std::int64_t row = 0; row < 4; ++row) {
+    auto o = one->run(std::vector<Tensor>{x, w, Tensor::from_values<std::int64_t>({1}, std::vector<std::int64_t>{row})});
+    for (std::int64_t i = 0; i < 8; ++i) EXPECT_EQ(o[0].data<float>()[i], whole[0].data<float>()[row * 8 + i]) << row << "," << i;
+    for (std::int64_t i = 0; i < 8; ++i) EXPECT_EQ(o[1].data<float>()[i], whole[1].data<float>()[i]);
+  }
+}
+
+TEST(Passes, SelectOutputRowRefusesWhatIsNotComputedRowByRow) {
+  ir::Graph g = rows_graph();
+  // `rows` is a sum over dim 1: every row of a in each of its values.
+  NPUSIM_EXPECT_ERROR(passes::select_output_row(g, 1, "row"), "does not compute it row by row", "rows");
+  NPUSIM_EXPECT_ERROR(passes::select_output_row(g, 2, "row"), "no such graph output");
+  EXPECT_EQ(g.inputs.size(), 2u);  // nothing added by the refusals
+}
 
 TEST(Passes, NormalizeInplaceRenamesInPlaceVariants) {
   ir::Graph g = read("models/resnet18");

@@ -96,8 +96,9 @@ NPUSIM_FUNC std::vector<float> Session::prefill(std::span<const std::int64_t> pr
   padded.resize(static_cast<std::size_t>(prefill_len_), 0);  // right padding: never attended to
   const ir::Graph& pg = m_.prefill.graph();
   auto t0 = clock::now();
-  std::vector<Tensor> out = m_.prefill.run(build_inputs(pg, m_.prefill_roles, padded, 0, {}));
-  std::vector<float> logits = row(out.at(0), first - 1);
+  std::vector<Tensor> out = m_.prefill.run(build_inputs(pg, m_.prefill_roles, padded, 0, {}, first - 1));
+  // A prefill with an output-row input computed that one row only.
+  std::vector<float> logits = row(out.at(0), m_.prefill_roles.output_row.empty() ? first - 1 : 0);
   kv_.from_prefill(m_.decode, out);
   out.clear();
   pos_ = first;

@@ -100,16 +100,20 @@ NPUSIM_FUNC bool has_token_input(const ir::Graph& g) {
 
 NPUSIM_FUNC Roles detect_roles(const ir::Graph& g, const std::set<ir::TensorId>& kv_inputs) {
   struct {
-    ir::TensorId input_ids = ir::no_tensor, attention_mask = ir::no_tensor, position_ids = ir::no_tensor, cache_position = ir::no_tensor;
+    ir::TensorId input_ids = ir::no_tensor, attention_mask = ir::no_tensor, position_ids = ir::no_tensor, cache_position = ir::no_tensor,
+                 output_row = ir::no_tensor;
   } r;
   auto is_input = [&](ir::TensorId t) { return g.tensor(t).kind == ir::TensorKind::input; };
   for (const ir::Node& n : g.nodes) {
     if (n.op_type == "aten.embedding.default" && n.inputs.size() == 2 && is_input(n.inputs[1])) r.input_ids = n.inputs[1];
     if (n.op_type == "wrap_with_set_grad_enabled" && n.inputs.size() == 2 && is_input(n.inputs[1])) r.position_ids = n.inputs[1];
+    if (n.op_type == "aten.index_select.default" && n.inputs.size() == 2 && is_input(n.inputs[1]) &&
+        g.tensor(n.inputs[1]).name.starts_with(logits_row_input))
+      r.output_row = n.inputs[1];
   }
   for (ir::TensorId t : g.inputs) {
     const ir::TensorInfo& info = g.tensor(t);
-    if (t == r.input_ids || t == r.position_ids || kv_inputs.count(t)) continue;
+    if (t == r.input_ids || t == r.position_ids || t == r.output_row || kv_inputs.count(t)) continue;
     if (is_integral(info.dtype) && info.shape.size() == 1 && r.cache_position == ir::no_tensor) r.cache_position = t;
     else if (is_integral(info.dtype) && info.shape.size() == 2 && r.position_ids == ir::no_tensor) r.position_ids = t;
     else if (is_floating(info.dtype) && info.shape.size() == 4 && r.attention_mask == ir::no_tensor) r.attention_mask = t;
@@ -118,7 +122,7 @@ NPUSIM_FUNC Roles detect_roles(const ir::Graph& g, const std::set<ir::TensorId>&
     throw Error(ErrorCode::graph, "not a language model: no embedding reads a graph input, so the graph takes no token ids "
                 "(generate and bench-llm take a causal LM's prefill and decode cases)", {.file = g.source, .expected = "an aten.embedding reading a graph input"});
   auto name = [&](ir::TensorId t) { return t == ir::no_tensor ? std::string() : g.tensor(t).name; };
-  return {name(r.input_ids), name(r.attention_mask), name(r.position_ids), name(r.cache_position)};
+  return {name(r.input_ids), name(r.attention_mask), name(r.position_ids), name(r.cache_position), name(r.output_row)};
 }
 
 NPUSIM_FUNC double lowest_finite(DType t) {
@@ -145,9 +149,12 @@ NPUSIM_FUNC Tensor positions(Shape shape, std::int64_t start) {
 }
 
 NPUSIM_FUNC std::vector<Tensor> build_inputs(const ir::Graph& g, const Roles& r, std::span<const std::int64_t> tokens, std::int64_t start,
-                                             const std::map<ir::TensorId, Tensor>& others) {
+                                             const std::map<ir::TensorId, Tensor>& others, std::int64_t output_row) {
   std::vector<Tensor> in;
   const auto len = static_cast<std::int64_t>(tokens.size());
+  if (output_row >= len)
+    throw Error(ErrorCode::shape, "output row past the tokens", {.file = g.source, .tensor = r.output_row,
+                .expected = "< " + std::to_string(len), .found = std::to_string(output_row)});
   for (ir::TensorId t : g.inputs) {
     const ir::TensorInfo& info = g.tensor(t);
     if (info.name == r.input_ids) {
@@ -159,6 +166,8 @@ NPUSIM_FUNC std::vector<Tensor> build_inputs(const ir::Graph& g, const Roles& r,
       in.push_back(positions(info.shape, start));
     } else if (!info.name.empty() && info.name == r.attention_mask) {
       in.push_back(causal_mask(info.dtype, info.shape[2], info.shape[3], start));
+    } else if (!info.name.empty() && info.name == r.output_row) {
+      in.push_back(Tensor::from_values<std::int64_t>(info.shape, std::vector<std::int64_t>{output_row < 0 ? len - 1 : output_row}));
     } else if (auto it = others.find(t); it != others.end()) {
       in.push_back(it->second);
     } else {
