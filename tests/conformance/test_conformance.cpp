@@ -273,6 +273,12 @@ std::vector<Case> make_cases() {
   add("moe/batched_mm_3x17", "topk", [](Builder& b) { b.output(moe_block(b, 3, 17, 4, 5, 2)); });
   add("moe/decode_1", "topk", [](Builder& b) { b.output(moe_block(b, 1, 16, 4, 8, 2)); });
   add("moe/split_top3_of_5", "topk", [](Builder& b) { b.output(moe_block(b, 4, 24, 5, 6, 3, true)); });
+  // SiLU*gate (the silu_gate pattern; the OpenCL target's silu_mul kernel where both operands are
+  // contiguous): one element, a row that is no multiple of a work-item's 8 values, a block of a
+  // prefill's shape, and a broadcast operand (the pointwise program).
+  for (const Shape& s : std::vector<Shape>{{1}, {3, 17}, {16, 136}})
+    add("silu_gate/" + shape_str(s), "silu", [=](Builder& b) { b.output(b.op("aten.mul.Tensor", {b.op("aten.silu.default", {b.input(s)}), b.input(s)})); });
+  add("silu_gate/broadcast", "silu", [](Builder& b) { b.output(b.op("aten.mul.Tensor", {b.op("aten.silu.default", {b.input({3, 17})}), b.input({17})})); });
   // The model-zoo ops (issue 40): einsum equations of every kind, swin's window ops, the writes
   // through slices (functionalized) and the alias ops (rewritten into listed ops).
   auto einsum = [](std::string e) { return attrs({{"equation", std::move(e)}}); };

@@ -152,6 +152,24 @@ __kernel void pointwise(__global const uchar* b0, ulong o0, int t0, __global con
   stf(GPTR(yb, yo), yt, i, reg[prog[1]]);
 }
 
+// y = silu(a) * b over contiguous operands of one shape, silu(a) rounded to `rt` first where rt is
+// f16/bf16 (-1: not): the pointwise program of an MLP's SiLU*gate (pw_apply's arithmetic), without
+// interpreting it. PW_SILU_MUL values per work-item, `step` (the work-item count) apart.
+#define PW_SILU_MUL 8
+__kernel void silu_mul(__global const uchar* ab, ulong ao, int at, __global const uchar* bb, ulong bo, int bt, __global uchar* yb, ulong yo,
+                       int yt, long n, int rt) {
+  const long step = get_global_size(0);
+  __global const uchar* a = CGPTR(ab, ao);
+  __global const uchar* b = CGPTR(bb, bo);
+  __global uchar* y = GPTR(yb, yo);
+  for (long i = get_global_id(0), k = 0; k < PW_SILU_MUL && i < n; ++k, i += step) {
+    const float x = ldf(a, at, i);
+    float s = x / (1.0f + exp(-x));
+    if (rt >= 0) s = round_to(s, rt);
+    stf(y, yt, i, s * ldf(b, bt, i));
+  }
+}
+
 // ---- reductions ---------------------------------------------------------------------------------
 // d: [nk, nr, count, kshape[nk], kstride[nk], rshape[nr], rstride[nr]]; op: 0 sum 1 mean 2 amax 3 amin 4 argmax 5 argmin
 __kernel void reduce(__global const uchar* xb, ulong xo, int xt, __global uchar* yb, ulong yo, int yt, __constant const long* d,
