@@ -7,8 +7,11 @@
 # then the Qwen2.5-1.5B prefill (`run --time`, bench-llm's time to first token, a profile by kernel
 # kind), generate --check, ResNet-18/50 f16, old and new alternating, and PyTorch's peers last.
 #   source .devdeps/device-env.sh && OLD=.old-main tools/device/gemm_ab.sh     carry: [".devdeps", ".old-main"]
-# Env: STEPS (any of tests,gemm,tiles,prefill,resnet,torch; default all but tiles), SHAPES (MxKxN
-# list), ROUNDS (ResNet rounds, default 2).
+# Env: STEPS (any of tests,conformance,gemm,tiles,prefill,free,records,resnet,torch,torchgemm;
+# default tests,gemm,prefill,resnet,torch,torchgemm), SHAPES (MxKxN list), ROUNDS (ResNet rounds,
+# default 2). conformance: the OpenCL conformance suite at f16 and bf16; free: generate from a
+# short prompt, old and new (the same tokens); records: `npusim bench --json` of the prefill `run`
+# and of ResNet-50/18 f16 (h200_*.json, docs/bench).
 # Results in $OUT/gemm_ab.tar.gz; a summary on stdout.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
@@ -16,7 +19,7 @@ OUT=${OUT:-/tmp/npusim-gemm}
 R=$OUT/gemm_ab
 mkdir -p "$R"
 t0=$(date +%s)
-STEPS=${STEPS:-tests,gemm,prefill,resnet,torch}
+STEPS=${STEPS:-tests,gemm,prefill,resnet,torch,torchgemm}
 has() { [[ ",$STEPS," == *",$1,"* ]]; }
 export NPUSIM_OPENCL_DEVICE=${NPUSIM_OPENCL_DEVICE:-NVIDIA}
 export NPUSIM_OPENCL_CACHE=/tmp/npusim-cl-cache
@@ -38,6 +41,7 @@ build() {  # build SRC DIR TARGETS...
 }
 tests=()
 has tests && tests=(npusim_opencl_tests)
+has conformance && tests+=(npusim_conformance_tests)
 build . build-g npusim_cli "${tests[@]}" &
 build "$OLD" build-old npusim_cli &
 wait
@@ -47,7 +51,7 @@ bin() { if [[ $1 == old ]]; then echo "build-old/$2"; else echo "build-g/$2"; fi
 pack() { tar -czf "$OUT/gemm_ab.tar.gz" -C "$OUT" --exclude='trace*.json' gemm_ab; }
 if has tests; then
   timeout 300 build-g/tests/npusim_opencl_tests \
-    --gtest_filter='OpenCLGemm.*:Fixtures/OpenCLOpCase.MatchesPyTorchInFloat16/*conv*:Fixtures/OpenCLOpCase.MatchesPyTorchInFloat16/*linear*:Fixtures/OpenCLOpCase.MatchesPyTorchInFloat16/*matmul*:Fixtures/OpenCLOpCase.MatchesPyTorchInFloat16/bmm:Fixtures/OpenCLOpCase.MatchesPyTorchInFloat16/*attention*:Fixtures/OpenCLOpCase.MatchesPyTorchInFloat16/silu_gate_mlp:OpenCLQuantizedLinear.*' \
+    --gtest_filter='OpenCLGemm.*:OpenCLModels.*:Fixtures/OpenCLOpCase.MatchesPyTorchInFloat16/*conv*:Fixtures/OpenCLOpCase.MatchesPyTorchInFloat16/*linear*:Fixtures/OpenCLOpCase.MatchesPyTorchInFloat16/*matmul*:Fixtures/OpenCLOpCase.MatchesPyTorchInFloat16/bmm:Fixtures/OpenCLOpCase.MatchesPyTorchInFloat16/*attention*:Fixtures/OpenCLOpCase.MatchesPyTorchInFloat16/silu_gate_mlp:OpenCLQuantizedLinear.*' \
     > "$R/tests.log" 2>&1
   echo "tests: rc $? $(grep -E '^\[  (PASSED|FAILED) |matrix kernels on' "$R/tests.log" | tr '\n' ' ')"
   grep -E '^\[  FAILED|Failure' "$R/tests.log" | head -10
@@ -97,6 +101,26 @@ if has prefill; then
   echo "check: $(grep -E 'greedy tokens|^PASS|^FAIL|rror' "$R/check.log" | tr '\n' ' ' | cut -c1-300)"
   pack
 fi
+if has conformance; then
+  timeout 400 build-g/tests/npusim_conformance_tests --gtest_filter='Targets/Conformance.*/opencl_float16:Targets/Conformance.*/opencl_bfloat16' \
+    > "$R/conformance.log" 2>&1
+  echo "conformance: rc $? $(grep -E '^conformance:|^\[  (PASSED|FAILED) ' "$R/conformance.log" | tr '\n' ' ')"
+  grep -E 'Failure|on opencl at' "$R/conformance.log" | head -10
+fi
+if has free; then
+  for v in old new; do
+    timeout 200 "$(bin $v npusim)" generate $P $D --target opencl --dtype bf16 --prompt-ids 9707,11,1879,374,264 --max-new-tokens 16 > "$R/free_$v.log" 2>&1
+    echo "free $v: $(grep -E '^prefill:|^tokens:|time to first|rror' "$R/free_$v.log" | tr '\n' ' ' | cut -c1-300)"
+  done
+fi
+if has records; then
+  timeout 200 build-g/npusim bench $P --target opencl --dtype bf16 --repeats 20 --json "$R/h200_prefill128_bf16.json" > "$R/record_prefill.log" 2>&1
+  for m in resnet50 resnet18; do
+    timeout 200 build-g/npusim bench $M/$m --target opencl --dtype f16 --repeats 200 --json "$R/h200_${m}_f16.json" > "$R/record_$m.log" 2>&1
+  done
+  grep -hE 'latency|throughput|rror' "$R"/record_*.log
+  pack
+fi
 if has resnet; then
   for round in $(seq "${ROUNDS:-2}"); do
     for v in old new; do
@@ -109,8 +133,10 @@ if has resnet; then
   done
   pack
 fi
-if has torch; then
+if has torchgemm; then
   PYTHONUNBUFFERED=1 timeout 150 python3 bench/opencl_mma/torch_peer.py > "$R/torch_gemm.log" 2>&1; grep PEER "$R/torch_gemm.log"
+fi
+if has torch; then
   PYTHONUNBUFFERED=1 timeout 200 python3 bench/torch_peer.py resnet hf > "$R/torch.log" 2>&1; grep PEER "$R/torch.log"
 fi
 echo "total: $(( $(date +%s) - t0 )) s"
