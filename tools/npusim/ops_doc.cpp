@@ -71,7 +71,8 @@ std::string ops_markdown() {
     << "(`copy_`, `zero_`, `fill_`) become `slice_scatter` nodes that later readers read; `swapaxes` becomes "
     << "`transpose`, `expand_as` `expand`, `type_as` `to_dtype`, `new_zeros`, `zero` and `fill` creation ops "
     << "(folded at compile time), `copy` `expand` and `to_dtype`; `einsum` becomes `sum`, `permute`, `reshape`, "
-    << "`expand` and `matmul` nodes unless it takes a diagonal. Their rows' — is what a target would do "
+    << "`expand` and `matmul` nodes (a diagonal, `ii->i`, a `slice` with a step over its merged dimensions) unless a "
+    << "dimension is empty. Their rows' — is what a target would do "
     << "with the op as written, which a compiled program never asks of it.\n\n";
 
   s << "## Targets\n\n| target | compute dtypes | fallback | fusion patterns, in priority order |\n|---|---|---|---|\n";

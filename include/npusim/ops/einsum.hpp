@@ -209,7 +209,8 @@ struct Einsum {
   static constexpr std::string_view id = "einsum";
   static constexpr std::array aten{"aten.einsum.default"sv};
   // Not `matmul`: the NPU model and the checks read a matmul node's operands as matmul's (a, b).
-  // The compiler lowers einsum to matmul nodes (passes/lower_einsum.hpp) unless it takes a diagonal.
+  // The compiler lowers einsum to matmul nodes (passes/lower_einsum.hpp; a diagonal to a stepped
+  // slice) unless a dimension is empty.
   static constexpr OpClass op_class = OpClass::reduction;
   struct Attrs {
     std::string equation;

@@ -3,8 +3,9 @@
 // sum over the labels nothing else needs, then left to right one matmul per further operand over
 // [batch, kept, contracted] layouts (permute, expand for size-1 labels, reshape), and a final
 // permute/reshape into the node's own output tensor. The same steps as the reference kernel
-// (target/reference/kernels/einsum.hpp), here as graph nodes. An equation with a repeated label
-// in one operand (a diagonal) or an empty dimension stays an einsum node (the reference runs it).
+// (target/reference/kernels/einsum.hpp), here as graph nodes; a label repeated in one operand (a
+// diagonal) is first read as a stepped slice of its occurrences merged by a reshape. An equation
+// with an empty dimension stays an einsum node (the reference runs it).
 #pragma once
 
 #include "npusim/config.hpp"

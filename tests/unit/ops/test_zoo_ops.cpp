@@ -166,6 +166,9 @@ TEST(Einsum, LoweringMatchesTheDefinition) {
       {"bgij,bgjd->bgid", {{2, 3, 4, 6}, {2, 3, 6, 5}}},   // and its weighted sum
       {"ij,jk,kl->il", {{3, 4}, {4, 5}, {5, 2}}},          // a chain
       {"iij->j", {{3, 3, 4}}},                             // diagonal then sum
+      {"iji->ji", {{4, 3, 4}}},                            // a diagonal over dimensions apart
+      {"ijiji->ij", {{3, 2, 3, 2, 3}}},                    // a label three times, another twice
+      {"bii,ik->bk", {{2, 5, 5}, {5, 3}}},                 // a diagonal into a product
       {"ijk,ik->j", {{3, 4, 5}, {3, 5}}},                  // batch label contracted away
       {"...a,ab->...b", {{2, 3, 4}, {4, 5}}},              // linear-like, ellipsis
       {"a...,a...->...", {{3, 2, 1}, {3, 1, 4}}},          // broadcasting ellipsis
@@ -193,7 +196,7 @@ TEST(Einsum, LoweringMatchesTheDefinition) {
   }
 }
 
-TEST(Einsum, CompilerLowersItToMatmulsUnlessItTakesADiagonal) {
+TEST(Einsum, CompilerLowersItToMatmulsAndDiagonalsToSlices) {
   auto census = [](const std::string& e, std::vector<Shape> shapes) {
     Net t;
     std::vector<ir::TensorId> ins;
@@ -216,8 +219,13 @@ TEST(Einsum, CompilerLowersItToMatmulsUnlessItTakesADiagonal) {
   auto reduce = census("ijk->j", {{3, 4, 5}});
   EXPECT_EQ(reduce["aten.sum.dim_IntList"], 1);
   EXPECT_EQ(reduce["aten.matmul.default"], 0);
-  auto diag = census("ii->i", {{3, 3}});
-  EXPECT_EQ(diag["aten.einsum.default"], 1);
+  auto diag = census("ii->i", {{3, 3}});  // [3, 3] -> [9] -> [0:9:4]
+  EXPECT_EQ(diag["aten.einsum.default"], 0);
+  EXPECT_EQ(diag["aten.slice.Tensor"], 1);
+  EXPECT_EQ(diag["aten.permute.default"], 0);
+  auto apart = census("iji->ij", {{4, 3, 4}});  // the second i brought next to the first
+  EXPECT_EQ(apart["aten.permute.default"], 1);
+  EXPECT_EQ(apart["aten.slice.Tensor"], 1);
 }
 
 TEST(Einsum, BadEquationsAreTypedErrors) {

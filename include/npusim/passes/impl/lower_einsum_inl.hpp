@@ -48,6 +48,51 @@ struct EinsumLowering {
     return it == t.labels.end() ? 1 : t.shape[static_cast<std::size_t>(it - t.labels.begin())];
   }
 
+  // A label repeated in the term (a diagonal): its occurrences brought next to the first one
+  // (permute), merged into one dimension (reshape), and the diagonal read as one stepped slice of
+  // it: with k occurrences of size n, the entries (i, ..., i) lie 1 + n + ... + n^(k-1) apart.
+  // The result has each label once, in first-occurrence order (as the reference's diagonal).
+  Term diagonals(Term t) {
+    for (std::size_t d = 0; d < t.labels.size(); ++d) {
+      const int l = t.labels[d];
+      std::vector<std::int64_t> perm;
+      for (std::size_t e = 0; e <= d; ++e) perm.push_back(static_cast<std::int64_t>(e));
+      for (std::size_t e = d + 1; e < t.labels.size(); ++e)
+        if (t.labels[e] == l) perm.push_back(static_cast<std::int64_t>(e));
+      const std::size_t k = perm.size() - d;  // occurrences of l
+      if (k < 2) continue;
+      Term r{ir::no_tensor, {}, {}};
+      for (std::size_t e = d + 1; e < t.labels.size(); ++e)
+        if (t.labels[e] != l) perm.push_back(static_cast<std::int64_t>(e));
+      Shape ps;
+      for (std::int64_t e : perm) ps.push_back(t.shape[static_cast<std::size_t>(e)]);
+      TensorId x = t.t;
+      bool identity = true;
+      for (std::size_t i = 0; i < perm.size(); ++i) identity = identity && perm[i] == static_cast<std::int64_t>(i);
+      if (!identity) {
+        ir::AttrMap a;
+        a.set("dims", list(perm));
+        x = emit("aten.permute.default", {x}, std::move(a), ps);
+      }
+      const std::int64_t n = t.shape[d];
+      std::int64_t run = 1, step = 0;
+      for (std::size_t i = 0; i < k; ++i) step += run, run *= n;
+      Shape ms(ps.begin(), ps.begin() + static_cast<std::ptrdiff_t>(d));
+      ms.push_back(run);
+      ms.insert(ms.end(), ps.begin() + static_cast<std::ptrdiff_t>(d + k), ps.end());
+      x = reshape(x, ms);
+      r.shape = ms;
+      r.shape[d] = n;
+      ir::AttrMap a;
+      a.set("dim", ir::AttrValue(static_cast<std::int64_t>(d))), a.set("start", ir::AttrValue(std::int64_t{0})), a.set("step", ir::AttrValue(step));
+      r.t = emit("aten.slice.Tensor", {x}, std::move(a), r.shape);
+      for (std::size_t e = 0; e < t.labels.size(); ++e)
+        if (e <= d || t.labels[e] != l) r.labels.push_back(t.labels[e]);
+      t = std::move(r);
+    }
+    return t;
+  }
+
   template <class Keep>
   Term sum_out(const Term& t, Keep&& keep) {
     Term r{ir::no_tensor, {}, {}};
@@ -133,11 +178,6 @@ NPUSIM_FUNC int lower_einsum(ir::Graph& g) {
     for (TensorId t : n.inputs) shapes.push_back(g.tensor(t).shape);
     const ops::EinsumSpec s = ops::parse_einsum(a.equation, shapes);
     bool simple = true;
-    for (const auto& in : s.in) {
-      std::vector<int> sorted = in;
-      std::sort(sorted.begin(), sorted.end());
-      simple = simple && std::adjacent_find(sorted.begin(), sorted.end()) == sorted.end();
-    }
     for (int l : s.labels()) simple = simple && s.size[static_cast<std::size_t>(l)] > 0;
     if (!simple) {
       g.nodes.push_back(std::move(n));
@@ -159,7 +199,7 @@ NPUSIM_FUNC int lower_einsum(ir::Graph& g) {
     };
     detail::EinsumLowering::Term cur{ir::no_tensor, {}, {}};
     for (std::size_t k = 0; k < k_ops; ++k) {
-      detail::EinsumLowering::Term t{n.inputs[k], s.in[k], shapes[k]};
+      detail::EinsumLowering::Term t = L.diagonals({n.inputs[k], s.in[k], shapes[k]});
       t = L.sum_out(t, [&](int l) { return needed_beyond(k, l); });
       cur = k == 0 ? t : L.contract(cur, t, later[k]);
       cur = L.sum_out(cur, [&](int l) { return L.has(later[k], l); });

@@ -26,7 +26,7 @@ struct CpuTarget {
   static constexpr std::string_view name = "cpu";
   // Every op but the model-zoo ops without a CPU kernel (they fall back; the alias ops and writes
   // are rewritten into listed ops before partitioning: passes/functionalize.hpp).
-  using op_list = meta::concat_t<ops::unary_ops, ops::binary_ops, ops::view_ops, ops::movement_ops, ops::other_ops, meta::list<ops::MaskedFill, ops::IndexTensor, ops::Pad, ops::Roll, ops::LinalgVectorNorm>>;
+  using op_list = meta::concat_t<ops::unary_ops, ops::binary_ops, ops::view_ops, ops::movement_ops, ops::other_ops, meta::list<ops::MaskedFill, ops::IndexTensor, ops::Pad, ops::Roll, ops::LinalgVectorNorm, ops::SliceScatter>>;
   using pattern_list = meta::list<fusion::Moe, fusion::Attention, fusion::GqaMatmul, fusion::MaskedSoftmax, fusion::RmsNorm, fusion::SiluGate, fusion::Rotary,
                                   fusion::ConvMaxPool, fusion::ConvAddRelu, fusion::ConvBnRelu, fusion::AddRelu, fusion::MatmulTransB, fusion::EltwiseChain>;
   static constexpr DType dtypes[] = {DType::f32, DType::f16, DType::bf16};

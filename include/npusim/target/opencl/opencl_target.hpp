@@ -32,7 +32,8 @@ struct OpenCLTarget {
                                             ops::Sum, ops::Amax, ops::Amin, ops::Argmax, ops::Argmin, ops::Softmax, ops::LogSoftmax,
                                             ops::Embedding, ops::IndexCopy, ops::IndexSelect, ops::ScaledDotProductAttention, ops::RotaryHop,
                                             ops::QuantizePerTensor, ops::DequantizePerTensor, ops::QConv2d, ops::QLinear, ops::QAdd, ops::QMaxPool2d, ops::QCat, ops::TopK, ops::ZerosLike,
-                                            ops::IndexAdd, ops::IndexTensor, ops::Pad, ops::Roll, ops::LinalgVectorNorm>>;
+                                            ops::IndexAdd, ops::IndexTensor, ops::Pad, ops::Roll, ops::LinalgVectorNorm, ops::MaskedFill,
+                                            ops::SliceScatter>>;
   // The GEMV groups, rope_kv and conv_add_relu are what its kernels run as one launch (they were
   // merged by the executor before issue 41); each before the patterns whose ops it takes.
   using pattern_list = meta::list<fusion::Moe, fusion::Attention, fusion::GqaMatmul, fusion::MaskedSoftmax, fusion::RopeKv, fusion::LinearAdd,

@@ -22,6 +22,10 @@ NPUSIM_FUNC std::optional<std::string> CpuTarget::refuse(const ir::Graph& g, con
     if (!is_weight(2) || !is_weight(0) || a.alpha.value != 1 || a.beta.value != 1 || g.tensor(n.inputs[0]).shape.size() != 1)
       return "the CPU target runs addmm as bias + x @ W with load-time weights and alpha = beta = 1";
   }
+  // slice_scatter copies bytes: a source of another dtype than self (torch casts it) is the reference's.
+  if (op == ops::op_index_v<ops::SliceScatter> && g.tensor(n.inputs.at(1)).dtype != g.tensor(n.inputs.at(0)).dtype)
+    return "the CPU slice_scatter copies bytes; this source is " + std::string(dtype_name(g.tensor(n.inputs.at(1)).dtype)) + ", self " +
+           std::string(dtype_name(g.tensor(n.inputs.at(0)).dtype));
   if (op == ops::op_index_v<ops::BatchNorm> || op == ops::op_index_v<ops::LayerNorm>)
     for (std::size_t i = 1; i < n.inputs.size(); ++i)
       if (!is_weight(i)) return "the CPU target needs " + n.op_type + " parameters as weights";

@@ -1,6 +1,6 @@
 // Movement kernels of the OpenCL target: every copy is one strided-copy launch (with dtype
-// conversion): to_dtype, transposes and permutes, expand, slice, select, cat, chunk/split/unbind;
-// pad and roll gather through per-dimension index maps (ops::SourceMap).
+// conversion): to_dtype, transposes and permutes, expand, slice, select, cat, chunk/split/unbind,
+// slice_scatter; pad and roll gather through per-dimension index maps (ops::SourceMap).
 // Views and no-ops move no bytes (the planner gives views their source's storage).
 #pragma once
 
@@ -149,6 +149,29 @@ struct kernel<ops::Cat, OpenCLTarget> {
       ocl::copy(b, b.ref(t), b.ref(b.out()), b.shape(t), contiguous_strides(b.shape(t)), 0, ost, at * ost[d]);
       at += b.shape(t)[d];
     }
+  }
+};
+
+// slice_scatter: self copied whole, then src (the slice's shape) written over self[start:end:step]
+// along dim, the slice's strides on the destination side; both copies convert dtypes as torch's
+// copy_ does (two launches of copy_strided: no program of its own).
+template <>
+struct kernel<ops::SliceScatter, OpenCLTarget> {
+  static constexpr bool provided = true;
+  static void bind(ocl::Binder& b) {
+    auto a = b.attrs<ops::SliceScatter>();
+    const ir::TensorId x = b.node().inputs.at(0), src = b.node().inputs.at(1), y = b.out();
+    const Shape& xs = b.shape(x);
+    auto d = static_cast<std::size_t>(normalize_dim(a.dim, static_cast<std::int64_t>(xs.size())));
+    const ops::SliceRange r = ops::clamp_slice(xs[d], a.start, a.end, a.step);
+    ocl::copy_all(b, x, y);
+    if (r.length == 0) return;
+    Shape s = xs;
+    s[d] = r.length;
+    Strides yst = contiguous_strides(xs);
+    const std::int64_t off = r.start * yst[d];
+    yst[d] *= r.step;
+    ocl::copy(b, b.ref(src), b.ref(y), s, contiguous_strides(s), 0, yst, off);
   }
 };
 

@@ -68,6 +68,10 @@ inline int emit_node(PwProgram& p, const ir::Node& n, const std::function<int(ir
       throw Error(ErrorCode::unsupported, "no pointwise code for " + std::string(Op::id));
     } else if constexpr (std::is_same_v<Op, Where>) {
       return p.emit(pw_where, in(0), in(1), in(2));
+    } else if constexpr (std::is_same_v<Op, MaskedFill>) {
+      // where(mask, value, self); .Tensor's value is a 0-d input, .Scalar's an immediate.
+      const int value = n.inputs.size() == 3 ? in(2) : p.emit(pw_const, 0, 0, 0, a.value->value);
+      return p.emit(pw_where, in(1), value, in(0));
     } else if constexpr (std::is_same_v<Op, ToDtype>) {
       return in(0);  // the cast itself is the rounding to the output's storage, emitted by the caller
     } else {

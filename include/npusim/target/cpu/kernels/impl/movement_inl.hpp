@@ -120,6 +120,24 @@ NPUSIM_FUNC std::vector<Fn> bind_movement(Ctx& c) {
         at += c.shape(t)[d];
       }
     }
+  } else if (op == ops::op_index_v<ops::SliceScatter>) {
+    // self copied whole, then src (the slice's shape, contiguous as every stored tensor is) written
+    // over self[start:end:step] along dim: the slice's strides are on the destination side.
+    auto a = c.attrs<ops::SliceScatter>();
+    auto d = dim_of(a.dim);
+    auto r = ops::clamp_slice(xs[d], a.start, a.end, a.step);
+    const ir::TensorId src = n.inputs.at(1), y = n.outputs[0];
+    fns.push_back(bind_copy(c, x, y, xs, cs, 0));
+    if (r.length > 0) {
+      if (c.storage(src) != c.storage(y)) c.unsupported("slice_scatter of a source stored in another type (refuse() sends it to the fallback)");
+      Shape s = xs;
+      s[d] = r.length;
+      Strides yst = cs;
+      yst[d] *= r.step;
+      CopyPlan p{c.ptr(src), c.ptr(y), s, contiguous_strides(s), yst, 0, r.start * cs[d], dtype_size(c.storage(y))};
+      simplify(p);
+      fns.push_back([p] { run_copy(p); });
+    }
   } else if (op == ops::op_index_v<ops::Pad>) {
     auto a = c.attrs<ops::Pad>();
     fns.push_back(bind_map_gather(c, x, n.outputs[0], ops::Pad::source_map(a, xs), a.value.value_or(0.0)));
