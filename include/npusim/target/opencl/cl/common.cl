@@ -45,14 +45,6 @@ inline float round_to(float v, int dt) {
   return v;
 }
 
-// A device-scope fence, for work-groups that hand results to another work-group through global
-// memory and a counter: NVIDIA's PTX acquire/release (which also orders the L1), else OpenCL 1.2's.
-#ifdef NV_WARP
-#define GPU_FENCE() asm volatile("fence.acq_rel.gpu;" ::: "memory")
-#else
-#define GPU_FENCE() mem_fence(CLK_GLOBAL_MEM_FENCE)
-#endif
-
 // Sums and maxima over work-items. NV_WARP (NVIDIA GPUs, set by the host): warp shuffles through
 // inline PTX, all 32 lanes of each warp taking part (call them outside divergent code); the
 // butterfly adds the same pairs in the same order as the local-memory tree below, so lane 0's sum

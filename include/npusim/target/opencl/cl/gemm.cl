@@ -390,8 +390,7 @@ PK_GROUP_FN(gemv, GV_WG)
 // straight from global to local memory instead, cp.async.cg (16 bytes, zero-filled past M, N or
 // K) into M_STAGES local stages, M_STAGES - 1 slices in flight while one is multiplied, one barrier
 // per slice. Out-of-range rows, columns and K are zero in the tiles, so any M, N, K works. Split-K
-// (ksplit > 1) writes f32 partial sums to `part` in gemm()'s layout, and the tile's last split adds
-// them up (counts: one counter per output tile, zero between runs).
+// (ksplit > 1) writes f32 partial sums to `part` in gemm()'s layout for gemm_reduce.
 #ifdef MMA
 #ifndef MMA_T
 #define MMA_T DT_BF16
@@ -420,9 +419,6 @@ PK_GROUP_FN(gemv, GV_WG)
 #endif
 #ifndef M_STAGES
 #define M_STAGES 2
-#endif
-#ifndef M_SPLIT
-#define M_SPLIT 0  // 1: K split over work-groups (ksplit > 1), each tile's last split adds them up
 #endif
 #if M_ASYNC && BMODE > 1
 #error "cp.async staging takes A and B as 16-byte aligned rows (BMODE 0 or 1)"
@@ -610,11 +606,8 @@ __kernel __attribute__((reqd_work_group_size(M_NT, 1, 1))) void gemm_mma(
     __global const uchar* ab, ulong ao, __global const uchar* bb, ulong bo, __global uchar* cb, ulong co,
     __global const uchar* biasb, ulong biaso, int biast, int bias_mode, __global const uchar* rb, ulong ro, int rt, int has_res, int relu,
     long M, long N, long K, __constant const long* d, int conv, __global const int4* ktab, int ksplit, long kchunk, __global float* part,
-    __global int* counts, int avec, int bvec) {
+    int avec, int bvec) {
   __local uint4 smem[M_STAGES * M_STAGE_U16 / 8];
-#if M_SPLIT
-  __local int last_split;
-#endif
   EMU_DECL
   const int tid = get_local_id(0), lane = tid & 31, warp = tid >> 5, lane_warp = warp;
   const int wm = warp / (MBN / MWN), wn = warp % (MBN / MWN);
@@ -863,32 +856,6 @@ __kernel __attribute__((reqd_work_group_size(M_NT, 1, 1))) void gemm_mma(
         const long off = cofs + m * scm + n * scn;
         ST_T(TC, C, off, epilogue(acc[i][j][r], brow + m, n, off, CGPTR(biasb, biaso), biast, bias_mode, CGPTR(rb, ro), rt, has_res, relu));
       }
-#if M_SPLIT
-  // Split K (a variant of its own: the merge costs the main loop registers): the tile's last split to finish adds the splits up, in order, and applies the epilogue
-  // (gemm_reduce's sums, without a second launch). Each split publishes its partial sums before it
-  // counts itself in counts[tile]; the last reads them past the L1 (volatile) and sets the count
-  // back to 0 for the next run.
-  barrier(CLK_GLOBAL_MEM_FENCE | CLK_LOCAL_MEM_FENCE);
-  if (tid == 0) {
-    GPU_FENCE();
-    const long tile = (z * get_num_groups(1) + get_group_id(1)) * get_num_groups(0) + get_group_id(0);
-    const int done = atomic_inc(counts + tile);
-    last_split = done == ksplit - 1;
-    if (last_split) counts[tile] = 0;
-    GPU_FENCE();
-  }
-  barrier(CLK_LOCAL_MEM_FENCE);
-  if (!last_split) return;
-  volatile __global const float* pp = part;
-  for (int e = tid; e < MBM * MBN; e += M_NT) {
-    const long m = m0 + e / MBN, n = n0 + e % MBN;
-    if (m >= M || n >= N) continue;
-    float v = 0.0f;
-    for (int s = 0; s < ksplit; ++s) v += pp[((z * ksplit + s) * M + m) * N + n];
-    const long off = cofs + m * scm + n * scn;
-    ST_T(TC, C, off, epilogue(v, brow + m, n, off, CGPTR(biasb, biaso), biast, bias_mode, CGPTR(rb, ro), rt, has_res, relu));
-  }
-#endif
 }
 
 // The capability probe: one 16 x 16 x 16 product two ways (B as W rows through ldmatrix, B as K rows

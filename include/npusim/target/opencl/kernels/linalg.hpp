@@ -130,20 +130,22 @@ inline bool launch_mma(Binder& b, const Gemm& g, const std::string& type_opts, c
   const std::string opts = type_opts + (idx32 ? " -DIDX32" : "") + " -DMMA=1 -DMMA_T=" + std::to_string(dt_code(g.a.dtype)) +
                            " -DBMODE=" + std::to_string(mode) + " -DMBM=" + std::to_string(t.bm) + " -DMBN=" + std::to_string(t.bn) +
                            " -DMWM=" + std::to_string(t.wm) + " -DMWN=" + std::to_string(t.wn) + (mma.emulated ? " -DMMA_EMU=1" : "") +
-                           (async ? " -DM_ASYNC=1 -DM_STAGES=" + std::to_string(stages) : "") + (ks.n > 1 ? " -DM_SPLIT=1" : "");
+                           (async ? " -DM_ASYNC=1 -DM_STAGES=" + std::to_string(stages) : "");
   cl_program p = b.program("gemm", ocl::cl_source::gemm, opts);
   const Typed bias = g.bias ? Typed{*g.bias} : b.none();
   const Typed res = g.residual ? Typed{*g.residual} : b.none();
-  // Split K: partial sums in `part`, added up by each tile's last split (a counter per tile).
   cl_mem part = ks.n > 1 ? b.scratch(static_cast<std::size_t>(nbatch * ks.n * g.M * g.N) * sizeof(float)) : b.none().r.mem;
-  cl_mem counts = ks.n > 1 ? b.zeroed(static_cast<std::size_t>(n_tiles) * sizeof(cl_int)) : b.none().r.mem;
   b.launch(p, "gemm_mma",
            {static_cast<std::size_t>((g.N + t.bn - 1) / t.bn) * static_cast<std::size_t>(nt), static_cast<std::size_t>((g.M + t.bm - 1) / t.bm),
             static_cast<std::size_t>(nbatch * ks.n)},
            {static_cast<std::size_t>(nt), 1, 1}, 3, Ptr{g.a}, Ptr{g.b}, Ptr{g.c}, bias, static_cast<cl_int>(g.bias ? g.bias_mode : 0), res,
            static_cast<cl_int>(g.residual ? 1 : 0), g.relu, static_cast<cl_long>(g.M), static_cast<cl_long>(g.N), static_cast<cl_long>(g.K), desc,
-           static_cast<cl_int>(conv), ktab, static_cast<cl_int>(ks.n), static_cast<cl_long>(ks.chunk), part, counts, static_cast<cl_int>(avec),
+           static_cast<cl_int>(conv), ktab, static_cast<cl_int>(ks.n), static_cast<cl_long>(ks.chunk), part, static_cast<cl_int>(avec),
            static_cast<cl_int>(bvec));
+  if (ks.n > 1)
+    b.launch1d(p, "gemm_reduce", nbatch * g.M * g.N, 256, part, static_cast<cl_int>(ks.n), Ptr{g.c}, bias, static_cast<cl_int>(g.bias ? g.bias_mode : 0),
+               res, static_cast<cl_int>(g.residual ? 1 : 0), g.relu, static_cast<cl_long>(g.M), static_cast<cl_long>(g.N), static_cast<cl_long>(nbatch),
+               desc, static_cast<cl_int>(conv));
   return true;
 }
 
