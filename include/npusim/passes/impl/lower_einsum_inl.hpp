@@ -66,14 +66,7 @@ struct EinsumLowering {
         if (t.labels[e] != l) perm.push_back(static_cast<std::int64_t>(e));
       Shape ps;
       for (std::int64_t e : perm) ps.push_back(t.shape[static_cast<std::size_t>(e)]);
-      TensorId x = t.t;
-      bool identity = true;
-      for (std::size_t i = 0; i < perm.size(); ++i) identity = identity && perm[i] == static_cast<std::int64_t>(i);
-      if (!identity) {
-        ir::AttrMap a;
-        a.set("dims", list(perm));
-        x = emit("aten.permute.default", {x}, std::move(a), ps);
-      }
+      TensorId x = permute(t.t, perm, ps);
       const std::int64_t n = t.shape[d];
       std::int64_t run = 1, step = 0;
       for (std::size_t i = 0; i < k; ++i) step += run, run *= n;
@@ -91,6 +84,17 @@ struct EinsumLowering {
       t = std::move(r);
     }
     return t;
+  }
+
+  // x permuted by `perm` (to shape `ps`), or x itself where perm is the identity.
+  TensorId permute(TensorId x, const std::vector<std::int64_t>& perm, const Shape& ps) {
+    for (std::size_t i = 0; i < perm.size(); ++i)
+      if (perm[i] != static_cast<std::int64_t>(i)) {
+        ir::AttrMap a;
+        a.set("dims", list(perm));
+        return emit("aten.permute.default", {x}, std::move(a), ps);
+      }
+    return x;
   }
 
   template <class Keep>
@@ -117,14 +121,7 @@ struct EinsumLowering {
         const auto d = static_cast<std::int64_t>(std::find(t.labels.begin(), t.labels.end(), l) - t.labels.begin());
         perm.push_back(d), ps.push_back(t.shape[static_cast<std::size_t>(d)]);
       }
-    TensorId x = t.t;
-    bool identity = true;
-    for (std::size_t i = 0; i < perm.size(); ++i) identity = identity && perm[i] == static_cast<std::int64_t>(i);
-    if (!identity) {
-      ir::AttrMap a;
-      a.set("dims", list(perm));
-      x = emit("aten.permute.default", {x}, std::move(a), ps);
-    }
+    TensorId x = permute(t.t, perm, ps);
     // Labels the term lacks become size-1 dimensions, then everything expands to `sizes`.
     Shape us;
     for (std::size_t i = 0; i < order.size(); ++i) us.push_back(has(t.labels, order[i]) ? size_of(t, order[i]) : 1);
