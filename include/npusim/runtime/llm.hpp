@@ -48,9 +48,10 @@ struct KvMapping {
 
 // Which graph input is what. Found structurally: token ids feed an embedding's index operand,
 // position ids feed the rotary op, cache positions are the 1-D integer input, the mask is the
-// remaining rank-4 float input that is not a KV buffer, the output row is the integer input an
-// index_select reads as its index (passes::select_output_row: a prefill that computes the logits
-// of one row).
+// remaining rank-4 float input that is not a KV buffer, the output row is the integer input named
+// logits_row... that an index_select reads as its index (passes::select_output_row, given that
+// name by the driver: a prefill that computes the logits of one row; the name keeps a model's own
+// index_select of an input from being taken for it).
 // Roles are kept by tensor name, so they apply to any program compiled from the graph.
 struct Roles {
   std::string input_ids, attention_mask, position_ids, cache_position, output_row;
