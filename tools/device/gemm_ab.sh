@@ -9,7 +9,7 @@
 #   source .devdeps/device-env.sh && OLD=.old-main tools/device/gemm_ab.sh     carry: [".devdeps", ".old-main"]
 # Env: STEPS (any of tests,conformance,gemm,tiles,prefill,free,records,resnet,torch,torchgemm;
 # default tests,gemm,prefill,resnet,torch,torchgemm), SHAPES (MxKxN list), ROUNDS (ResNet rounds,
-# default 2). conformance: the OpenCL conformance suite at f16 and bf16; free: generate from a
+# default 2), GEMM_VARIANTS (of the gemm step: any of old, new, fill1, fill4; default all four). conformance: the OpenCL conformance suite at f16 and bf16; free: generate from a
 # short prompt, old and new (the same tokens); records: `npusim bench --json` of the prefill `run`
 # and of ResNet-50/18 f16 (h200_*.json, docs/bench).
 # Results in $OUT/gemm_ab.tar.gz; a summary on stdout.
@@ -59,7 +59,7 @@ fi
 SHAPES=${SHAPES:-128x1536x1536 128x1536x256 128x1536x8960 128x8960x1536 128x1536x151936 4096x4096x4096}
 if has gemm; then
   for round in 1 2; do
-    for v in old new fill1 fill4; do
+    for v in ${GEMM_VARIANTS:-old new fill1 fill4}; do
       env=()
       [[ $v == fill* ]] && env=(NPUSIM_OPENCL_GEMM_FILL=${v#fill})
       echo "== round $round $v" >> "$R/gemm.log"

@@ -795,18 +795,26 @@ __kernel __attribute__((reqd_work_group_size(M_NT, 1, 1))) void gemm_mma(
 #define M_BSTEP sbk
 #endif
   const long klen = kend - kbeg;
+#if defined(M_NOZF) && !defined(MMA_EMU)
+  // Every tile full (the host says so: whole rows, columns and K slices): plain 16-byte copies.
+#define M_CP(dst, src, ok, base) ASM_KW volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(dst), "l"((ulong)(src)) : "memory")
+#else
+#define M_CP(dst, src, ok, base)                       \
+  {                                                    \
+    const int ok_ = (ok);                              \
+    CP_ASYNC16(dst, ok_ ? (src) : (base), ok_ ? 16u : 0u); \
+  }
+#endif
   // Slice kt into local stage s.
 #define M_ASYNC_LOAD(s, kt)                                                                                 \
   {                                                                                                         \
     const uint st_ = sbase + (uint)((s) * M_STAGE_U16 * 2);                                                 \
     const int k0_ = (kt) * MBK;                                                                             \
     _Pragma("unroll") for (int i = 0; i < M_A_PT; ++i) if (M_A_CH % M_NT == 0 || tid + i * M_NT < M_A_CH) { \
-      const int ok = (long)k0_ + a_k[i] < klen;                                                             \
-      CP_ASYNC16(st_ + a_dst[i], ok ? a_src[i] + k0_ : A, ok ? 16u : 0u);                                   \
+      M_CP(st_ + a_dst[i], a_src[i] + k0_, (long)k0_ + a_k[i] < klen, A);                                   \
     }                                                                                                       \
     _Pragma("unroll") for (int i = 0; i < M_B_PT; ++i) if (M_B_CH % M_NT == 0 || tid + i * M_NT < M_B_CH) { \
-      const int ok = (long)k0_ + b_k[i] < klen;                                                             \
-      CP_ASYNC16(st_ + b_dst[i], ok ? b_src[i] + k0_ * M_BSTEP : B, ok ? 16u : 0u);                         \
+      M_CP(st_ + b_dst[i], b_src[i] + k0_ * M_BSTEP, (long)k0_ + b_k[i] < klen, B);                         \
     }                                                                                                       \
   }
   // M_STAGES - 1 slices in flight; the barrier after slice kt has landed also says every warp is
@@ -841,21 +849,62 @@ __kernel __attribute__((reqd_work_group_size(M_NT, 1, 1))) void gemm_mma(
   // acc[i][j]: rows (lane / 4) and + 8, columns 2 * (lane % 4) and + 1 of its 16 x 8 block.
   const long cofs = c_base(z, conv, d, M), scm = c_rows(conv, d), scn = c_cols(conv, d), brow = bias_row0(z, conv, d, M);
   __global uchar* C = GPTR(cb, co);
-#pragma unroll
-  for (int i = 0; i < M_MI; ++i)
-#pragma unroll
-    for (int j = 0; j < M_NI; ++j)
-#pragma unroll
-      for (int r = 0; r < 4; ++r) {
-        const long m = m0 + wm * MWM + i * 16 + (lane >> 2) + (r >> 1) * 8, n = n0 + wn * MWN + j * 8 + (lane & 3) * 2 + (r & 1);
-        if (m >= M || n >= N) continue;
-        if (ksplit > 1) {
-          part[((z * ksplit + split) * M + m) * N + n] = acc[i][j][r];
-          continue;
-        }
-        const long off = cofs + m * scm + n * scn;
-        ST_T(TC, C, off, epilogue(acc[i][j][r], brow + m, n, off, CGPTR(biasb, biaso), biast, bias_mode, CGPTR(rb, ro), rt, has_res, relu));
+  // Each work-item holds pairs of adjacent columns (acc[i][j][2h], [2h + 1]: row + 8h, columns n, n + 1),
+  // stored as one 4-byte (16-bit C) or 8-byte (f32 C, split-K partials) word where the columns are
+  // contiguous and the pair aligned. Three loops, each as lean as its case allows (split-K partials;
+  // no bias, residual or ReLU; the general epilogue): the store loop is as long as the K loop, and a
+  // general loop everywhere cost the lm_head 60% of its time (docs/benchmarks.md).
+  const int pairs = scn == 1 && (cofs % 2) == 0 && (scm % 2) == 0 && (co % (TC == DT_F32 ? 8 : 4)) == 0;
+#define M_EPI_LOOP(BODY)                                                                                       \
+  _Pragma("unroll") for (int i = 0; i < M_MI; ++i) _Pragma("unroll") for (int j = 0; j < M_NI; ++j)             \
+      _Pragma("unroll") for (int h = 0; h < 2; ++h) {                                                          \
+    const long m = m0 + wm * MWM + i * 16 + (lane >> 2) + h * 8, n = n0 + wn * MWN + j * 8 + (lane & 3) * 2;     \
+    if (m >= M || n >= N) continue;                                                                            \
+    const float a0 = acc[i][j][2 * h], a1 = acc[i][j][2 * h + 1];                                              \
+    const int both = n + 1 < N;                                                                                \
+    BODY                                                                                                       \
+  }
+#if TC == DT_F32
+#define M_ST2(off, v0, v1) (*(__global float2*)(C + (off) * 4) = (float2)((v0), (v1)))
+#elif TC == DT_BF16
+#define M_ST2(off, v0, v1) (*(__global uint*)(C + (off) * 2) = (uint)f2bf(v0) | ((uint)f2bf(v1) << 16))
+#else
+#define M_ST2(off, v0, v1) vstore_half2_rte((float2)((v0), (v1)), 0, (__global half*)(C + (off) * 2))
+#endif
+  // Stores the pair (v0, v1) at off and off + scn (v1 only where both).
+#define M_STORE_PAIR(off, v0, v1)  \
+  if (both && pairs) {             \
+    M_ST2(off, v0, v1);            \
+  } else {                         \
+    ST_T(TC, C, off, v0);          \
+    if (both) ST_T(TC, C, (off) + scn, v1); \
+  }
+  if (ksplit > 1) {
+    const int pair_part = (N % 2) == 0;
+    M_EPI_LOOP({
+      const long at = ((z * ksplit + split) * M + m) * N + n;
+      if (both && pair_part) {
+        *(__global float2*)(part + at) = (float2)(a0, a1);
+      } else {
+        part[at] = a0;
+        if (both) part[at + 1] = a1;
       }
+    })
+    return;
+  }
+  if (!bias_mode && !has_res && !relu) {
+    M_EPI_LOOP({
+      const long off = cofs + m * scm + n * scn;
+      M_STORE_PAIR(off, a0, a1)
+    })
+    return;
+  }
+  M_EPI_LOOP({
+    const long off = cofs + m * scm + n * scn;
+    const float v0 = epilogue(a0, brow + m, n, off, CGPTR(biasb, biaso), biast, bias_mode, CGPTR(rb, ro), rt, has_res, relu);
+    const float v1 = both ? epilogue(a1, brow + m, n + 1, off + scn, CGPTR(biasb, biaso), biast, bias_mode, CGPTR(rb, ro), rt, has_res, relu) : 0.0f;
+    M_STORE_PAIR(off, v0, v1)
+  })
 }
 
 // The capability probe: one 16 x 16 x 16 product two ways (B as W rows through ldmatrix, B as K rows

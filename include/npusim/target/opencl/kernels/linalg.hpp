@@ -95,6 +95,13 @@ inline std::optional<MmaTile> mma_tile_override() {
   throw Error(ErrorCode::unsupported, "NPUSIM_OPENCL_GEMM_TILE names a tensor-core tile", {.expected = "128x128, 64x128 or 128x64", .found = v});
 }
 
+// NPUSIM_OPENCL_GEMM_OPTS: build options appended to every gemm_mma program (tuning knobs of
+// cl/gemm.cl, e.g. "-DM_MFAST -DM_EPI2"; docs/opencl.md).
+inline std::string mma_extra_options() {
+  const char* e = std::getenv("NPUSIM_OPENCL_GEMM_OPTS");
+  return e && *e ? std::string(" ") + e : std::string();
+}
+
 // gemm_mma (tensor cores) for a product launch_tiled would run, when the device has them and both
 // operands are f16 or both bf16. Tile: 128 x 128 (8 warps of 64 x 32) when that fills the device,
 // 64 x 128 (4 warps of 32 x 64) for few rows, 128 x 64 (8 warps of 32 x 32) for few columns (the
@@ -125,12 +132,15 @@ inline bool launch_mma(Binder& b, const Gemm& g, const std::string& type_opts, c
   // 48 KB hold (the most NVIDIA's OpenCL gives a work-group): 3 for the 64 x 128 and 128 x 64
   // tiles, 2 for 128 x 128.
   const bool async = mode <= 1 && avec && bvec;
+  // Every tile full (rows, columns, whole K slices in every split): the copies need no zero-fill
+  // operand (-DM_NOZF, 3% on the lm_head; the emulation has no such instruction).
+  const bool full = async && !mma.emulated && g.M % t.bm == 0 && g.N % t.bn == 0 && g.K % 32 == 0;
   const std::int64_t stage_bytes = (t.bm * (32 + 8) + (mode == 0 ? t.bn * (32 + 8) : 32 * (t.bn + 8))) * 2;  // cl/gemm.cl's M_STAGE_U16
   const int stages = async && 3 * stage_bytes + 16 <= std::min<std::int64_t>(49152, static_cast<std::int64_t>(b.device().info().local_mem)) ? 3 : 2;
   const std::string opts = type_opts + (idx32 ? " -DIDX32" : "") + " -DMMA=1 -DMMA_T=" + std::to_string(dt_code(g.a.dtype)) +
                            " -DBMODE=" + std::to_string(mode) + " -DMBM=" + std::to_string(t.bm) + " -DMBN=" + std::to_string(t.bn) +
                            " -DMWM=" + std::to_string(t.wm) + " -DMWN=" + std::to_string(t.wn) + (mma.emulated ? " -DMMA_EMU=1" : "") +
-                           (async ? " -DM_ASYNC=1 -DM_STAGES=" + std::to_string(stages) : "");
+                           (async ? " -DM_ASYNC=1 -DM_STAGES=" + std::to_string(stages) : "") + (full ? " -DM_NOZF=1" : "") + mma_extra_options();
   cl_program p = b.program("gemm", ocl::cl_source::gemm, opts);
   const Typed bias = g.bias ? Typed{*g.bias} : b.none();
   const Typed res = g.residual ? Typed{*g.residual} : b.none();
