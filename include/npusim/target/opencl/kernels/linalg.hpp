@@ -95,8 +95,8 @@ inline std::optional<MmaTile> mma_tile_override() {
   throw Error(ErrorCode::unsupported, "NPUSIM_OPENCL_GEMM_TILE names a tensor-core tile", {.expected = "128x128, 64x128 or 128x64", .found = v});
 }
 
-// NPUSIM_OPENCL_GEMM_OPTS: build options appended to every gemm_mma program (tuning knobs of
-// cl/gemm.cl, e.g. "-DM_MFAST -DM_EPI2"; docs/opencl.md).
+// NPUSIM_OPENCL_GEMM_OPTS: build options appended to every gemm_mma program, to time a variant of
+// cl/gemm.cl behind a -D switch without rebuilding npusim (tools/device/gemm_knobs.sh; docs/opencl.md).
 inline std::string mma_extra_options() {
   const char* e = std::getenv("NPUSIM_OPENCL_GEMM_OPTS");
   return e && *e ? std::string(" ") + e : std::string();
