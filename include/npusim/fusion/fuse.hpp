@@ -32,9 +32,10 @@ std::vector<PatternInfo> pattern_infos(meta::list<Ps...>) {
 using default_patterns =
     meta::list<Moe, Attention, GqaMatmul, MaskedSoftmax, RmsNorm, SiluGate, Rotary, ConvBnRelu, ConvMaxPool, AddRelu, ConvAddRelu, MatmulTransB, EltwiseChain>;
 // What a GEMV-based target runs as one launch (the OpenCL target's kernels; issue 41 moved them out
-// of its executor). A target that lists them puts them before rmsnorm, silu_gate and rotary, whose
-// ops they take; no other target gets them.
-using launch_patterns = meta::list<RopeKv, LinearAdd, LinearSiluGate, LinearGroup>;
+// of its executor), and the transposes its rotary and attention kernels absorb. A target that lists
+// them puts them before attention, rmsnorm, silu_gate and rotary, whose ops they take; no other
+// target gets them.
+using launch_patterns = meta::list<RopeKv, LinearAdd, LinearSiluGate, LinearGroup, TransposedRotary, AttentionTransposed>;
 // Every pattern npusim knows: what a program's kernels may name (program::validate) and the
 // generated docs.
 using all_patterns = meta::concat_t<default_patterns, launch_patterns>;

@@ -177,6 +177,25 @@ struct RopeKv {
   static std::optional<Match> match(const GraphView& v, std::int32_t n);
 };
 
+// transpose(x, d0, d1) -> rotary (HF's q and k: view(B, L, H, D).transpose(1, 2) then RoPE), the
+// transpose a real copy (not a view) read by nothing else and the last dim not moved: the rotary
+// reads x through the transposed strides, so the copy is never made. Inputs (x as stored, cos,
+// sin). Params dim0, dim1 (normalised).
+struct TransposedRotary {
+  static constexpr std::string_view name = "transposed_rotary";
+  static constexpr std::string_view summary = "transpose(x, d0, d1) -> rotary: RoPE reading x through the transpose's strides";
+  static std::optional<Match> match(const GraphView& v, std::int32_t n);
+};
+
+// attention -> transpose(1, 2) (HF: the heads' outputs back to [B, L, H, D] before o_proj), the
+// transpose a real copy and the attention's output read by nothing else: each query row's output is
+// written where the transpose would put it. Inputs and params as Attention's.
+struct AttentionTransposed {
+  static constexpr std::string_view name = "attention_transposed";
+  static constexpr std::string_view summary = "attention -> transpose(1, 2): the output written as [B, L, H, D]";
+  static std::optional<Match> match(const GraphView& v, std::int32_t n);
+};
+
 // Greedy chains of pointwise ops with one output shape: internal values never leave registers;
 // outside operands are read with broadcast strides. Inputs: outside tensors in first-use order.
 struct EltwiseChain {

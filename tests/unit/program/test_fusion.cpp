@@ -280,8 +280,28 @@ TEST(Fusion, OpenCLLinearGroupsOnlyForGemvSizedInputs) {
   EXPECT_EQ(a.kinds.count("linear_silu_gate"), 0u);
   EXPECT_EQ(a.kinds.count("rope_kv"), 0u);
   EXPECT_EQ(a.kinds["linear_add"], 4);
-  EXPECT_EQ(a.kinds["rotary"], 4);
   EXPECT_EQ(a.kinds["silu_gate"], 2);
+  // q and k are rotated as they are read through their transposes, and attention writes its output
+  // where the transpose back to [B, L, H, D] would put it: only v's transpose (a graph output, the
+  // KV cache) is still copied.
+  EXPECT_EQ(a.kinds.count("rotary"), 0u);
+  EXPECT_EQ(a.kinds["transposed_rotary"], 4);
+  EXPECT_EQ(a.kinds.count("attention"), 0u);
+  EXPECT_EQ(a.kinds["attention_transposed"], 2);
+  EXPECT_EQ(a.kinds["transpose"], 2);
+}
+
+TEST(Fusion, OpenCLQwen15PrefillAbsorbsThreeTransposesALayer) {
+  // What tools/device/gemm_ab.sh times on the GPU: 396 kernels (480 before the transposes of q, k
+  // and the attention output were absorbed); the decode step's transposes are views, untouched.
+  auto a = compile_with_opencl_patterns("models/qwen2.5_1.5b_prefill");
+  EXPECT_EQ(a.p.stats.kernels - a.p.stats.view_kernels, 396);
+  EXPECT_EQ(a.kinds["transposed_rotary"], 56);
+  EXPECT_EQ(a.kinds["attention_transposed"], 28);
+  EXPECT_EQ(a.kinds["transpose"], 28);
+  auto d = compile_with_opencl_patterns("models/qwen2.5_1.5b_decode");
+  EXPECT_EQ(d.kinds.count("transposed_rotary"), 0u);
+  EXPECT_EQ(d.kinds.count("attention_transposed"), 0u);
 }
 
 TEST(Fusion, OpenCLQwen15DecodeIsTwoHundredKernels) {

@@ -343,6 +343,56 @@ NPUSIM_FUNC std::optional<Match> Attention::match(const GraphView& v, std::int32
   return m;
 }
 
+namespace detail {
+// Node t transposes (dims d0 != d1, the last dim not moved) and is a copy, not a view.
+inline std::optional<std::pair<std::int64_t, std::int64_t>> copying_transpose(const GraphView& v, std::int32_t t) {
+  if (!v.is<ops::Transpose>(t) || v.taken(t)) return std::nullopt;
+  const Shape& in = v.tensor(v.in(t, 0)).shape;
+  const auto r = static_cast<std::int64_t>(in.size());
+  if (r < 2) return std::nullopt;
+  const auto a = v.attrs<ops::Transpose>(t);
+  const std::int64_t d0 = normalize_dim(a.dim0, r), d1 = normalize_dim(a.dim1, r);
+  // Swapping a size-1 dim keeps the memory order: a view (fusion::permutation_is_view), nothing to absorb.
+  if (d0 == d1 || d0 == r - 1 || d1 == r - 1 || in[static_cast<std::size_t>(d0)] == 1 || in[static_cast<std::size_t>(d1)] == 1) return std::nullopt;
+  return std::pair{std::min(d0, d1), std::max(d0, d1)};
+}
+}  // namespace detail
+
+NPUSIM_FUNC std::optional<Match> TransposedRotary::match(const GraphView& v, std::int32_t n) {
+  auto r = Rotary::match(v, n);
+  if (!r) return std::nullopt;
+  const TensorId x = r->inputs[0];
+  const std::int32_t t = v.producer(x);
+  const auto dims = detail::copying_transpose(v, t);
+  if (!dims || v.is_graph_output(x)) return std::nullopt;
+  for (auto c : v.consumers(x))
+    if (std::find(r->nodes.begin(), r->nodes.end(), c) == r->nodes.end()) return std::nullopt;
+  r->nodes.push_back(t);
+  r->inputs[0] = v.in(t, 0);
+  r->params.set("dim0", ir::AttrValue(dims->first));
+  r->params.set("dim1", ir::AttrValue(dims->second));
+  return r;
+}
+
+NPUSIM_FUNC std::optional<Match> AttentionTransposed::match(const GraphView& v, std::int32_t n) {
+  auto a = Attention::match(v, n);
+  if (!a) return std::nullopt;
+  // The product with V: the member whose output no member reads.
+  std::int32_t mm2 = -1;
+  for (auto m : a->nodes) {
+    if (!v.is<ops::Matmul>(m)) continue;
+    bool inner = false;
+    for (auto c : v.consumers(v.out(m))) inner = inner || std::find(a->nodes.begin(), a->nodes.end(), c) != a->nodes.end();
+    if (!inner) mm2 = m;
+  }
+  if (mm2 < 0) return std::nullopt;
+  const std::int32_t t = v.only_consumer(v.out(mm2));
+  const auto dims = t >= 0 ? detail::copying_transpose(v, t) : std::nullopt;
+  if (!dims || *dims != std::pair<std::int64_t, std::int64_t>{1, 2} || v.tensor(v.out(mm2)).shape.size() != 4) return std::nullopt;
+  a->nodes.push_back(t);
+  return a;
+}
+
 NPUSIM_FUNC std::optional<Match> GqaMatmul::match(const GraphView& v, std::int32_t n) {
   if (!v.is<ops::Matmul>(n)) return std::nullopt;
   Match m;

@@ -36,8 +36,9 @@ struct OpenCLTarget {
                                             ops::SliceScatter>>;
   // The GEMV groups, rope_kv and conv_add_relu are what its kernels run as one launch (they were
   // merged by the executor before issue 41); each before the patterns whose ops it takes.
-  using pattern_list = meta::list<fusion::Moe, fusion::Attention, fusion::GqaMatmul, fusion::MaskedSoftmax, fusion::RopeKv, fusion::LinearAdd,
-                                  fusion::LinearSiluGate, fusion::LinearGroup, fusion::RmsNorm, fusion::SiluGate, fusion::Rotary, fusion::ConvBnRelu,
+  using pattern_list = meta::list<fusion::Moe, fusion::AttentionTransposed, fusion::Attention, fusion::GqaMatmul, fusion::MaskedSoftmax, fusion::RopeKv,
+                                  fusion::LinearAdd, fusion::LinearSiluGate, fusion::LinearGroup, fusion::RmsNorm, fusion::SiluGate,
+                                  fusion::TransposedRotary, fusion::Rotary, fusion::ConvBnRelu,
                                   fusion::ConvAddRelu, fusion::AddRelu, fusion::MatmulTransB, fusion::EltwiseChain>;
   static constexpr DType dtypes[] = {DType::f32, DType::f16, DType::bf16};
   // Packed linear weights (docs/quantization.md): gemv_q.cl's decode GEMV, dequantized for the GEMM.

@@ -89,12 +89,13 @@ inline int row_has_unmasked(__global const uchar* Mk, int mt, long mbase, long m
 // second launch): each split publishes its partials before it counts itself in counts[row], the
 // last reads them after its count and sets the count back to 0 for the next run.
 // red: AT_WG local floats; sc: 2 * AT_WG.
-inline void finish_split(float mrun, float lrun, float o0, float o1, long Dv, int nsplit, long wg, long row, __global float* part,
+// orow: the row's place in O (row itself, or its [B, L, H] place when the output is transposed).
+inline void finish_split(float mrun, float lrun, float o0, float o1, long Dv, int nsplit, long wg, long row, long orow, __global float* part,
                          __global int* counts, __global uchar* O, int ot, __local float* red, __local float* sc) {
   const int lid = get_local_id(0);
   if (nsplit == 1) {
-    if (lid < Dv) stf(O, ot, row * Dv + lid, o0 / lrun);
-    if (lid + AT_WG < Dv) stf(O, ot, row * Dv + lid + AT_WG, o1 / lrun);
+    if (lid < Dv) stf(O, ot, orow * Dv + lid, o0 / lrun);
+    if (lid + AT_WG < Dv) stf(O, ot, orow * Dv + lid + AT_WG, o1 / lrun);
     return;
   }
 #if AT_SPLIT
@@ -111,11 +112,12 @@ inline void finish_split(float mrun, float lrun, float o0, float o1, long Dv, in
     AT_FENCE();
   }
   barrier(CLK_LOCAL_MEM_FENCE);
-  if (red[0] != 0.0f) combine_row(part + row * nsplit * (Dv + 2), nsplit, Dv, O, ot, row, sc);
+  if (red[0] != 0.0f) combine_row(part + row * nsplit * (Dv + 2), nsplit, Dv, O, ot, orow, sc);
 #endif
 }
 
-// d: [B, Hq, L, S, D, Dv, group, ms_b, ms_h, ms_l, ms_s]; mask_kind: 0 none, 1 additive float, 2 bool (true = keep)
+// d: [B, Hq, L, S, D, Dv, group, ms_b, ms_h, ms_l, ms_s, out_t]; mask_kind: 0 none, 1 additive float, 2 bool (true = keep);
+// out_t: the output is [B, L, Hq, Dv] (fusion::AttentionTransposed), else [B, Hq, L, Dv].
 // Work-group (row, split) handles keys [split * chunk, (split + 1) * chunk). With one split it writes
 // the normalised output; with several (few query rows: decode) it writes (max, sum, unnormalised
 // output) to `part`, and the row's last split to finish merges them (counts: one counter per row).
@@ -207,7 +209,7 @@ PK_GROUP_FN(attention, AT_WG)
     mrun = new_m;
     barrier(CLK_LOCAL_MEM_FENCE);
   }
-  finish_split(mrun, lrun, o0, o1, Dv, nsplit, wg, row, part, counts, GPTR(ob, oo), ot, red, p);
+  finish_split(mrun, lrun, o0, o1, Dv, nsplit, wg, row, d[11] ? (b * L + i) * Hq + h : row, part, counts, GPTR(ob, oo), ot, red, p);
 }
 
 // Decode attention: attention()'s result (splits, masks, skipping, merging alike) for heads of
@@ -333,7 +335,7 @@ PK_GROUP_FN(attention_dec, AT_WG)
   float o0 = 0.0f;
   if (lid < D)
     for (int t = 0; t < P; ++t) o0 += acc[t * D + lid];
-  finish_split(mrun, lrun, o0, 0.0f, D, nsplit, wg, row, part, counts, GPTR(ob, oo), ot, red, acc);
+  finish_split(mrun, lrun, o0, 0.0f, D, nsplit, wg, row, d[11] ? (b * L + i) * Hq + h : row, part, counts, GPTR(ob, oo), ot, red, acc);
 }
 
 //@pk-

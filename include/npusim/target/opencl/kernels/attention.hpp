@@ -13,15 +13,19 @@ namespace npusim::inline NPUSIM_ABI {
 struct OpenCLTarget;
 
 namespace ocl {
-// q [B, Hq, L, D], k/v [B, Hkv, S, D], mask broadcast to [B, Hq, L, S] -> out [B, Hq, L, Dv].
+// q [B, Hq, L, D], k/v [B, Hkv, S, D], mask broadcast to [B, Hq, L, S] -> out [B, Hq, L, Dv], or
+// [B, L, Hq, Dv] with out_transposed (fusion::AttentionTransposed).
 inline void bind_attention(Binder& b, ir::TensorId q, ir::TensorId k, ir::TensorId v, std::optional<ir::TensorId> mask, ir::TensorId out,
-                           double scale, bool causal) {
+                           double scale, bool causal, bool out_transposed = false) {
   Shape qs = b.shape(q), ks = b.shape(k), vs = b.shape(v);
   if (qs.size() == 3) qs.insert(qs.begin(), 1), ks.insert(ks.begin(), 1), vs.insert(vs.begin(), 1);
   if (qs.size() != 4 || ks.size() != 4 || vs.size() != 4) b.unsupported("attention on tensors that are not rank 3 or 4");
   const std::int64_t B = qs[0], Hq = qs[1], L = qs[2], D = qs[3], S = ks[2], Dv = vs[3], Hkv = ks[1];
   if (Hkv == 0 || Hq % Hkv || D > 256 || Dv > 256) b.unsupported("attention with head dim > 256 or query heads not a multiple of KV heads");
-  I64 d{B, Hq, L, S, D, Dv, Hq / Hkv, 0, 0, 0, 0};
+  const Shape want = out_transposed ? Shape{B, L, Hq, Dv} : Shape{B, Hq, L, Dv};
+  if (npusim::numel(b.shape(out)) != npusim::numel(want) || (b.shape(out).size() == 4 && b.shape(out) != want))
+    b.unsupported("attention output of shape " + to_string(b.shape(out)) + ", expected " + to_string(want) + " (npusim bug)");
+  I64 d{B, Hq, L, S, D, Dv, Hq / Hkv, 0, 0, 0, 0, out_transposed ? 1 : 0};
   int mask_kind = 0;
   if (mask) {
     Shape full{B, Hq, L, S};
@@ -71,6 +75,18 @@ struct kernel<ops::ScaledDotProductAttention, OpenCLTarget> {
     const auto& in = b.node().inputs;
     const double scale = ops::ScaledDotProductAttention::effective_scale(a, b.shape(in[0]).back());
     ocl::bind_attention(b, in[0], in[1], in[2], in.size() > 3 ? std::optional(in[3]) : std::nullopt, b.out(), scale, a.is_causal);
+  }
+};
+
+// attention -> transpose(1, 2) (fusion::AttentionTransposed): each query row's output written at its
+// [B, L, H] place.
+template <>
+struct kernel<fusion::AttentionTransposed, OpenCLTarget> {
+  static constexpr bool provided = true;
+  static void bind(ocl::Binder& b) {
+    const Kernel& k = b.k();
+    ocl::bind_attention(b, b.in(0), b.in(1), b.in(2), k.inputs.size() > 3 ? std::optional(b.in(3)) : std::nullopt, b.out(), k.param("scale", 1.0), false,
+                        true);
   }
 };
 

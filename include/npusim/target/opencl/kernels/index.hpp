@@ -143,6 +143,26 @@ struct kernel<fusion::Rotary, OpenCLTarget> {
   }
 };
 
+// transpose -> rotary (fusion::TransposedRotary): the rotary reads x through the transpose's strides,
+// so the transposed copy is never made.
+template <>
+struct kernel<fusion::TransposedRotary, OpenCLTarget> {
+  static constexpr bool provided = true;
+  static void bind(ocl::Binder& b) {
+    const ir::TensorId x = b.in(0), c = b.in(1), s = b.in(2), y = b.out();
+    const Shape& ys = b.shape(y);
+    Strides xs = contiguous_strides(b.shape(x));
+    const auto d0 = static_cast<std::size_t>(b.k().int_param("dim0", -1)), d1 = static_cast<std::size_t>(b.k().int_param("dim1", -1));
+    if (xs.size() != ys.size() || d0 >= xs.size() || d1 >= xs.size() || d0 == d1) b.unsupported("transposed_rotary without its dims (npusim bug)");
+    std::swap(xs[d0], xs[d1]);
+    const Strides cs = broadcast_strides(b.shape(c), ys), ss = broadcast_strides(b.shape(s), ys);
+    ocl::I64 d{static_cast<std::int64_t>(ys.size())};
+    for (const Strides* v : {&ys, &cs, &ss, static_cast<const Strides*>(&xs)}) d.insert(d.end(), v->begin(), v->end());
+    b.launch1d(b.program("generic", ocl::cl_source::generic), "rotary_strided", b.numel(y), 256, b.typed(x), b.typed(c), b.typed(s), b.typed(y),
+               b.desc(d), static_cast<cl_long>(b.numel(y)));
+  }
+};
+
 // rotary(q), rotary(k) -> index_copy(K, k'), index_copy(V, v) (fusion::RopeKv): one launch that
 // rotates q and writes the new K/V rows into the caches (planned in place: the pattern asks for
 // caches only their write reads).
