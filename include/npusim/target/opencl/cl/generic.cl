@@ -477,13 +477,20 @@ __kernel void gather_index(__global const uchar* xb, ulong xo, int xt, __global 
 
 // ---- rotary ------------------------------------------------------------------------------------------
 //@pk+
-// x * cos + rotate_half(x) * sin at element i of x (contiguous [..., D]); d: [rank, shape[r], cos_stride[r], sin_stride[r]]
-inline float rotary_at(__global const uchar* x, int xt, __global const uchar* c, int ct, __global const uchar* sn, int st, PK_CONST const long* d,
-                       long i) {
+// x * cos + rotate_half(x) * sin at element i of the output, x's value at xi (its rotate_half
+// partner D/2 away along the last dim, whose stride is 1); d: [rank, shape[r], cos_stride[r],
+// sin_stride[r]] of the output's shape.
+inline float rotary_value(__global const uchar* x, int xt, long xi, __global const uchar* c, int ct, __global const uchar* sn, int st,
+                          PK_CONST const long* d, long i) {
   const int r = (int)d[0];
   const long D = d[r], h = D / 2, e = i % D;
-  const float rot = e < h ? -ldf(x, xt, i + h) : ldf(x, xt, i - h);
-  return ldf(x, xt, i) * ldf(c, ct, strided_offset(i, r, d + 1, d + 1 + r)) + rot * ldf(sn, st, strided_offset(i, r, d + 1, d + 1 + 2 * r));
+  const float rot = e < h ? -ldf(x, xt, xi + h) : ldf(x, xt, xi - h);
+  return ldf(x, xt, xi) * ldf(c, ct, strided_offset(i, r, d + 1, d + 1 + r)) + rot * ldf(sn, st, strided_offset(i, r, d + 1, d + 1 + 2 * r));
+}
+// The same at element i of a contiguous x.
+inline float rotary_at(__global const uchar* x, int xt, __global const uchar* c, int ct, __global const uchar* sn, int st, PK_CONST const long* d,
+                       long i) {
+  return rotary_value(x, xt, i, c, ct, sn, st, d, i);
 }
 
 PK_ITEM_FN(rotary) __global const uchar* xb, ulong xo, int xt, __global const uchar* cb, ulong co, int ct, __global const uchar* sb,
@@ -519,23 +526,6 @@ PK_ITEM_FN(rope_kv) __global const uchar* qb, ulong qo, int qt, __global uchar* 
   else copy_elem(CGPTR(vb, vo), vt, j, GPTR(vcb, vco), vct, (bh * S + p) * D + e);
 }
 
-// x * cos + rotate_half(x) * sin over x read through strides (fusion::TransposedRotary: HF's q and k
-// before their transpose is copied); y contiguous. d: rotary_at's, then x's stride per dim of y's
-// shape (the last one 1).
-inline float rotary_strided_at(__global const uchar* x, int xt, __global const uchar* c, int ct, __global const uchar* sn, int st,
-                               PK_CONST const long* d, long i) {
-  const int r = (int)d[0];
-  const long D = d[r], h = D / 2, e = i % D, xi = strided_offset(i, r, d + 1, d + 1 + 3 * r);
-  const float rot = e < h ? -ldf(x, xt, xi + h) : ldf(x, xt, xi - h);
-  return ldf(x, xt, xi) * ldf(c, ct, strided_offset(i, r, d + 1, d + 1 + r)) + rot * ldf(sn, st, strided_offset(i, r, d + 1, d + 1 + 2 * r));
-}
-PK_ITEM_FN(rotary_strided) __global const uchar* xb, ulong xo, int xt, __global const uchar* cb, ulong co, int ct, __global const uchar* sb,
-                             ulong so, int st, __global uchar* yb, ulong yo, int yt, PK_CONST const long* d, long n) {
-  long i = PK_GLOBAL_ID;
-  if (i >= n) return;
-  stf(GPTR(yb, yo), yt, i, rotary_strided_at(CGPTR(xb, xo), xt, CGPTR(cb, co), ct, CGPTR(sb, so), st, d, i));
-}
-
 // HF rotary embedding: f = pos * inv_freq (float32), emb = cat(f, f), outputs cos(emb), sin(emb).
 PK_ITEM_FN(rotary_embedding) __global const uchar* ib, ulong io, int it, __global const uchar* pb, ulong po, int pt, __global uchar* cb,
                                ulong co, int ct, __global uchar* sb, ulong so, int st, long tokens, long half_d) {
@@ -551,3 +541,14 @@ PK_ITEM_FN(rotary_embedding) __global const uchar* ib, ulong io, int it, __globa
   stf(GPTR(sb, so), st, base + half_d + k, s);
 }
 //@pk-
+
+// The rotary over x read through strides (fusion::TransposedRotary: HF's q and k before their
+// transpose is copied); y contiguous. d: rotary_value's, then x's stride per dim of y's shape (the
+// last one 1).
+__kernel void rotary_strided(__global const uchar* xb, ulong xo, int xt, __global const uchar* cb, ulong co, int ct, __global const uchar* sb,
+                             ulong so, int st, __global uchar* yb, ulong yo, int yt, __constant const long* d, long n) {
+  const long i = get_global_id(0);
+  if (i >= n) return;
+  const int r = (int)d[0];
+  stf(GPTR(yb, yo), yt, i, rotary_value(CGPTR(xb, xo), xt, strided_offset(i, r, d + 1, d + 1 + 3 * r), CGPTR(cb, co), ct, CGPTR(sb, so), st, d, i));
+}
