@@ -67,6 +67,21 @@ TEST(CpuOps, ConvolutionCasesAtBf16) {
   }
 }
 
+// A linear whose bias is computed at run time (swin v2's qkv bias, a slice of it zeroed): the CPU
+// runs every node itself, reading the bias before each product, at f32 and at both half types.
+TEST(CpuOps, LinearWithAComputedBiasRunsOnTheCpu) {
+  runtime::ModelDir c = runtime::ModelDir::open(data("ops/zero_bias"));
+  for (DType dt : {DType::f32, DType::f16, DType::bf16}) {
+    SCOPED_TRACE(std::string(dtype_name(dt)));
+    const program::CompiledProgram p = compile_cpu(c.graph, dt);
+    ASSERT_EQ(p.partitions.size(), 1u);
+    EXPECT_EQ(p.partitions[0].target, "cpu");
+    auto r = run_cpu(c, dt, {.tolerance = dt == DType::f32 ? 1e-4 : 1e-2});
+    for (const auto& o : r.outputs) EXPECT_TRUE(o.pass) << o.name << " rel_l2 " << o.metrics.rel_l2;
+    EXPECT_TRUE(r.pass);
+  }
+}
+
 TEST(CpuOps, ForcedFallbackGivesTheSameResults) {
   for (auto [c, force] : {std::pair{"ops/conv_bn_relu", "relu"}, {"ops/silu_gate_mlp", "linear"}, {"ops/multihead_attention", "sdpa"},
                           {"ops/rmsnorm_bf16", "mean"}, {"ops/where_mask", "gt"}}) {

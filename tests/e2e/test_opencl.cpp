@@ -200,6 +200,58 @@ TEST(OpenCLAttention, DecodeSplitsMatchTheReference) {
   }
 }
 
+// relu, neg, abs and clamp of integer tensors run on the device in 64-bit integers (a chain of them
+// as one integer program), exact past float32's 2^24; next to a float pointwise op (here a cast),
+// which eltwise_chain would fuse it with, the integer op goes to the reference. The
+// mixture-of-experts blocks clamp their int64 expert ids so: every node of theirs stays on OpenCL.
+TEST(OpenCLIntegerPointwise, ClampNegAbsReluOfInt64RunExactlyOnTheDevice) {
+  const std::int64_t big = std::int64_t{1} << 40;
+  Tensor x = Tensor::empty(DType::i64, {8});
+  const std::int64_t xs[] = {-big - 3, -5, 7, big + 1, 2 * big + 7, 3, 0, -2 * big - 9};
+  std::copy(std::begin(xs), std::end(xs), x.data<std::int64_t>());
+  auto int_attr = [](std::int64_t v) { return ir::AttrValue(v); };
+  for (bool with_cast : {false, true}) {
+    SCOPED_TRACE(with_cast ? "clamp then a cast to float32" : "clamp_min, neg, clamp, abs, relu");
+    test::OneNode n;
+    ir::TensorId t = n.input("x", {8}, DType::i64);
+    if (with_cast) {
+      t = n.node("aten.clamp.default", {t}, {8}, test::attrs({{"min", int_attr(-big - 1)}, {"max", int_attr(2 * big + 5)}}), DType::i64);
+      n.node("aten._to_copy.default", {t}, {8}, test::attrs({{"dtype", ir::AttrValue(std::string("torch.float32"))}}), DType::f32);
+    } else {
+      t = n.node("aten.clamp_min.default", {t}, {8}, test::attrs({{"min", int_attr(-big - 1)}}), DType::i64);
+      t = n.node("aten.neg.default", {t}, {8}, {}, DType::i64);
+      t = n.node("aten.clamp.default", {t}, {8}, test::attrs({{"max", int_attr(2 * big + 5)}}), DType::i64);
+      t = n.node("aten.abs.default", {t}, {8}, {}, DType::i64);
+      n.node("aten.relu.default", {t}, {8}, {}, DType::i64);
+    }
+    const program::CompiledProgram p = program::compile(n.g, describe_target<OpenCLTarget>(), {});
+    std::string clamp_on;
+    for (const auto& part : p.partitions)
+      for (const auto& node : part.graph.nodes)
+        if (node.op_type == "aten.clamp.default") clamp_on = part.target;
+    EXPECT_EQ(clamp_on, with_cast ? "reference" : "opencl");
+    if (!with_cast) {
+      EXPECT_EQ(p.partitions.size(), 1u);
+    }
+    const Tensor want = n.run<ReferenceTarget>({x}), got = n.run<OpenCLTarget>({x});
+    ASSERT_EQ(got.dtype(), want.dtype());
+    for (std::int64_t i = 0; i < 8; ++i) {
+      if (with_cast) {
+        EXPECT_EQ(got.data<float>()[i], want.data<float>()[i]) << "element " << i;
+      } else {
+        EXPECT_EQ(got.data<std::int64_t>()[i], want.data<std::int64_t>()[i]) << "element " << i;
+      }
+    }
+  }
+  for (const char* moe : {"ops/mixtral_moe_block", "ops/qwen2_moe_block"}) {
+    SCOPED_TRACE(moe);
+    runtime::ModelDir c = runtime::ModelDir::open(data(moe));
+    const program::CompiledProgram p = compile_opencl(c.graph, DType::f32);
+    for (const auto& part : p.partitions)
+      for (const auto& node : part.graph.nodes) EXPECT_EQ(part.target, "opencl") << node.name << " " << node.op_type;
+  }
+}
+
 // The decode step as one persistent launch (of one work-group, which a CPU driver runs too) meets
 // the fixture as launch by launch does; the prefill, with tiled GEMMs, runs launch by launch and
 // says why. (tools/device/decode_bench.sh checks it on an NVIDIA GPU, with many work-groups.)

@@ -48,8 +48,11 @@ struct OpenCLTarget {
   using fallback = ReferenceTarget;
   static constexpr std::string_view fallback_name = "reference";
 
-  // Below the op level: the kernels compute in float32 and store f32/f16/bf16, integers and bool.
+  // Below the op level: the kernels compute in float32 and store f32/f16/bf16, integers and bool;
+  // relu, neg, abs and clamp of integer tensors compute in 64-bit integers (integer_pointwise).
   static std::optional<std::string> refuse(const ir::Graph& g, const ir::Node& n);
+  // Whether n is one of the pointwise ops the target runs in integers (every operand an integer).
+  static bool integer_pointwise(const ir::Graph& g, const ir::Node& n);
 };
 
 }  // namespace npusim::inline NPUSIM_ABI

@@ -14,8 +14,9 @@ NPUSIM_FUNC std::optional<std::string> CpuTarget::refuse(const ir::Graph& g, con
   const auto op = ops::require_op(n);
   if ((op == ops::op_index_v<ops::Linear> || op == ops::op_index_v<ops::Conv2d>) && !is_weight(1))
     return "the CPU target packs " + n.op_type + " weights at load time; this one is computed at run time";
-  // A bias computed at run time (swin v2 zeroes a slice of its qkv bias: a slice_scatter on the weight).
-  if ((op == ops::op_index_v<ops::Linear> || op == ops::op_index_v<ops::Conv2d>) && n.inputs.size() > 2 && n.inputs[2] != ir::no_tensor && !is_weight(2))
+  // A linear reads a bias computed at run time (swin v2 zeroes a slice of its qkv bias) before each
+  // product; the convolutions fold theirs into packed weights and BatchNorm at load time.
+  if (op == ops::op_index_v<ops::Conv2d> && n.inputs.size() > 2 && n.inputs[2] != ir::no_tensor && !is_weight(2))
     return "the CPU target packs " + n.op_type + " biases at load time; this one is computed at run time";
   if (op == ops::op_index_v<ops::Addmm>) {
     auto a = ops::read_attrs<ops::Addmm::Attrs>(n.attrs, n.op_type);

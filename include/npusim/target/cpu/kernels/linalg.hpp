@@ -11,7 +11,8 @@
 
 namespace npusim::inline NPUSIM_ABI::cpu {
 
-// y[..., N] = x[..., K] W[N, K]^T + b. weight_format "q8_0"/"q4_0" (ops::Linear's attribute):
+// y[..., N] = x[..., K] W[N, K]^T + b, b a weight (copied at bind) or a tensor computed at run time
+// (read before each product). weight_format "q8_0"/"q4_0" (ops::Linear's attribute):
 // W is quantized to those blocks here; up to 4 rows of x read the blocks (cpu::qgemv), more rows
 // multiply the blocks' values, dequantized into W's storage type, with the GEMM.
 Fn bind_linear(Ctx& c, ir::TensorId x, ir::TensorId w, std::optional<ir::TensorId> bias, ir::TensorId y, bool relu = false,

@@ -152,6 +152,37 @@ __kernel void pointwise(__global const uchar* b0, ulong o0, int t0, __global con
   stf(GPTR(yb, yo), yt, i, reg[prog[1]]);
 }
 
+// Integer pointwise programs: relu, neg, abs and clamp of integer tensors in 64-bit integers, as the
+// reference computes them (OpenCLTarget::integer_pointwise), each result wrapped to its stored type.
+// prog: [ninstr, (op, dt, lo, hi) * ninstr]; op: 0 relu, 1 neg, 2 abs, 3 clamp to [lo, hi].
+__kernel void pointwise_int(__global const uchar* xb, ulong xo, int xt, __global uchar* yb, ulong yo, int yt, __constant const long* prog,
+                            long n) {
+  const long i = get_global_id(0);
+  if (i >= n) return;
+  long v = ldi(CGPTR(xb, xo), xt, i);
+  const int ni = (int)prog[0];
+  for (int s = 0; s < ni; ++s) {
+    __constant const long* p = prog + 1 + 4 * s;
+    switch ((int)p[0]) {
+      case 0: v = v > 0 ? v : 0; break;
+      case 1: v = -v; break;
+      case 2: v = v < 0 ? -v : v; break;
+      default:
+        if (v < p[2]) v = p[2];
+        if (v > p[3]) v = p[3];
+        break;
+    }
+    switch ((int)p[1]) {
+      case DT_I32: v = (int)v; break;
+      case DT_I16: v = (short)v; break;
+      case DT_I8: v = (char)v; break;
+      case DT_U8: v = (uchar)v; break;
+      default: break;
+    }
+  }
+  sti(GPTR(yb, yo), yt, i, v);
+}
+
 // y = silu(a) * b over contiguous operands of one shape, silu(a) rounded to `rt` first where rt is
 // f16/bf16 (-1: not): the pointwise program of an MLP's SiLU*gate (pw_apply's arithmetic), without
 // interpreting it. PW_SILU_MUL values per work-item, `step` (the work-item count) apart.

@@ -1,18 +1,19 @@
 // Pointwise kernels of the OpenCL target: every pointwise op and the eltwise_chain, add_relu and
 // silu_gate patterns run as one small pointwise program (an instruction list interpreted per
-// element, internal values rounded to their planned storage type as the model would).
+// element, internal values rounded to their planned storage type as the model would); relu, neg,
+// abs and clamp of integer tensors (and chains of them) as an integer program, in 64-bit integers.
 #pragma once
 
+#include <cmath>
 #include <functional>
 #include <limits>
 
 #include "npusim/fusion/patterns.hpp"
 #include "npusim/target/kernel.hpp"
 #include "npusim/target/opencl/binder.hpp"
+#include "npusim/target/opencl/opencl_target.hpp"
 
 namespace npusim::inline NPUSIM_ABI {
-
-struct OpenCLTarget;
 
 namespace ocl {
 
@@ -103,9 +104,48 @@ inline std::optional<SiluMul> silu_mul_form(const PwProgram& p, int out) {
   return r;
 }
 
+// A clamp bound as the reference applies it to an integer (static_cast<int64_t>), saturated.
+inline cl_long integer_bound(const Binder& b, double v) {
+  if (std::isnan(v)) b.unsupported("a NaN clamp bound on an integer tensor");
+  if (v >= 9223372036854775807.0) return std::numeric_limits<cl_long>::max();
+  if (v <= -9223372036854775808.0) return std::numeric_limits<cl_long>::min();
+  return static_cast<cl_long>(v);
+}
+
+// A kernel of integer pointwise ops (OpenCLTarget::integer_pointwise; refuse keeps float ones out
+// of their chains): each member reads the one before, the first the kernel's input.
+inline void bind_integer_pointwise(Binder& b) {
+  const Kernel& k = b.k();
+  I64 prog{static_cast<std::int64_t>(k.nodes.size())};
+  ir::TensorId cur = k.inputs.size() == 1 ? k.inputs[0] : ir::no_tensor;
+  for (auto ni : k.nodes) {
+    const ir::Node& n = b.g().nodes[static_cast<std::size_t>(ni)];
+    if (!OpenCLTarget::integer_pointwise(b.g(), n) || n.inputs[0] != cur)
+      b.unsupported("an integer pointwise kernel with a member that is not a chained integer relu, neg, abs or clamp (npusim bug): " + n.name);
+    cl_long op = 0, lo = std::numeric_limits<cl_long>::min(), hi = std::numeric_limits<cl_long>::max();
+    const auto idx = ops::require_op(n);
+    if (idx == ops::op_index_v<ops::Neg>) op = 1;
+    else if (idx == ops::op_index_v<ops::Abs>) op = 2;
+    else if (idx == ops::op_index_v<ops::Clamp>) {
+      const auto a = ops::read_attrs<ops::Clamp::Attrs>(n.attrs, n.op_type);
+      op = 3;
+      if (a.min) lo = integer_bound(b, a.min->value);
+      if (a.max) hi = integer_bound(b, a.max->value);
+    } else if (idx == ops::op_index_v<ops::ClampMin>) {
+      op = 3, lo = integer_bound(b, ops::read_attrs<ops::ClampMin::Attrs>(n.attrs, n.op_type).min.value);
+    }
+    prog.insert(prog.end(), {op, dt_code(b.g().tensor(n.outputs[0]).dtype), lo, hi});
+    cur = n.outputs[0];
+  }
+  if (cur != b.out()) b.unsupported("an integer pointwise kernel whose chain does not end at its output (npusim bug)");
+  b.launch1d(b.program("generic", ocl::cl_source::generic), "pointwise_int", b.numel(cur), 256, b.typed(k.inputs[0]), b.typed(cur), b.desc(prog),
+             static_cast<cl_long>(b.numel(cur)));
+}
+
 // Binds a kernel whose members are all pointwise (one output of the kernel's output shape).
 inline void bind_pointwise(Binder& b) {
   const Kernel& k = b.k();
+  if (OpenCLTarget::integer_pointwise(b.g(), b.g().nodes[static_cast<std::size_t>(k.nodes.at(0))])) return bind_integer_pointwise(b);
   const ir::TensorId out = b.out();
   const Shape& os = b.shape(out);
   std::vector<ir::TensorId> ins;

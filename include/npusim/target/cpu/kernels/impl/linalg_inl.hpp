@@ -13,16 +13,40 @@
 namespace npusim::inline NPUSIM_ABI::cpu {
 
 namespace detail {
+// A linear's bias as the f32 row the epilogue adds: a weight's values copied once at bind; a bias
+// computed at run time (swin v2's qkv bias, a slice of it zeroed) widened from its stored values
+// into the same row before each product, so both add the values the reference adds.
+struct BiasRow {
+  std::shared_ptr<std::vector<float>> row;  // null: no bias
+  const std::byte* src = nullptr;           // the computed bias's storage; null: a weight's copy
+  DType dt = DType::f32;
+  void refresh() const {
+    if (src) load_row(dt, src, row->data(), static_cast<std::int64_t>(row->size()));
+  }
+  const float* data() const { return row ? row->data() : nullptr; }
+};
+
+inline BiasRow bias_row(Ctx& c, std::optional<ir::TensorId> bias, std::int64_t N) {
+  if (!bias) return {};
+  if (c.weight(*bias)) return {f32_copy(c, *bias)};
+  if (c.numel(*bias) != N || c.is_blocked(*bias))
+    c.unsupported("linear bias " + c.g.tensor(*bias).name + " of shape " + to_string(c.shape(*bias)) + " is not " + std::to_string(N) + " values");
+  return {c.own(std::vector<float>(static_cast<std::size_t>(N))), c.ptr(*bias), c.storage(*bias)};
+}
+
 // y[M, N] = x[M, K] W^T (+ bias, relu) through the GEMM, with W packed.
-inline Fn gemm_fn(Ctx& c, PackedB w, ir::TensorId x, ir::TensorId y, std::int64_t M, std::shared_ptr<std::vector<float>> b, bool relu) {
+inline Fn gemm_fn(Ctx& c, PackedB w, ir::TensorId x, ir::TensorId y, std::int64_t M, BiasRow b, bool relu) {
   const std::int64_t K = w.K, N = w.N;
   auto packed = c.own(std::move(w));
   GemmScratch lay = GemmScratch::layout(M, K, N);
   auto pool = c.need_scratch(lay.bytes());
   AView a{c.ptr(x), c.storage(x), K, false};
   CView cv{c.ptr(y), c.storage(y), N, false};
-  Epilogue ep{b ? b->data() : nullptr, relu};
-  return [=] { gemm(a, M, *packed, cv, ep, lay, pool->get()); };
+  Epilogue ep{b.data(), relu};
+  return [=] {
+    b.refresh();
+    gemm(a, M, *packed, cv, ep, lay, pool->get());
+  };
 }
 
 // W [N, K] (any float storage) as rows of blocks, the rows quantized in parallel; a weight bound
@@ -45,19 +69,19 @@ inline std::shared_ptr<const std::byte> pack_blocks(Ctx& c, const Tensor& wt, ir
 }
 
 // The q8_0/q4_0 linear (bind_linear's weight_format).
-inline Fn bind_linear_blocks(Ctx& c, quant::BlockFormat f, const Tensor& wt, ir::TensorId w, ir::TensorId x, std::shared_ptr<std::vector<float>> b, ir::TensorId y,
-                             bool relu) {
+inline Fn bind_linear_blocks(Ctx& c, quant::BlockFormat f, const Tensor& wt, ir::TensorId w, ir::TensorId x, BiasRow b, ir::TensorId y, bool relu) {
   const std::int64_t N = c.shape(w).at(0), K = c.shape(w).at(1), M = c.numel(x) / K;
   auto blocks = pack_blocks(c, wt, w, f);
   const std::byte* px = c.ptr(x);
   const DType dx = c.storage(x);
   const CView cv{c.ptr(y), c.storage(y), N, false};
-  const Epilogue ep{b ? b->data() : nullptr, relu};
+  const Epilogue ep{b.data(), relu};
   const std::string node = c.node().name;
   if (M > 4) {
     // Prefill: the rows of x quantized per block, then the block GEMM reading the packed rows.
     auto pool = c.need_scratch(qgemm::QRows::bytes(M, K));
     return [=] {
+      b.refresh();
       const auto rows = qgemm::QRows::in(f, M, K, pool->get());
       try {
         parallel_for(M, 4, [&](std::int64_t lo, std::int64_t hi) {
@@ -84,6 +108,7 @@ inline Fn bind_linear_blocks(Ctx& c, quant::BlockFormat f, const Tensor& wt, ir:
   st->xrow.resize(static_cast<std::size_t>(K));
   st->yrow.resize(static_cast<std::size_t>(N));
   return [=] {
+    b.refresh();
     for (std::int64_t m = 0; m < M; ++m) {
       load_row(dx, px + static_cast<std::size_t>(m * K) * dtype_size(dx), st->xrow.data(), K);
       try {
@@ -108,10 +133,10 @@ NPUSIM_FUNC Fn bind_linear(Ctx& c, ir::TensorId x, ir::TensorId w, std::optional
   if (!weight_format.empty()) {
     const auto f = quant::parse_block_format(weight_format);
     if (!f) c.unsupported("no linear kernel for " + std::string(weight_format) + " weights");
-    return detail::bind_linear_blocks(c, *f, wt, w, x, bias ? f32_copy(c, *bias) : nullptr, y, relu);
+    return detail::bind_linear_blocks(c, *f, wt, w, x, detail::bias_row(c, bias, N), y, relu);
   }
   if (quant::is_packed(wt, c.g.tensor(w).dtype)) c.unsupported("linear weight " + c.g.tensor(w).name + " is bound packed, but the linear has no weight_format");
-  return detail::gemm_fn(c, pack_b(wt.raw(), wt.dtype(), K, N, true), x, y, M, bias ? f32_copy(c, *bias) : nullptr, relu);
+  return detail::gemm_fn(c, pack_b(wt.raw(), wt.dtype(), K, N, true), x, y, M, detail::bias_row(c, bias, N), relu);
 }
 
 NPUSIM_FUNC Fn bind_matmul_dense(Ctx& c, ir::TensorId a, ir::TensorId b, ir::TensorId y, bool trans_b, std::int64_t group) {
