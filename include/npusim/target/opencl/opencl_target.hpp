@@ -35,7 +35,8 @@ struct OpenCLTarget {
                                             ops::IndexAdd, ops::IndexTensor, ops::Pad, ops::Roll, ops::LinalgVectorNorm, ops::MaskedFill,
                                             ops::SliceScatter>>;
   // The GEMV groups, rope_kv and conv_add_relu are what its kernels run as one launch (they were
-  // merged by the executor before issue 41); each before the patterns whose ops it takes.
+  // merged by the executor before issue 41), attention_transposed and transposed_rotary the
+  // transposes its attention and rotary kernels absorb; each before the patterns whose ops it takes.
   using pattern_list = meta::list<fusion::Moe, fusion::AttentionTransposed, fusion::Attention, fusion::GqaMatmul, fusion::MaskedSoftmax, fusion::RopeKv,
                                   fusion::LinearAdd, fusion::LinearSiluGate, fusion::LinearGroup, fusion::RmsNorm, fusion::SiluGate,
                                   fusion::TransposedRotary, fusion::Rotary, fusion::ConvBnRelu,
