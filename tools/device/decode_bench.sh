@@ -43,13 +43,17 @@ POS=${POSITIONS:-128,1024}
 NPUSIM_OPENCL_STATS=1 build-d/npusim generate $P $D --check --target opencl --dtype bf16 > "$R/check.log" 2>&1
 echo "check: $(grep -E 'greedy tokens|^PASS|^FAIL|error' "$R/check.log" | tr '\n' ' ')"
 # with_mode M CMD...: CMD with mode M: "old" (the OLD build), "auto" (defaults), a
-# NPUSIM_OPENCL_PERSISTENT value (on, off, stages, a number), or VAR=VALUE (an environment knob).
+# NPUSIM_OPENCL_PERSISTENT value (on, off, stages, a number), or VAR=VALUE (an environment knob);
+# several joined by '+' (on+NPUSIM_OPENCL_PREFETCH=8).
 with_mode() {
   local m=$1 bin=build-d/npusim
   shift
   [[ $m == old ]] && bin=build-old/npusim
   (
-    if [[ $m == *=* ]]; then export "${m?}"; elif [[ $m != auto && $m != old ]]; then export NPUSIM_OPENCL_PERSISTENT=$m; fi
+    IFS=+ read -ra parts <<< "$m"
+    for p in "${parts[@]}"; do
+      if [[ $p == *=* ]]; then export "${p?}"; elif [[ $p != auto && $p != old ]]; then export NPUSIM_OPENCL_PERSISTENT=$p; fi
+    done
     NPUSIM_OPENCL_STATS=1 "$bin" "$@"
   )
 }
@@ -71,6 +75,7 @@ for pv0 in ${PERSIST:-auto}; do
   [[ $pv0 == s4:* ]] && sa=(--stages 4 --devices NVIDIA,NVIDIA,NVIDIA,NVIDIA)
   ws=(bf16)
   [[ ${QUANT:-0} == 1 && $pv0 == auto ]] && ws=(bf16 q8 q4)
+  [[ -n ${QUANT_MODES:-} && " $QUANT_MODES " == *" $pv0 "* ]] && ws=(bf16 q4)
   for w in "${ws[@]}"; do
     wd=()
     [[ $w == q* ]] && wd=(--weights-dtype $w)

@@ -30,6 +30,20 @@ __kernel void args30(__global float* a0, __global float* a1, __global float* a2,
       + a12[0] + a13[0] + a14[0] + a15[0] + s0 + s1 + s2 + s3 + s4 + s5 + s6 + s7 + s8 + s9 + s10 + s11 + s12 + s13;
 }
 __kernel void chain(__global float* x) { if (get_global_id(0) == 0) x[0] += 1.0f; }
+// What the argument count costs by kind: 16 buffers alone, and 30 scalars (16 of them device
+// addresses as ulong, which is how the persistent program reaches its buffers).
+__kernel void bufs16(__global float* a0, __global float* a1, __global float* a2, __global float* a3, __global float* a4,
+  __global float* a5, __global float* a6, __global float* a7, __global float* a8, __global float* a9, __global float* a10,
+  __global float* a11, __global float* a12, __global float* a13, __global float* a14, __global float* a15) {
+  if (get_global_id(0) == 0xffffffffu) a0[0] = a1[0] + a2[0] + a3[0] + a4[0] + a5[0] + a6[0] + a7[0] + a8[0] + a9[0] + a10[0] + a11[0]
+      + a12[0] + a13[0] + a14[0] + a15[0];
+}
+__kernel void scal30(ulong a0, ulong a1, ulong a2, ulong a3, ulong a4, ulong a5, ulong a6, ulong a7, ulong a8, ulong a9, ulong a10,
+  ulong a11, ulong a12, ulong a13, ulong a14, ulong a15,
+  int s0, int s1, int s2, int s3, int s4, int s5, int s6, int s7, int s8, int s9, int s10, int s11, int s12, int s13) {
+  if (get_global_id(0) == 0xffffffffu) ((__global float*)a0)[0] = (float)(a1 + a2 + a3 + a4 + a5 + a6 + a7 + a8 + a9 + a10 + a11 + a12 + a13 + a14 + a15)
+      + s0 + s1 + s2 + s3 + s4 + s5 + s6 + s7 + s8 + s9 + s10 + s11 + s12 + s13;
+}
 
 #ifdef USE_PTX
 #define FENCE() asm volatile("fence.acq_rel.gpu;" ::: "memory")
@@ -113,6 +127,10 @@ int main(int argc, char** argv) {
   for (int i = 0; i < 16; ++i) ck(clSetKernelArg(k30, i, sizeof(cl_mem), &bufs[i]), "arg");
   for (int i = 16; i < 30; ++i) { int v = i; ck(clSetKernelArg(k30, i, sizeof v, &v), "arg"); }
   ck(clSetKernelArg(kch, 0, sizeof(cl_mem), &bufs[0]), "arg");
+  cl_kernel kb16 = kern("bufs16"), kb16s = kern("bufs16"), ks30 = kern("scal30");
+  for (int i = 0; i < 16; ++i) ck(clSetKernelArg(kb16, i, sizeof(cl_mem), &bufs[i]), "arg"), ck(clSetKernelArg(kb16s, i, sizeof(cl_mem), &bufs[0]), "arg");
+  for (int i = 0; i < 16; ++i) { cl_ulong v = 0; ck(clSetKernelArg(ks30, i, sizeof v, &v), "arg"); }
+  for (int i = 16; i < 30; ++i) { int v = i; ck(clSetKernelArg(ks30, i, sizeof v, &v), "arg"); }
   // Host enqueue cost and total time per launch, for N back-to-back launches.
   auto launches = [&](cl_kernel k, std::size_t global, std::size_t local, int n, bool gated) {
     double best_enq = 1e30, best_tot = 1e30;
@@ -134,7 +152,9 @@ int main(int argc, char** argv) {
   };
   struct Case { const char* name; cl_kernel k; std::size_t g, l; };
   for (auto c : {Case{"empty0 1x64", k0, 64, 64}, Case{"empty0 132x256", k0, 132 * 256, 256}, Case{"args30 1x64", k30, 64, 64},
-                 Case{"args30 264x256", k30, 264 * 256, 256}, Case{"chain 1x64", kch, 64, 64}}) {
+                 Case{"args30 264x256", k30, 264 * 256, 256}, Case{"chain 1x64", kch, 64, 64},
+                 Case{"bufs16 264x256", kb16, 264 * 256, 256}, Case{"bufs16same 264x256", kb16s, 264 * 256, 256},
+                 Case{"scal30 264x256", ks30, 264 * 256, 256}}) {
     auto [enq, tot] = launches(c.k, c.g, c.l, 1000, false);
     auto [genq, gtot] = launches(c.k, c.g, c.l, 1000, true);
     std::printf("launch %-16s: host enqueue %.2f us, enqueue..finish %.2f us per launch; behind a gate: enqueue %.2f us, device %.2f us per launch\n",
