@@ -304,7 +304,7 @@ class Device {
     std::lock_guard lock(mu_);
     // On NVIDIA GPUs (compute capability >= 7) reductions use warp shuffles (common.cl, NV_WARP).
     const bool nv_warp = info_.platform_name.find("NVIDIA") != std::string::npos && info_.gpu && info_.cc_major >= 7;
-    std::string full_opts = "-cl-std=CL1.2 " + std::string(nv_warp ? "-DNV_WARP=1 " : "") + options;
+    std::string full_opts = "-cl-std=CL1.2 " + std::string(nv_warp ? "-DNV_WARP=1 " : "") + options + extra_build_options();
     std::string key_text = info_.platform_name + "\n" + info_.name + "\n" + info_.driver + "\n" + info_.version + "\n" + full_opts + "\n";
     std::uint64_t key = fnv1a(source, fnv1a(key_text));
     if (auto it = programs_.find(key); it != programs_.end()) return it->second.get();
@@ -341,6 +341,14 @@ class Device {
     cl_program p = prog.get();
     programs_.emplace(key, std::move(prog));
     return p;
+  }
+
+  // NPUSIM_OPENCL_BUILD_OPTIONS: OpenCL C build options appended to every program (part of the
+  // cache key). CI's PoCL tests set -cl-opt-disable where a test's time is PoCL optimising kernels
+  // it runs once (tests/CMakeLists.txt): a kernel's first launch takes 0.3-0.8 s instead of 10-23 s.
+  static std::string extra_build_options() {
+    const char* e = std::getenv("NPUSIM_OPENCL_BUILD_OPTIONS");
+    return e && *e ? std::string(" ") + e : std::string();
   }
 
   // The tensor-core decision, made once by `probe` (mma.hpp) and kept with the device.
