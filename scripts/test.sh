@@ -31,7 +31,9 @@ if [ "$sanitize" = 1 ]; then
   if [ ! -f build-asan/CMakeCache.txt ]; then
     # Only what this stage runs is built: no benchmarks, examples or doc snippets, and no OpenCL
     # target (its tests do not run here, see below).
-    cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Release -DCMAKE_CXX_COMPILER=clang++ -DNPUSIM_WERROR=ON \
+    # -O1, as the sanitizers' documentation advises: the instrumented files compile in about half
+    # the time they take at -O3 (src/runtime.cpp 47-54 s against 91-95 s here).
+    cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Release "-DCMAKE_CXX_FLAGS_RELEASE=-O1 -DNDEBUG" -DCMAKE_CXX_COMPILER=clang++ -DNPUSIM_WERROR=ON \
           -DNPUSIM_SANITIZE=address,undefined -DNPUSIM_BUILD_BENCH=OFF -DNPUSIM_BUILD_EXAMPLES=OFF -DNPUSIM_BUILD_DOC_SNIPPETS=OFF \
           -DCMAKE_DISABLE_FIND_PACKAGE_OpenCL=ON
   fi
@@ -46,6 +48,9 @@ if [ "$sanitize" = 1 ]; then
   # allocations, Open MPI 4.1.4); the stage routing those tests drive runs here in
   # Stages.TwoRanks*, two ranks as threads). They all run in the first stage.
   ./scripts/fetch-tokenizers.sh build-asan/real_tokenizers || echo "warning: real tokenizers not fetched; their tests will be skipped" >&2
-  (cd build-asan && ctest -j"$(nproc)" --output-on-failure --timeout 1500 -LE "package|llm|opencl|mpi" "$@")
+  # Not here either: the int8 ResNet-18 report test and the ResNet-50 quantize CLI test, 157 and 88 s
+  # instrumented (14 and 8 s in the first stage): the same code as cli.quantize_resnet18, which runs here.
+  (cd build-asan && ctest -j"$(nproc)" --output-on-failure --timeout 1500 -LE "package|llm|opencl|mpi" \
+     -E '^(Int8Quantize\.Resnet18CalibrateReportAndRank|cli\.quantize_resnet50)$' "$@")
   echo "== sanitizer stage passed at ${SECONDS} s =="
 fi
