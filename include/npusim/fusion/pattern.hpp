@@ -70,6 +70,9 @@ class GraphView {
   std::vector<bool> taken_;
 };
 
+// A transpose/permute that only moves size-1 dims keeps the memory order: a view.
+bool permutation_is_view(const Shape& in, const ops::Ints& perm);
+
 // `early`: the pattern's may_run_early (above).
 std::optional<Kernel> finalize(const GraphView& v, Match m, std::string_view kind, bool early = false);
 

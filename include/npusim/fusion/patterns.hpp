@@ -145,6 +145,17 @@ struct LinearAdd {
   static std::optional<Match> match(const GraphView& v, std::int32_t n);
 };
 
+// linear_add whose output h (the residual stream) an RMSNorm with a weight reads: the GEMV's last
+// work-group to finish normalises h (a decode step's post-attention norm in o_proj's launch). x one
+// row, a float weight, h at most 4096 values; h an output where something reads it later (the next
+// residual add). Inputs: linear_add's, then the norm's weight. Params: linear_add's, eps and
+// norm_at (where the norm's weight is among the inputs).
+struct LinearAddRmsNorm {
+  static constexpr std::string_view name = "linear_add_rmsnorm";
+  static constexpr std::string_view summary = "linear(x, W[, b]) -> add(residual) -> RMSNorm, one row: the norm by the product's last work-group";
+  static std::optional<Match> match(const GraphView& v, std::int32_t n);
+};
+
 // silu(linear(x, Wg)) * linear(x, Wu), both without bias, GEMV-sized: one product reading both
 // weights (the SwiGLU MLP's gate and up projections). Inputs (x, Wg, Wu).
 struct LinearSiluGate {
@@ -174,6 +185,19 @@ struct LinearGroup {
 struct RopeKv {
   static constexpr std::string_view name = "rope_kv";
   static constexpr std::string_view summary = "rotary(q), rotary(k) -> index_copy(k_cache, pos, k'), index_copy(v_cache, pos, v): RoPE and the KV-cache write";
+  static std::optional<Match> match(const GraphView& v, std::int32_t n);
+};
+
+// A linear_group of a token's q, k and v projections (float weights, x one row, the three linears
+// in that order) whose outputs reach a rope_kv's q, k and v through views only (each read by the
+// next alone): one GEMV that rotates q and k and writes k and v into the caches in its epilogue (a
+// decode step's attention inputs in one launch). Heads of D values, D % 4 == 0, cos and sin of D
+// values, a cache batch of 1. Inputs: linear_group's, then (cos, sin, pos, k_cache, v_cache);
+// params linear_group's and rope_at (where cos is among the inputs).
+struct LinearGroupRopeKv {
+  static constexpr std::string_view name = "linear_group_rope_kv";
+  static constexpr std::string_view summary =
+      "[RMSNorm ->] q/k/v linears of one token -> rope_kv: RoPE and the KV-cache write in the projections' epilogue";
   static std::optional<Match> match(const GraphView& v, std::int32_t n);
 };
 

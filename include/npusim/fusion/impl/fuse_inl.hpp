@@ -7,16 +7,6 @@
 
 namespace npusim::inline NPUSIM_ABI::fusion {
 
-NPUSIM_FUNC bool permutation_is_view(const Shape& in, const ops::Ints& perm) {
-  std::int64_t last = -1;
-  for (auto p : perm) {
-    if (in[static_cast<std::size_t>(p)] == 1) continue;
-    if (p < last) return false;
-    last = p;
-  }
-  return true;
-}
-
 NPUSIM_FUNC bool is_view_node(const GraphView& v, std::int32_t n, const passes::DTypePolicy& pol) {
   const auto& info = ops::op_info(v.op(n));
   const ir::Node& node = v.node(n);

@@ -12,6 +12,16 @@ namespace npusim::inline NPUSIM_ABI::fusion {
 NPUSIM_FUNC GraphView::GraphView(const ir::Graph& g)
     : g_(g), ops_(passes::op_indices(g)), uses_(passes::consumers(g)), outs_(passes::graph_output_mask(g)), taken_(g.nodes.size(), false) {}
 
+NPUSIM_FUNC bool permutation_is_view(const Shape& in, const ops::Ints& perm) {
+  std::int64_t last = -1;
+  for (auto p : perm) {
+    if (in[static_cast<std::size_t>(p)] == 1) continue;
+    if (p < last) return false;
+    last = p;
+  }
+  return true;
+}
+
 NPUSIM_FUNC std::int32_t GraphView::only_consumer(TensorId t) const {
   const auto& c = consumers(t);
   return c.size() == 1 && !is_graph_output(t) ? c[0] : -1;

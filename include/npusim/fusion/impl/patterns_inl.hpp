@@ -499,6 +499,30 @@ NPUSIM_FUNC std::optional<Match> LinearAdd::match(const GraphView& v, std::int32
   return m;
 }
 
+NPUSIM_FUNC std::optional<Match> LinearAddRmsNorm::match(const GraphView& v, std::int32_t n) {
+  auto la = LinearAdd::match(v, n);
+  if (!la || ops::weight_block_format(v.node(n))) return std::nullopt;
+  const Shape& xs = v.tensor(v.in(n, 0)).shape;
+  if (xs.empty() || numel(xs) != xs.back()) return std::nullopt;  // one row
+  const TensorId h = v.out(la->nodes.back());
+  if (numel(v.tensor(h).shape) > 4096) return std::nullopt;  // the OpenCL kernel's rmsnorm sums hold 4096 values
+  // The RMSNorm reading h: anchored at its pow, which reads h or h cast to float32.
+  std::optional<Match> norm;
+  for (auto c : v.consumers(h)) {
+    std::vector<std::int32_t> pows{c};
+    if (v.is<ops::ToDtype>(c)) pows = v.consumers(v.out(c));
+    for (auto p : pows)
+      if (!norm && v.is<ops::PowScalar>(p) && !v.taken(p)) norm = RmsNorm::match(v, p);
+  }
+  if (!norm || norm->inputs.size() != 2 || norm->inputs[0] != h) return std::nullopt;
+  Match m = std::move(*la);
+  m.nodes.insert(m.nodes.end(), norm->nodes.begin(), norm->nodes.end());
+  m.params.set("eps", *norm->params.find("eps"));
+  m.params.set("norm_at", ir::AttrValue(static_cast<std::int64_t>(m.inputs.size())));
+  m.inputs.push_back(norm->inputs[1]);
+  return m;
+}
+
 NPUSIM_FUNC std::optional<Match> LinearSiluGate::match(const GraphView& v, std::int32_t n) {
   auto sg = SiluGate::match(v, n);
   if (!sg) return std::nullopt;
@@ -579,6 +603,66 @@ NPUSIM_FUNC std::optional<Match> RopeKv::match(const GraphView& v, std::int32_t 
   m.nodes.insert(m.nodes.end(), rk->nodes.begin(), rk->nodes.end());
   m.nodes.insert(m.nodes.end(), {n, cv});
   m.inputs = {rq->inputs[0], cos, sin, xk, v.in(cv, 2), pos, kc, v.in(cv, 0)};
+  return m;
+}
+
+namespace detail {
+// Moves no data: a view op, or a transpose/permute of size-1 dims only.
+inline bool moves_no_data(const GraphView& v, std::int32_t n) {
+  if (n < 0) return false;
+  if (ops::op_info(v.op(n)).op_class == ops::OpClass::view) return true;
+  const Shape& in = v.tensor(v.in(n, 0)).shape;
+  if (v.is<ops::Transpose>(n)) return permutation_is_view(in, ops::Transpose::perm(v.attrs<ops::Transpose>(n), in.size()));
+  if (v.is<ops::Permute>(n)) return permutation_is_view(in, ops::Permute::perm(v.attrs<ops::Permute>(n), in.size()));
+  return false;
+}
+}  // namespace detail
+
+NPUSIM_FUNC std::optional<Match> LinearGroupRopeKv::match(const GraphView& v, std::int32_t n) {
+  auto rope = RopeKv::match(v, n);
+  if (!rope) return std::nullopt;
+  const TensorId cos = rope->inputs[1], sin = rope->inputs[2], pos = rope->inputs[5], kc = rope->inputs[6], vc = rope->inputs[7];
+  // The linear whose output reaches t through views alone (each read only by the next), or -1.
+  std::vector<std::int32_t> views;
+  auto source = [&](TensorId t) {
+    for (auto c : v.consumers(t))
+      if (std::find(rope->nodes.begin(), rope->nodes.end(), c) == rope->nodes.end()) return -1;
+    for (;;) {
+      const std::int32_t p = v.producer(t);
+      if (p < 0 || v.taken(p) || v.is_graph_output(t)) return -1;
+      if (detail::is_linear(v, p)) return p;
+      if (!detail::moves_no_data(v, p) || v.only_consumer(v.in(p, 0)) != p) return -1;
+      views.push_back(p);
+      t = v.in(p, 0);
+    }
+  };
+  const std::int32_t lq = source(rope->inputs[0]), lk = source(rope->inputs[3]), lv = source(rope->inputs[4]);
+  if (lq < 0 || !(lq < lk && lk < lv)) return std::nullopt;
+  const TensorId x = v.in(lq, 0);
+  const Shape& xs = v.tensor(x).shape;
+  if (v.in(lk, 0) != x || v.in(lv, 0) != x || xs.empty() || numel(xs) != xs.back()) return std::nullopt;  // one token
+  for (auto l : {lq, lk, lv})
+    if (ops::weight_block_format(v.node(l)) || v.only_consumer(v.out(l)) < 0) return std::nullopt;
+  // The linear_group of exactly these three: anchored at its RMSNorm's pow (a few nodes before the
+  // first projection) or at the first projection.
+  std::optional<Match> group;
+  const std::int32_t h = v.producer(x);
+  for (std::int32_t i = h; i >= 0 && i >= h - 16 && !group; --i)
+    if (v.is<ops::PowScalar>(i)) group = LinearGroup::match(v, i);
+  if (!group) group = LinearGroup::match(v, lq);
+  if (!group) return std::nullopt;
+  std::vector<std::int32_t> lins;
+  for (auto m : group->nodes)
+    if (detail::is_linear(v, m)) lins.push_back(m);
+  if (lins != std::vector<std::int32_t>{lq, lk, lv}) return std::nullopt;
+  const Shape& cache = v.tensor(kc).shape;
+  const std::int64_t D = cache[3];
+  if (cache[0] != 1 || D % 4 || numel(v.tensor(cos).shape) != D || numel(v.tensor(sin).shape) != D) return std::nullopt;
+  Match m = std::move(*group);
+  m.nodes.insert(m.nodes.end(), views.begin(), views.end());
+  m.nodes.insert(m.nodes.end(), rope->nodes.begin(), rope->nodes.end());
+  m.params.set("rope_at", ir::AttrValue(static_cast<std::int64_t>(m.inputs.size())));
+  m.inputs.insert(m.inputs.end(), {cos, sin, pos, kc, vc});
   return m;
 }
 

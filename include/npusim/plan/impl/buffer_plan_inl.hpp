@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <numeric>
 
+#include "npusim/fusion/patterns.hpp"
 #include "npusim/ops/registry.hpp"
 #include "npusim/plan/buffer_plan.hpp"
 
@@ -26,7 +27,9 @@ NPUSIM_FUNC bool pointwise_kind(std::string_view kind) {
   return std::find(std::begin(kinds), std::end(kinds), kind) != std::end(kinds);
 }
 
-NPUSIM_FUNC bool writes_cache_in_place(std::string_view kind) { return kind == "index_copy" || kind == "rope_kv"; }
+NPUSIM_FUNC bool writes_cache_in_place(std::string_view kind) {
+  return kind == "index_copy" || kind == fusion::RopeKv::name || kind == fusion::LinearGroupRopeKv::name;
+}
 
 namespace detail {
 

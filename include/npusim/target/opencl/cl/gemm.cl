@@ -214,18 +214,60 @@ inline float gv_team_sum(float v, __local float* red) {
 }
 // Up to three segments (the q/k/v projections of one input in one launch): rows [0, end0) use
 // (W0, bias0, C0), [end0, end1) (W1, bias1, C1), [end1, end2) (W2, bias2, C2), each C row-major.
-PK_GROUP_FN(gemv, GV_WG)
-    __global const uchar* ab, ulong ao, long lda,
-    __global const uchar* w0b, ulong w0o, __global const uchar* b0b, ulong b0o, int b0t, int hb0, __global uchar* c0b, ulong c0o, long end0,
-    __global const uchar* w1b, ulong w1o, __global const uchar* b1b, ulong b1o, int b1t, int hb1, __global uchar* c1b, ulong c1o, long end1,
-    __global const uchar* w2b, ulong w2o, __global const uchar* b2b, ulong b2o, int b2t, int hb2, __global uchar* c2b, ulong c2o, long end2,
-    __global const uchar* rb, ulong ro, int rt, int has_res, int relu, long K, int vec, __global const uchar* ub, ulong uo, int gated,
-    __global const uchar* nwb, ulong nwo, int nwt, int has_norm, float eps, int mid_t) {
-  PK_LOCAL(float, red, GV_WG);
+#define GV_PARAMS                                                                                                                         \
+  __global const uchar *ab, ulong ao, long lda, __global const uchar *w0b, ulong w0o, __global const uchar *b0b, ulong b0o, int b0t, int hb0, \
+      __global uchar *c0b, ulong c0o, long end0, __global const uchar *w1b, ulong w1o, __global const uchar *b1b, ulong b1o, int b1t,       \
+      int hb1, __global uchar *c1b, ulong c1o, long end1, __global const uchar *w2b, ulong w2o, __global const uchar *b2b, ulong b2o,       \
+      int b2t, int hb2, __global uchar *c2b, ulong c2o, long end2, __global const uchar *rb, ulong ro, int rt, int has_res, int relu,     \
+      long K, int vec, __global const uchar *ub, ulong uo, int gated, __global const uchar *nwb, ulong nwo, int nwt, int has_norm,        \
+      float eps, int mid_t
+#define GV_PASS                                                                                                                       \
+  ab, ao, lda, w0b, w0o, b0b, b0o, b0t, hb0, c0b, c0o, end0, w1b, w1o, b1b, b1o, b1t, hb1, c1b, c1o, end1, w2b, w2o, b2b, b2o, b2t, hb2, \
+      c2b, c2o, end2, rb, ro, rt, has_res, relu, K, vec, ub, uo, gated, nwb, nwo, nwt, has_norm, eps, mid_t
+// gemv_rope's epilogue (rope_d > 0; one row of x): the segments are the q, k and v projections
+// of one token with heads of rope_d values; q and k are rotated (HF's rotate_half RoPE with
+// cos[e], sin[e] of the token), q into C0, k and v into rows idx[0] of the caches K, V
+// [1, heads, rope_s, rope_d] (fusion::LinearGroupRopeKv; the values and their rounding are
+// rope_kv's, generic.cl). A work-group's 4 rows are two dims and their partners rope_d / 2 away.
+#define GV_ROPE_PARAMS                                                                                                        \
+  __global const uchar *rcb, ulong rco, int rct, __global const uchar *rsb, ulong rso, int rst, __global const uchar *rpb, ulong rpo, \
+      int rpt, __global uchar *rkb, ulong rko, int rkt, __global uchar *rvb, ulong rvo, int rvt, int rqt, long rope_d, long rope_s,  \
+      __global int *rerr, int rcode
+#define GV_ROPE_PASS rcb, rco, rct, rsb, rso, rst, rpb, rpo, rpt, rkb, rko, rkt, rvb, rvo, rvt, rqt, rope_d, rope_s, rerr, rcode
+// Where gemv_rope puts row n of segment seg: value y as stored, its partner's p (dim n -+ D/2).
+inline void gv_rope_store(float y, float p, int seg, long n, __global uchar* c0b, ulong c0o, GV_ROPE_PARAMS) {
+  const long e = n % rope_d, head = n / rope_d;
+  float v = y;
+  if (seg < 2) v = y * ldf(CGPTR(rcb, rco), rct, e) + (e < rope_d / 2 ? -p : p) * ldf(CGPTR(rsb, rso), rst, e);
+  if (seg == 0) {
+    stf(GPTR(c0b, c0o), rqt, n, v);
+    return;
+  }
+  const long pv = ldi(CGPTR(rpb, rpo), rpt, 0), at = pv < 0 ? pv + rope_s : pv;
+  if (at < 0 || at >= rope_s) report_index(rerr, rcode, pv);
+  else if (seg == 1) stf(GPTR(rkb, rko), rkt, (head * rope_s + at) * rope_d + e, v);
+  else stf(GPTR(rvb, rvo), rvt, (head * rope_s + at) * rope_d + e, v);
+}
+// gemv_norm's finish (norm_groups > 0; one segment, one row of x of N <= 4096 values): the launch's
+// last work-group to finish (a counter, set back to 0 by it) reads the row C that they all wrote and
+// writes its RMSNorm y = round(round(c * rsqrt(mean(c^2) + eps), mid_t) * w) into Y
+// (fusion::LinearAddRmsNorm: rmsnorm's values, generic.cl, bit for bit).
+#define GV_NORM_PARAMS __global const uchar *onwb, ulong onwo, int onwt, __global uchar *onyb, ulong onyo, int onyt, float on_eps, int on_mid, \
+                       __global int *on_count, long norm_groups
+#define GV_NORM_PASS onwb, onwo, onwt, onyb, onyo, onyt, on_eps, on_mid, on_count, norm_groups
+#define GV_NO_ROPE 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0
+#define GV_NO_NORM 0, 0, 0, 0, 0, 0, 0.0f, 0, 0, 0
+// The body of all three (TA, TB, TC as pk_ta, pk_tb, pk_tc in the persistent program).
+inline void gemv_body(long gid, __local float* red, int pk_ta, int pk_tb, int pk_tc, GV_PARAMS, GV_ROPE_PARAMS, GV_NORM_PARAMS) {
   const int lid = get_local_id(0), lane = lid % GV_TEAM;
-  const long row = PK_GROUP_ID * (GV_WG / GV_TEAM) + lid / GV_TEAM;
+  long row = gid * (GV_WG / GV_TEAM) + lid / GV_TEAM;
   const int seg = row < end0 ? 0 : row < end1 ? 1 : 2;
   const long start = seg == 0 ? 0 : seg == 1 ? end0 : end1, N = (seg == 0 ? end0 : seg == 1 ? end1 : end2) - start;
+  if (rope_d > 0) {  // team t: dim 2w + (t & 1) of its head, in the first half (t < 2) or the second
+    const int t = lid / GV_TEAM;
+    const long rl = row - start;
+    row = start + rl / rope_d * rope_d + (t >> 1) * (rope_d / 2) + (rl % rope_d) / 4 * 2 + (t & 1);
+  }
   const long n = row - start, ldc = N;
   const long nn = row < end2 ? n : N - 1;
   __global const uchar* X = CGPTR(ab, ao);
@@ -353,6 +395,7 @@ PK_GROUP_FN(gemv, GV_WG)
     }
   }
   __global uchar* C = cb;
+  float ry = 0.0f;
 #pragma unroll
   for (int m = 0; m < GV_M; ++m) {
     float g = gv_team_sum(acc[m], red);
@@ -363,11 +406,78 @@ PK_GROUP_FN(gemv, GV_WG)
       g = g / (1.0f + exp(-g));
       g = round_to(g, TC) * round_to(up, TC);
     }
-    if (lane == 0 && row < end2) {
+    // rope: the projection as stored (rope_kv reads it so), rotated below.
+    if (rope_d > 0) ry = round_to(epilogue(g, m, n, m * ldc + n, biasb, biast, has_bias, CGPTR(rb, ro), rt, has_res, relu), TC);
+    else if (lane == 0 && row < end2) {
       const float v = epilogue(g, m, n, m * ldc + n, biasb, biast, has_bias, CGPTR(rb, ro), rt, has_res, relu);
       ST_T(TC, C, m * ldc + n, v);
     }
   }
+  if (rope_d > 0) {  // (uniform in the work-group) its partner's value from the team 2 away
+    barrier(CLK_LOCAL_MEM_FENCE);
+    if (lane == 0) red[lid / GV_TEAM] = ry;
+    barrier(CLK_LOCAL_MEM_FENCE);
+    if (lane == 0 && row < end2) gv_rope_store(ry, red[(lid / GV_TEAM) ^ 2], seg, n, c0b, c0o, GV_ROPE_PASS);
+    return;
+  }
+  if (norm_groups == 0) return;
+  barrier(CLK_GLOBAL_MEM_FENCE | CLK_LOCAL_MEM_FENCE);
+  if (lid == 0) {
+    DEVICE_FENCE();
+    const int done = atomic_inc(on_count);
+    red[0] = done == norm_groups - 1 ? 1.0f : 0.0f;
+    if (done == norm_groups - 1) *on_count = 0;
+    DEVICE_FENCE();
+  }
+  barrier(CLK_LOCAL_MEM_FENCE);
+  const int last = red[0] != 0.0f;
+  barrier(CLK_LOCAL_MEM_FENCE);
+  if (!last) return;
+  // rmsnorm's sums (generic.cl, 256 items of 16 values each, N <= 4096): this item holds two of
+  // its items, lid and lid + 128, and the work-group adds them up in its order, so that the values
+  // are the unfused kernel's bit for bit.
+  volatile __global const uchar* H = (volatile __global const uchar*)cb;
+  float va[16], vb[16], sa = 0.0f, sb = 0.0f;
+#pragma unroll
+  for (int j = 0; j < 16; ++j) {
+    const long ka = lid + j * 256, kb = ka + 128;
+    va[j] = ka < N ? ldf_volatile(H, TC, ka) : 0.0f;
+    vb[j] = kb < N ? ldf_volatile(H, TC, kb) : 0.0f;
+  }
+#pragma unroll
+  for (int j = 0; j < 16; ++j) sa += va[j] * va[j];
+#pragma unroll
+  for (int j = 0; j < 16; ++j) sb += vb[j] * vb[j];
+#ifdef NV_WARP
+  // group_reduce over 256 items: each warp's sum by shuffles, then the 8 sums in warp order.
+  sa = warp_sum(sa), sb = warp_sum(sb);
+  if ((lid & 31) == 0) red[lid >> 5] = sa, red[4 + (lid >> 5)] = sb;
+  barrier(CLK_LOCAL_MEM_FENCE);
+  float ss = red[0];
+  for (int i = 1; i < 8; ++i) ss += red[i];
+#else
+  // group_reduce's tree over 256 items starts by adding item l + 128 to item l.
+  const float ss = group_reduce(sa + sb, red, GV_WG, 0);
+#endif
+  const float ninv = 1.0f / sqrt(ss / (float)N + on_eps);
+#pragma unroll
+  for (int j = 0; j < 16; ++j) {
+    const long ka = lid + j * 256, kb = ka + 128;
+    if (ka < N) stf(GPTR(onyb, onyo), onyt, ka, round_to(va[j] * ninv, on_mid) * ldf(CGPTR(onwb, onwo), onwt, ka));
+    if (kb < N) stf(GPTR(onyb, onyo), onyt, kb, round_to(vb[j] * ninv, on_mid) * ldf(CGPTR(onwb, onwo), onwt, kb));
+  }
+}
+PK_GROUP_FN(gemv, GV_WG) GV_PARAMS) {
+  PK_LOCAL(float, red, GV_WG);
+  gemv_body(PK_GROUP_ID, red, TA, TB, TC, GV_PASS, GV_NO_ROPE, GV_NO_NORM);
+}
+PK_GROUP_FN(gemv_rope, GV_WG) GV_PARAMS, GV_ROPE_PARAMS) {
+  PK_LOCAL(float, red, GV_WG);
+  gemv_body(PK_GROUP_ID, red, TA, TB, TC, GV_PASS, GV_ROPE_PASS, GV_NO_NORM);
+}
+PK_GROUP_FN(gemv_norm, GV_WG) GV_PARAMS, GV_NORM_PARAMS) {
+  PK_LOCAL(float, red, GV_WG);
+  gemv_body(PK_GROUP_ID, red, TA, TB, TC, GV_PASS, GV_NO_ROPE, GV_NORM_PASS);
 }
 
 //@pk-

@@ -39,6 +39,23 @@ struct Gemm {
     DType mid = DType::f32;
   };
   std::optional<Norm> norm;
+  // GEMV only, one row of x: the segments are the q, k and v projections of one token, rotated and
+  // written into the KV caches in the epilogue (gemv_rope, fusion::LinearGroupRopeKv). q is the
+  // rotated q's storage (the first segment's c is unused), cos and sin the token's D values.
+  struct Rope {
+    TensorRef cos, sin, pos, k_cache, v_cache, q;
+    std::int64_t D = 0, S = 0;
+    cl_int check = 0;  // the position's index check (Binder::index_check)
+  };
+  std::optional<Rope> rope;
+  // GEMV only, one row of x and one segment: the RMSNorm of the product's row c (the residual
+  // stream) written into y by the launch's last work-group (gemv_norm, fusion::LinearAddRmsNorm).
+  struct OutNorm {
+    TensorRef w, y;
+    float eps = 0;
+    DType mid = DType::f32;
+  };
+  std::optional<OutNorm> out_norm;
   int bias_mode = 1;  // per n
   bool relu = false;
   // b, up and more[].w are packed blocks in this format (PackedWeight, gemv_q.cl); wdt is the
@@ -233,8 +250,22 @@ inline void bind_gemm(Binder& b, const Gemm& g) {
     for (const auto& sg : s.seg)
       if (sg.N) vec = vec && sg.w.off % 32 == 0 && sg.w.dtype == g.b.dtype;
     cl_program p = b.program("gemm", ocl::cl_source::gemm, opts + " -DGV_M=" + std::to_string(g.M));
-    launch_gemv(b, p, "gemv", static_cast<std::size_t>((s.end[2] + 3) / 4), g, s, vec, g.norm ? Typed{g.norm->w} : b.none(), g.norm.has_value(),
-                static_cast<cl_float>(g.norm ? g.norm->eps : 0.0f), dt_code(g.norm ? g.norm->mid : DType::f32));
+    const std::size_t groups = static_cast<std::size_t>((s.end[2] + 3) / 4);
+    const Typed nw = g.norm ? Typed{g.norm->w} : b.none();
+    const auto eps = static_cast<cl_float>(g.norm ? g.norm->eps : 0.0f);
+    const cl_int mid = dt_code(g.norm ? g.norm->mid : DType::f32);
+    if (g.out_norm) {
+      if (g.M != 1 || !g.more.empty() || g.rope) b.unsupported("a gemv_norm over more than one row or segment (npusim bug)");
+      const Gemm::OutNorm& o = *g.out_norm;
+      return launch_gemv(b, p, "gemv_norm", groups, g, s, vec, nw, g.norm.has_value(), eps, mid, Typed{o.w}, Typed{o.y}, static_cast<cl_float>(o.eps),
+                         dt_code(o.mid), b.zeroed(sizeof(cl_int)), static_cast<cl_long>(groups));
+    }
+    if (!g.rope) return launch_gemv(b, p, "gemv", groups, g, s, vec, nw, g.norm.has_value(), eps, mid);
+    const Gemm::Rope& r = *g.rope;
+    if (g.M != 1 || g.more.size() != 2 || r.D % 4 || s.end[0] % r.D || (s.end[1] - s.end[0]) % r.D || (s.end[2] - s.end[1]) % r.D)
+      b.unsupported("a gemv_rope over more than one token or heads that are not whole (npusim bug)");
+    launch_gemv(b, p, "gemv_rope", groups, g, s, vec, nw, g.norm.has_value(), eps, mid, Typed{r.cos}, Typed{r.sin}, Typed{r.pos}, Typed{r.k_cache},
+                Typed{r.v_cache}, dt_code(r.q.dtype), static_cast<cl_long>(r.D), static_cast<cl_long>(r.S), b.errors(), r.check);
     return;
   }
   bind_tiled(b, g, opts);
@@ -357,16 +388,20 @@ inline void bind_matmul(Binder& b, ir::TensorId ta, ir::TensorId tb, ir::TensorI
 
 // y = x W^T (+ bias) over x's last dim; `read`: the tensor a reads instead of x (an RMSNorm's
 // input where the GEMV normalises it itself; x then has no storage).
-inline Gemm linear_gemm(Binder& b, ir::TensorId x, ir::TensorId w, std::optional<ir::TensorId> bias, ir::TensorId y,
-                        std::optional<ir::TensorId> read = {}) {
+inline Gemm linear_gemm_into(Binder& b, ir::TensorId x, ir::TensorId w, std::optional<ir::TensorId> bias, TensorRef c,
+                             std::optional<ir::TensorId> read = {}) {
   Gemm g;
   const PackedWeight* p = b.packed(w);
-  g.a = b.ref(read ? *read : x), g.b = p ? p->blocks : b.ref(w), g.c = b.ref(y);
+  g.a = b.ref(read ? *read : x), g.b = p ? p->blocks : b.ref(w), g.c = c;
   g.K = b.shape(x).back(), g.N = b.shape(w)[0], g.M = g.K ? b.numel(x) / g.K : 0;
   g.sam = g.K, g.sak = 1, g.sbk = 1, g.sbn = g.K, g.scm = g.N, g.scn = 1;
   if (bias) g.bias = b.ref(*bias);
   if (p) g.wq = p->format, g.wdt = p->dtype;
   return g;
+}
+inline Gemm linear_gemm(Binder& b, ir::TensorId x, ir::TensorId w, std::optional<ir::TensorId> bias, ir::TensorId y,
+                        std::optional<ir::TensorId> read = {}) {
+  return linear_gemm_into(b, x, w, bias, b.ref(y), read);
 }
 inline void bind_linear(Binder& b, ir::TensorId x, ir::TensorId w, std::optional<ir::TensorId> bias, ir::TensorId y) {
   bind_gemm(b, linear_gemm(b, x, w, bias, y));
@@ -441,6 +476,37 @@ struct kernel<fusion::LinearAdd, OpenCLTarget> {
   }
 };
 
+// linear -> add(residual) -> RMSNorm (fusion::LinearAddRmsNorm): linear_add's GEMV, whose last
+// work-group to finish normalises the row it wrote (gemv_norm): the residual stream and its norm
+// from one launch. Where nothing else reads the residual stream (the last layer's, before the
+// final norm) the row goes to a scratch buffer of the kernel's own.
+template <>
+struct kernel<fusion::LinearAddRmsNorm, OpenCLTarget> {
+  static constexpr bool provided = true;
+  static void bind(ocl::Binder& b) {
+    const Kernel& k = b.k();
+    const ir::Node& lin = *b.member<ops::Linear>();
+    const ir::Node& add = *b.member<ops::Add>();
+    const std::int64_t at = k.int_param("norm_at", -1);  // the residual, then the norm's weight
+    const ir::TensorId h = add.outputs.at(0);
+    const bool h_out = std::find(k.outputs.begin(), k.outputs.end(), h) != k.outputs.end();
+    if (at < 1 || static_cast<std::size_t>(at) >= k.inputs.size() || k.outputs.size() != (h_out ? 2u : 1u))
+      b.unsupported("linear_add_rmsnorm without its residual, norm weight and outputs (npusim bug)");
+    const ir::TensorId y = k.outputs[0] == h ? k.outputs[1] : k.outputs[0], w = b.in(static_cast<std::size_t>(at));
+    // The norm's last node multiplies by its weight: the other operand's storage is where the
+    // normalised value is rounded before that.
+    DType mid = DType::f32;
+    for (auto ni : k.nodes)
+      if (const ir::Node& n = b.g().nodes[static_cast<std::size_t>(ni)]; n.outputs.at(0) == y && n.inputs.size() == 2)
+        mid = b.storage(n.inputs[0] == w ? n.inputs[1] : n.inputs[0]);
+    const ocl::TensorRef hr = h_out ? b.ref(h) : ocl::TensorRef{b.scratch(static_cast<std::size_t>(b.numel(h)) * dtype_size(b.storage(h))), 0, b.storage(h)};
+    ocl::Gemm g = ocl::linear_gemm_into(b, lin.inputs[0], lin.inputs[1], ocl::linear_bias(lin), hr);
+    g.residual = b.ref(b.in(static_cast<std::size_t>(at) - 1));
+    g.out_norm = ocl::Gemm::OutNorm{b.ref(w), b.ref(y), static_cast<float>(k.param("eps", 1e-6)), mid};
+    ocl::bind_gemv(b, g);
+  }
+};
+
 // silu(linear(x, Wg)) * linear(x, Wu) (fusion::LinearSiluGate): one gated GEMV reading both weights.
 template <>
 struct kernel<fusion::LinearSiluGate, OpenCLTarget> {
@@ -452,6 +518,36 @@ struct kernel<fusion::LinearSiluGate, OpenCLTarget> {
   }
 };
 
+namespace ocl {
+// The product of a linear_group (fusion::LinearGroup, and the GEMV of fusion::LinearGroupRopeKv):
+// one segment per linear in node order, the RMSNorm folded in when the kernel has it; out(i, y)
+// gives where segment i's output y goes.
+inline Gemm linear_group_gemm(Binder& b, const std::function<TensorRef(std::size_t, ir::TensorId)>& out) {
+  const Kernel& k = b.k();
+  std::vector<const ir::Node*> lins;
+  for (auto ni : k.nodes)
+    if (const ir::Node& n = b.g().nodes[static_cast<std::size_t>(ni)]; ops::find_op(n.op_type) == ops::op_index_v<ops::Linear>) lins.push_back(&n);
+  const ir::AttrValue* hn = k.params.find("has_norm");
+  const bool norm = hn && hn->is_bool() && hn->as_bool();
+  const ir::Node& first = *lins.at(0);
+  const ir::TensorId h = first.inputs[0];
+  Gemm g = linear_gemm_into(b, h, first.inputs[1], linear_bias(first), out(0, first.outputs[0]), norm ? std::optional(b.in(0)) : std::nullopt);
+  for (std::size_t i = 1; i < lins.size(); ++i) {
+    const ir::Node& l = *lins[i];
+    g.more.push_back({weight_ref(b, l.inputs[1]), linear_bias(l) ? std::optional(b.ref(l.inputs[2])) : std::nullopt, out(i, l.outputs[0]),
+                      b.shape(l.inputs[1]).at(0)});
+  }
+  if (norm) {
+    // The norm's last node multiplies by its weight: the other operand's storage is where the
+    // normalised value is rounded before that.
+    const ir::Node& wmul = b.g().nodes.at(static_cast<std::size_t>(b.g().tensor(h).producer));
+    const ir::TensorId mid = wmul.inputs.at(0) == b.in(1) ? wmul.inputs.at(1) : wmul.inputs.at(0);
+    g.norm = Gemm::Norm{b.ref(b.in(1)), static_cast<float>(k.param("eps", 1e-6)), b.storage(mid)};
+  }
+  return g;
+}
+}  // namespace ocl
+
 // [RMSNorm ->] up to three linears of one input (fusion::LinearGroup): one GEMV with an output
 // segment per linear; with the norm, each work-group reduces x's row itself while its first weight
 // words are in flight.
@@ -459,27 +555,43 @@ template <>
 struct kernel<fusion::LinearGroup, OpenCLTarget> {
   static constexpr bool provided = true;
   static void bind(ocl::Binder& b) {
+    ocl::bind_gemv(b, ocl::linear_group_gemm(b, [&](std::size_t, ir::TensorId y) { return b.ref(y); }));
+  }
+};
+
+// [RMSNorm ->] q/k/v linears -> rope_kv (fusion::LinearGroupRopeKv): linear_group's GEMV, whose
+// epilogue rotates q and k and writes k and v into the caches (gemv_rope). The projections are not
+// stored: the first segment's output is the rotated q (in the projection's storage type, as
+// rope_kv reads it), the others point at the caches, which the epilogue writes at the position.
+template <>
+struct kernel<fusion::LinearGroupRopeKv, OpenCLTarget> {
+  static constexpr bool provided = true;
+  static void bind(ocl::Binder& b) {
     const Kernel& k = b.k();
-    std::vector<const ir::Node*> lins;
-    for (auto ni : k.nodes)
-      if (const ir::Node& n = b.g().nodes[static_cast<std::size_t>(ni)]; ops::find_op(n.op_type) == ops::op_index_v<ops::Linear>) lins.push_back(&n);
-    const ir::AttrValue* hn = k.params.find("has_norm");
-    const bool norm = hn && hn->is_bool() && hn->as_bool();
-    const ir::Node& first = *lins.at(0);
-    const ir::TensorId h = first.inputs[0];
-    ocl::Gemm g = ocl::linear_gemm(b, h, first.inputs[1], ocl::linear_bias(first), first.outputs[0], norm ? std::optional(b.in(0)) : std::nullopt);
-    for (std::size_t i = 1; i < lins.size(); ++i) {
-      const ir::Node& l = *lins[i];
-      g.more.push_back({ocl::weight_ref(b, l.inputs[1]), ocl::linear_bias(l) ? std::optional(b.ref(l.inputs[2])) : std::nullopt, b.ref(l.outputs[0]),
-                        b.shape(l.inputs[1]).at(0)});
+    const std::int64_t at = k.int_param("rope_at", -1);  // cos, then sin, pos, k_cache, v_cache
+    if (at < 0 || static_cast<std::size_t>(at) + 5 > k.inputs.size()) b.unsupported("linear_group_rope_kv without its rotary inputs (npusim bug)");
+    const auto r0 = static_cast<std::size_t>(at);
+    const ir::TensorId cos = b.in(r0), sin = b.in(r0 + 1), pos = b.in(r0 + 2), kc = b.in(r0 + 3), vc = b.in(r0 + 4);
+    const ir::Node *ck = nullptr, *cv = nullptr;
+    for (auto ni : k.nodes) {
+      const ir::Node& n = b.g().nodes[static_cast<std::size_t>(ni)];
+      if (ops::find_op(n.op_type) == ops::op_index_v<ops::IndexCopy>) (n.inputs.at(0) == kc ? ck : cv) = &n;
     }
-    if (norm) {
-      // The norm's last node multiplies by its weight: the other operand's storage is where the
-      // normalised value is rounded before that.
-      const ir::Node& wmul = b.g().nodes.at(static_cast<std::size_t>(b.g().tensor(h).producer));
-      const ir::TensorId mid = wmul.inputs.at(0) == b.in(1) ? wmul.inputs.at(1) : wmul.inputs.at(0);
-      g.norm = ocl::Gemm::Norm{b.ref(b.in(1)), static_cast<float>(k.param("eps", 1e-6)), b.storage(mid)};
-    }
+    if (!ck || !cv || cv->inputs.at(0) != vc || !(b.ref(ck->outputs[0]) == b.ref(kc)) || !(b.ref(cv->outputs[0]) == b.ref(vc)))
+      b.unsupported("linear_group_rope_kv whose caches are not written in place (npusim bug)");
+    ir::TensorId q = ir::no_tensor;
+    for (auto t : k.outputs)
+      if (t != ck->outputs[0] && t != cv->outputs[0]) q = t;
+    const Shape& cache = b.shape(kc);
+    const std::int64_t D = cache.at(3);
+    if (q == ir::no_tensor || b.numel(cos) != D || b.numel(sin) != D || cache[0] != 1)
+      b.unsupported("linear_group_rope_kv without one token's rotated q, cos and sin (npusim bug)");
+    ocl::Gemm g = ocl::linear_group_gemm(b, [&](std::size_t i, ir::TensorId y) {
+      const ocl::TensorRef r = b.ref(i == 0 ? q : i == 1 ? kc : vc);
+      return ocl::TensorRef{r.mem, r.off, b.storage(y)};
+    });
+    g.rope = ocl::Gemm::Rope{b.ref(cos), b.ref(sin), b.ref(pos), b.ref(kc), b.ref(vc), b.ref(q), D, cache[2],
+                             b.index_check(*ck, pos, "index_copy", cache[2], true)};
     ocl::bind_gemv(b, g);
   }
 };
