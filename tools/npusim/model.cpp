@@ -75,6 +75,8 @@ void adopt_program_target(TargetChoice& tc, const Model& m) {
                 {.file = m.path, .found = std::string("NPUSIM_FORCE_FALLBACK=") + env});
   if (!tc.weights_dtype.empty())
     throw Error(ErrorCode::unsupported, "--weights-dtype acts when compiling; a .npubin is compiled already (compile it with --weights-dtype)", {.file = m.path});
+  if (!tc.no_patterns.empty())
+    throw Error(ErrorCode::unsupported, "--no-pattern acts when compiling; a .npubin is compiled already (compile it with --no-pattern)", {.file = m.path});
   if (tc.stages_given && tc.stages != program::stage_count(*m.program))
     throw Error(ErrorCode::unsupported, "--stages acts when compiling; this .npubin was compiled with another stage count (recompile it, or leave --stages out)",
                 {.file = m.path, .expected = "--stages " + std::to_string(program::stage_count(*m.program)), .found = "--stages " + std::to_string(tc.stages)});

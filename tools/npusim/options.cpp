@@ -49,6 +49,10 @@ void add_target_options(CLI::App* sub, TargetChoice& tc, bool interpret) {
       ->check(CLI::IsMember({"f32", "f16", "bf16"}));
   sub->add_option("--force-fallback", tc.force_fallback,
                   "debug: run these on the fallback (op types, op ids or node:NAME, comma-separated; also NPUSIM_FORCE_FALLBACK)");
+  sub->add_option("--no-pattern", tc.no_patterns,
+                  "fusion patterns to leave out, comma-separated (kernel kinds as inspect and explain show them, e.g. "
+                  "linear_group_rope_kv): their ops become the kernels the other patterns make; to time or debug a pattern")
+      ->delimiter(',');
   auto* wd = sub->add_option("--weights-dtype", tc.weights_dtype,
                              "linear layers' weights quantized to blocks of 32: q8 (int8, 8.5 bits) or q4 (4.5 bits); every target")
                  ->check(CLI::IsMember({"q8", "q4", "q8_0", "q4_0"}));

@@ -63,6 +63,13 @@ void validate(const TargetChoice& t) {
     throw Error(ErrorCode::unsupported, "--interpret runs the IR as exported; --weights-dtype acts when compiling", {.found = "--interpret --weights-dtype " + t.weights_dtype});
   if (!t.device.empty() && t.target != "opencl")
     throw Error(ErrorCode::unsupported, "--device picks an OpenCL device: it applies to --target opencl only", {.found = "--target " + t.target});
+  for (const std::string& p : t.no_patterns) {
+    bool known = false;
+    std::string names;
+    for (const auto& info : fusion::pattern_infos(fusion::all_patterns{})) known = known || info.name == p, names += (names.empty() ? "" : ", ") + std::string(info.name);
+    if (!known) throw Error(ErrorCode::unsupported, "--no-pattern: no fusion pattern is called '" + p + "'", {.expected = "one of " + names, .found = p});
+    if (t.interpret) throw Error(ErrorCode::unsupported, "--interpret runs the IR node by node; --no-pattern acts when compiling", {.found = "--no-pattern " + p});
+  }
   if (t.interpret && t.stages != 1)
     throw Error(ErrorCode::unsupported, "--interpret runs the IR node by node; --stages acts when compiling", {.found = "--interpret --stages " + std::to_string(t.stages)});
   if (!t.devices.empty()) {
@@ -92,6 +99,7 @@ program::CompileOptions compile_options(const TargetChoice& t) {
   if (const char* env = std::getenv("NPUSIM_FORCE_FALLBACK")) o.force.merge(partition::ForceFallback::parse(env, "NPUSIM_FORCE_FALLBACK"));
   o.weight_quant = {t.weights_dtype, t.keep};
   o.stages = t.stages;
+  o.fuse.disabled.insert(t.no_patterns.begin(), t.no_patterns.end());
   return o;
 }
 

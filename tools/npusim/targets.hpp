@@ -52,6 +52,7 @@ struct TargetChoice {
   std::string dtype = "f32";   // f32, f16, bf16
   bool interpret = false;      // reference only: run the IR node by node, no compilation
   std::string force_fallback;  // debug switch (also NPUSIM_FORCE_FALLBACK)
+  std::vector<std::string> no_patterns;  // fusion patterns left out (a pattern's kernel kind, e.g. rope_kv)
   std::string device;          // opencl only: index or name substring (NPUSIM_OPENCL_DEVICE)
   std::vector<std::string> devices;  // opencl only: one device per pipeline stage (--devices 0,1)
   std::string weights_dtype;   // q8 or q4: linear weights in blocks (docs/quantization.md); "" none
