@@ -43,26 +43,29 @@ POS=${POSITIONS:-128,1024}
 NPUSIM_OPENCL_STATS=1 build-d/npusim generate $P $D --check --target opencl --dtype bf16 > "$R/check.log" 2>&1
 echo "check: $(grep -E 'greedy tokens|^PASS|^FAIL|error' "$R/check.log" | tr '\n' ' ')"
 # with_mode M CMD...: CMD with mode M: "old" (the OLD build), "auto" (defaults), a
-# NPUSIM_OPENCL_PERSISTENT value (on, off, stages, a number), or VAR=VALUE (an environment knob);
-# several joined by '+' (on+NPUSIM_OPENCL_PREFETCH=8).
+# NPUSIM_OPENCL_PERSISTENT value (on, off, stages, a number), nopat=NAMES (--no-pattern NAMES, the
+# fusion patterns left out), or VAR=VALUE (an environment knob); several joined by '+'
+# (on+NPUSIM_OPENCL_PREFETCH=8).
 with_mode() {
   local m=$1 bin=build-d/npusim
   shift
   [[ $m == old ]] && bin=build-old/npusim
   (
     IFS=+ read -ra parts <<< "$m"
+    local extra=()
     for p in "${parts[@]}"; do
-      if [[ $p == *=* ]]; then export "${p?}"; elif [[ $p != auto && $p != old ]]; then export NPUSIM_OPENCL_PERSISTENT=$p; fi
+      if [[ $p == nopat=* ]]; then extra+=(--no-pattern "${p#nopat=}")
+      elif [[ $p == *=* ]]; then export "${p?}"; elif [[ $p != auto && $p != old ]]; then export NPUSIM_OPENCL_PERSISTENT=$p; fi
     done
-    NPUSIM_OPENCL_STATS=1 "$bin" "$@"
+    NPUSIM_OPENCL_STATS=1 "$bin" "$@" "${extra[@]}"
   )
 }
 # PROFILES: the modes profiled (generate --profile, kernels by kind per step).
 if [[ ${PROFILE:-1} == 1 ]]; then
   for pm in ${PROFILES:-auto}; do
-    with_mode "$pm" generate $P $D --target opencl --dtype bf16 --max-new-tokens 4 --profile --trace "$R/trace.json" > "$R/profile_$pm.log" 2>&1
-    echo "profile $pm:"; python3 tools/device/trace_kinds.py "$R/trace.json" > "$R/kernels_$pm.txt" 2>&1; head -12 "$R/kernels_$pm.txt"
-    grep -E 'opencl partition \(1|total kernels' "$R/profile_$pm.log" | cut -c1-200
+    with_mode "$pm" generate $P $D --target opencl --dtype bf16 --max-new-tokens 4 --profile --trace "$R/trace.json" > "$R/profile_${pm//[^a-zA-Z0-9]/_}.log" 2>&1
+    echo "profile $pm:"; python3 tools/device/trace_kinds.py "$R/trace.json" > "$R/kernels_${pm//[^a-zA-Z0-9]/_}.txt" 2>&1; head -12 "$R/kernels_${pm//[^a-zA-Z0-9]/_}.txt"
+    grep -E 'opencl partition \(1|total kernels' "$R/profile_${pm//[^a-zA-Z0-9]/_}.log" | cut -c1-200
   done
 fi
 # PERSIST: the NPUSIM_OPENCL_PERSISTENT values to compare (off, on, stages, or a number of

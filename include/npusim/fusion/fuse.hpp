@@ -35,8 +35,7 @@ using default_patterns =
 // of its executor), and the transposes its rotary and attention kernels absorb. A target that lists
 // them puts them before attention, rmsnorm, silu_gate and rotary, whose ops they take; no other
 // target gets them.
-using launch_patterns =
-    meta::list<LinearGroupRopeKv, RopeKv, LinearSiluGate, LinearGroup, LinearAddRmsNorm, LinearAdd, TransposedRotary, AttentionTransposed>;
+using launch_patterns = meta::list<LinearGroupRopeKv, RopeKv, LinearAdd, LinearSiluGate, LinearGroup, TransposedRotary, AttentionTransposed>;
 // Every pattern npusim knows: what a program's kernels may name (program::validate) and the
 // generated docs.
 using all_patterns = meta::concat_t<default_patterns, launch_patterns>;

@@ -145,17 +145,6 @@ struct LinearAdd {
   static std::optional<Match> match(const GraphView& v, std::int32_t n);
 };
 
-// linear_add whose output h (the residual stream) an RMSNorm with a weight reads: the GEMV's last
-// work-group to finish normalises h (a decode step's post-attention norm in o_proj's launch). x one
-// row, a float weight, h at most 4096 values; h an output where something reads it later (the next
-// residual add). Inputs: linear_add's, then the norm's weight. Params: linear_add's, eps and
-// norm_at (where the norm's weight is among the inputs).
-struct LinearAddRmsNorm {
-  static constexpr std::string_view name = "linear_add_rmsnorm";
-  static constexpr std::string_view summary = "linear(x, W[, b]) -> add(residual) -> RMSNorm, one row: the norm by the product's last work-group";
-  static std::optional<Match> match(const GraphView& v, std::int32_t n);
-};
-
 // silu(linear(x, Wg)) * linear(x, Wu), both without bias, GEMV-sized: one product reading both
 // weights (the SwiGLU MLP's gate and up projections). Inputs (x, Wg, Wu).
 struct LinearSiluGate {

@@ -499,30 +499,6 @@ NPUSIM_FUNC std::optional<Match> LinearAdd::match(const GraphView& v, std::int32
   return m;
 }
 
-NPUSIM_FUNC std::optional<Match> LinearAddRmsNorm::match(const GraphView& v, std::int32_t n) {
-  auto la = LinearAdd::match(v, n);
-  if (!la || ops::weight_block_format(v.node(n))) return std::nullopt;
-  const Shape& xs = v.tensor(v.in(n, 0)).shape;
-  if (xs.empty() || numel(xs) != xs.back()) return std::nullopt;  // one row
-  const TensorId h = v.out(la->nodes.back());
-  if (numel(v.tensor(h).shape) > 4096) return std::nullopt;  // the OpenCL kernel's rmsnorm sums hold 4096 values
-  // The RMSNorm reading h: anchored at its pow, which reads h or h cast to float32.
-  std::optional<Match> norm;
-  for (auto c : v.consumers(h)) {
-    std::vector<std::int32_t> pows{c};
-    if (v.is<ops::ToDtype>(c)) pows = v.consumers(v.out(c));
-    for (auto p : pows)
-      if (!norm && v.is<ops::PowScalar>(p) && !v.taken(p)) norm = RmsNorm::match(v, p);
-  }
-  if (!norm || norm->inputs.size() != 2 || norm->inputs[0] != h) return std::nullopt;
-  Match m = std::move(*la);
-  m.nodes.insert(m.nodes.end(), norm->nodes.begin(), norm->nodes.end());
-  m.params.set("eps", *norm->params.find("eps"));
-  m.params.set("norm_at", ir::AttrValue(static_cast<std::int64_t>(m.inputs.size())));
-  m.inputs.push_back(norm->inputs[1]);
-  return m;
-}
-
 NPUSIM_FUNC std::optional<Match> LinearSiluGate::match(const GraphView& v, std::int32_t n) {
   auto sg = SiluGate::match(v, n);
   if (!sg) return std::nullopt;

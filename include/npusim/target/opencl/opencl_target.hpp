@@ -36,12 +36,11 @@ struct OpenCLTarget {
                                             ops::SliceScatter>>;
   // The GEMV groups, rope_kv and conv_add_relu are what its kernels run as one launch (they were
   // merged by the executor before issue 41), linear_group_rope_kv the two of a decode step's
-  // attention inputs in one, linear_add_rmsnorm a residual product with the norm after it (after
-  // linear_group, which folds a norm into the products that read it instead), attention_transposed and transposed_rotary the transposes its
+  // attention inputs in one, attention_transposed and transposed_rotary the transposes its
   // attention and rotary kernels absorb; each before the patterns whose ops it takes.
   using pattern_list = meta::list<fusion::Moe, fusion::AttentionTransposed, fusion::Attention, fusion::GqaMatmul, fusion::MaskedSoftmax,
-                                  fusion::LinearGroupRopeKv, fusion::RopeKv, fusion::LinearSiluGate, fusion::LinearGroup, fusion::LinearAddRmsNorm,
-                                  fusion::LinearAdd, fusion::RmsNorm, fusion::SiluGate,
+                                  fusion::LinearGroupRopeKv, fusion::RopeKv, fusion::LinearAdd, fusion::LinearSiluGate, fusion::LinearGroup,
+                                  fusion::RmsNorm, fusion::SiluGate,
                                   fusion::TransposedRotary, fusion::Rotary, fusion::ConvBnRelu,
                                   fusion::ConvAddRelu, fusion::AddRelu, fusion::MatmulTransB, fusion::EltwiseChain>;
   static constexpr DType dtypes[] = {DType::f32, DType::f16, DType::bf16};

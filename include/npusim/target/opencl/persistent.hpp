@@ -35,10 +35,9 @@ struct PersistentKernel {
   std::array<std::string_view, 3> types;  // the -D names passed as the 1st, 2nd, 3rd type
   int local_floats;
 };
-inline constexpr std::array<PersistentKernel, 11> persistent_kernels{{
+inline constexpr std::array<PersistentKernel, 10> persistent_kernels{{
     {"gemv", true, {"TA", "TB", "TC"}, 128},
     {"gemv_rope", true, {"TA", "TB", "TC"}, 128},
-    {"gemv_norm", true, {"TA", "TB", "TC"}, 128},
     {"gemv_q", true, {"TA", "", "TC"}, 256},
     {"attention", true, {"TK", "", ""}, 256 + 1024 + 128},
     {"attention_dec", true, {"TK", "", ""}, 128 + 1024},

@@ -98,13 +98,6 @@ inline float group_reduce(float v, __local float* red, int wg, int is_max) {
 #else
 #define DEVICE_FENCE() mem_fence(CLK_GLOBAL_MEM_FENCE)
 #endif
-// Element i of a float-typed buffer other work-groups of this launch wrote, read past the L1.
-inline float ldf_volatile(volatile __global const uchar* p, int dt, long i) {
-  if (dt == DT_F32) return ((volatile __global const float*)p)[i];
-  const ushort b = ((volatile __global const ushort*)p)[i];
-  if (dt == DT_BF16) return bf2f(b);
-  return vload_half(0, (__private const half*)&b);
-}
 
 // A kernel that meets an index out of range reports the first one through err (int[4], zeroed by
 // the executor): err[0] the check's code (1-based, the executor's list), err[2], err[3] the index's

@@ -248,17 +248,9 @@ inline void gv_rope_store(float y, float p, int seg, long n, __global uchar* c0b
   else if (seg == 1) stf(GPTR(rkb, rko), rkt, (head * rope_s + at) * rope_d + e, v);
   else stf(GPTR(rvb, rvo), rvt, (head * rope_s + at) * rope_d + e, v);
 }
-// gemv_norm's finish (norm_groups > 0; one segment, one row of x of N <= 4096 values): the launch's
-// last work-group to finish (a counter, set back to 0 by it) reads the row C that they all wrote and
-// writes its RMSNorm y = round(round(c * rsqrt(mean(c^2) + eps), mid_t) * w) into Y
-// (fusion::LinearAddRmsNorm: rmsnorm's values, generic.cl, bit for bit).
-#define GV_NORM_PARAMS __global const uchar *onwb, ulong onwo, int onwt, __global uchar *onyb, ulong onyo, int onyt, float on_eps, int on_mid, \
-                       __global int *on_count, long norm_groups
-#define GV_NORM_PASS onwb, onwo, onwt, onyb, onyo, onyt, on_eps, on_mid, on_count, norm_groups
 #define GV_NO_ROPE 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0
-#define GV_NO_NORM 0, 0, 0, 0, 0, 0, 0.0f, 0, 0, 0
-// The body of all three (TA, TB, TC as pk_ta, pk_tb, pk_tc in the persistent program).
-inline void gemv_body(long gid, __local float* red, int pk_ta, int pk_tb, int pk_tc, GV_PARAMS, GV_ROPE_PARAMS, GV_NORM_PARAMS) {
+// The body of both (TA, TB, TC as pk_ta, pk_tb, pk_tc in the persistent program).
+inline void gemv_body(long gid, __local float* red, int pk_ta, int pk_tb, int pk_tc, GV_PARAMS, GV_ROPE_PARAMS) {
   const int lid = get_local_id(0), lane = lid % GV_TEAM;
   long row = gid * (GV_WG / GV_TEAM) + lid / GV_TEAM;
   const int seg = row < end0 ? 0 : row < end1 ? 1 : 2;
@@ -418,66 +410,15 @@ inline void gemv_body(long gid, __local float* red, int pk_ta, int pk_tb, int pk
     if (lane == 0) red[lid / GV_TEAM] = ry;
     barrier(CLK_LOCAL_MEM_FENCE);
     if (lane == 0 && row < end2) gv_rope_store(ry, red[(lid / GV_TEAM) ^ 2], seg, n, c0b, c0o, GV_ROPE_PASS);
-    return;
-  }
-  if (norm_groups == 0) return;
-  barrier(CLK_GLOBAL_MEM_FENCE | CLK_LOCAL_MEM_FENCE);
-  if (lid == 0) {
-    DEVICE_FENCE();
-    const int done = atomic_inc(on_count);
-    red[0] = done == norm_groups - 1 ? 1.0f : 0.0f;
-    if (done == norm_groups - 1) *on_count = 0;
-    DEVICE_FENCE();
-  }
-  barrier(CLK_LOCAL_MEM_FENCE);
-  const int last = red[0] != 0.0f;
-  barrier(CLK_LOCAL_MEM_FENCE);
-  if (!last) return;
-  // rmsnorm's sums (generic.cl, 256 items of 16 values each, N <= 4096): this item holds two of
-  // its items, lid and lid + 128, and the work-group adds them up in its order, so that the values
-  // are the unfused kernel's bit for bit.
-  volatile __global const uchar* H = (volatile __global const uchar*)cb;
-  float va[16], vb[16], sa = 0.0f, sb = 0.0f;
-#pragma unroll
-  for (int j = 0; j < 16; ++j) {
-    const long ka = lid + j * 256, kb = ka + 128;
-    va[j] = ka < N ? ldf_volatile(H, TC, ka) : 0.0f;
-    vb[j] = kb < N ? ldf_volatile(H, TC, kb) : 0.0f;
-  }
-#pragma unroll
-  for (int j = 0; j < 16; ++j) sa += va[j] * va[j];
-#pragma unroll
-  for (int j = 0; j < 16; ++j) sb += vb[j] * vb[j];
-#ifdef NV_WARP
-  // group_reduce over 256 items: each warp's sum by shuffles, then the 8 sums in warp order.
-  sa = warp_sum(sa), sb = warp_sum(sb);
-  if ((lid & 31) == 0) red[lid >> 5] = sa, red[4 + (lid >> 5)] = sb;
-  barrier(CLK_LOCAL_MEM_FENCE);
-  float ss = red[0];
-  for (int i = 1; i < 8; ++i) ss += red[i];
-#else
-  // group_reduce's tree over 256 items starts by adding item l + 128 to item l.
-  const float ss = group_reduce(sa + sb, red, GV_WG, 0);
-#endif
-  const float ninv = 1.0f / sqrt(ss / (float)N + on_eps);
-#pragma unroll
-  for (int j = 0; j < 16; ++j) {
-    const long ka = lid + j * 256, kb = ka + 128;
-    if (ka < N) stf(GPTR(onyb, onyo), onyt, ka, round_to(va[j] * ninv, on_mid) * ldf(CGPTR(onwb, onwo), onwt, ka));
-    if (kb < N) stf(GPTR(onyb, onyo), onyt, kb, round_to(vb[j] * ninv, on_mid) * ldf(CGPTR(onwb, onwo), onwt, kb));
   }
 }
 PK_GROUP_FN(gemv, GV_WG) GV_PARAMS) {
   PK_LOCAL(float, red, GV_WG);
-  gemv_body(PK_GROUP_ID, red, TA, TB, TC, GV_PASS, GV_NO_ROPE, GV_NO_NORM);
+  gemv_body(PK_GROUP_ID, red, TA, TB, TC, GV_PASS, GV_NO_ROPE);
 }
 PK_GROUP_FN(gemv_rope, GV_WG) GV_PARAMS, GV_ROPE_PARAMS) {
   PK_LOCAL(float, red, GV_WG);
-  gemv_body(PK_GROUP_ID, red, TA, TB, TC, GV_PASS, GV_ROPE_PASS, GV_NO_NORM);
-}
-PK_GROUP_FN(gemv_norm, GV_WG) GV_PARAMS, GV_NORM_PARAMS) {
-  PK_LOCAL(float, red, GV_WG);
-  gemv_body(PK_GROUP_ID, red, TA, TB, TC, GV_PASS, GV_NO_ROPE, GV_NORM_PASS);
+  gemv_body(PK_GROUP_ID, red, TA, TB, TC, GV_PASS, GV_ROPE_PASS);
 }
 
 //@pk-

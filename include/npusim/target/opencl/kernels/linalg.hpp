@@ -48,14 +48,6 @@ struct Gemm {
     cl_int check = 0;  // the position's index check (Binder::index_check)
   };
   std::optional<Rope> rope;
-  // GEMV only, one row of x and one segment: the RMSNorm of the product's row c (the residual
-  // stream) written into y by the launch's last work-group (gemv_norm, fusion::LinearAddRmsNorm).
-  struct OutNorm {
-    TensorRef w, y;
-    float eps = 0;
-    DType mid = DType::f32;
-  };
-  std::optional<OutNorm> out_norm;
   int bias_mode = 1;  // per n
   bool relu = false;
   // b, up and more[].w are packed blocks in this format (PackedWeight, gemv_q.cl); wdt is the
@@ -254,12 +246,6 @@ inline void bind_gemm(Binder& b, const Gemm& g) {
     const Typed nw = g.norm ? Typed{g.norm->w} : b.none();
     const auto eps = static_cast<cl_float>(g.norm ? g.norm->eps : 0.0f);
     const cl_int mid = dt_code(g.norm ? g.norm->mid : DType::f32);
-    if (g.out_norm) {
-      if (g.M != 1 || !g.more.empty() || g.rope) b.unsupported("a gemv_norm over more than one row or segment (npusim bug)");
-      const Gemm::OutNorm& o = *g.out_norm;
-      return launch_gemv(b, p, "gemv_norm", groups, g, s, vec, nw, g.norm.has_value(), eps, mid, Typed{o.w}, Typed{o.y}, static_cast<cl_float>(o.eps),
-                         dt_code(o.mid), b.zeroed(sizeof(cl_int)), static_cast<cl_long>(groups));
-    }
     if (!g.rope) return launch_gemv(b, p, "gemv", groups, g, s, vec, nw, g.norm.has_value(), eps, mid);
     const Gemm::Rope& r = *g.rope;
     if (g.M != 1 || g.more.size() != 2 || r.D % 4 || s.end[0] % r.D || (s.end[1] - s.end[0]) % r.D || (s.end[2] - s.end[1]) % r.D)
@@ -473,37 +459,6 @@ struct kernel<fusion::LinearAdd, OpenCLTarget> {
     ocl::Gemm g = ocl::linear_gemm(b, lin.inputs[0], lin.inputs[1], ocl::linear_bias(lin), b.out());
     g.residual = b.ref(b.k().inputs.back());
     ocl::bind_gemm(b, g);
-  }
-};
-
-// linear -> add(residual) -> RMSNorm (fusion::LinearAddRmsNorm): linear_add's GEMV, whose last
-// work-group to finish normalises the row it wrote (gemv_norm): the residual stream and its norm
-// from one launch. Where nothing else reads the residual stream (the last layer's, before the
-// final norm) the row goes to a scratch buffer of the kernel's own.
-template <>
-struct kernel<fusion::LinearAddRmsNorm, OpenCLTarget> {
-  static constexpr bool provided = true;
-  static void bind(ocl::Binder& b) {
-    const Kernel& k = b.k();
-    const ir::Node& lin = *b.member<ops::Linear>();
-    const ir::Node& add = *b.member<ops::Add>();
-    const std::int64_t at = k.int_param("norm_at", -1);  // the residual, then the norm's weight
-    const ir::TensorId h = add.outputs.at(0);
-    const bool h_out = std::find(k.outputs.begin(), k.outputs.end(), h) != k.outputs.end();
-    if (at < 1 || static_cast<std::size_t>(at) >= k.inputs.size() || k.outputs.size() != (h_out ? 2u : 1u))
-      b.unsupported("linear_add_rmsnorm without its residual, norm weight and outputs (npusim bug)");
-    const ir::TensorId y = k.outputs[0] == h ? k.outputs[1] : k.outputs[0], w = b.in(static_cast<std::size_t>(at));
-    // The norm's last node multiplies by its weight: the other operand's storage is where the
-    // normalised value is rounded before that.
-    DType mid = DType::f32;
-    for (auto ni : k.nodes)
-      if (const ir::Node& n = b.g().nodes[static_cast<std::size_t>(ni)]; n.outputs.at(0) == y && n.inputs.size() == 2)
-        mid = b.storage(n.inputs[0] == w ? n.inputs[1] : n.inputs[0]);
-    const ocl::TensorRef hr = h_out ? b.ref(h) : ocl::TensorRef{b.scratch(static_cast<std::size_t>(b.numel(h)) * dtype_size(b.storage(h))), 0, b.storage(h)};
-    ocl::Gemm g = ocl::linear_gemm_into(b, lin.inputs[0], lin.inputs[1], ocl::linear_bias(lin), hr);
-    g.residual = b.ref(b.in(static_cast<std::size_t>(at) - 1));
-    g.out_norm = ocl::Gemm::OutNorm{b.ref(w), b.ref(y), static_cast<float>(k.param("eps", 1e-6)), mid};
-    ocl::bind_gemv(b, g);
   }
 };
 
