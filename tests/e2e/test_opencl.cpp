@@ -5,6 +5,8 @@
 #include <cmath>
 #include <filesystem>
 #include <limits>
+#include <map>
+#include <set>
 #include <random>
 
 #include "../common/compile_util.hpp"
@@ -528,6 +530,53 @@ TEST(OpenCLLaunches, QwenTinyDecodeIsOneLaunchPerKernel) {
   for (const ProfileEvent& e : prof.events())
     if (e.target == "opencl") ran.push_back(e.kind);
   EXPECT_EQ(ran, want);
+}
+
+// explain --kernels and the binder walk one candidate list (ocl::gemm_candidates) over the same
+// problems: for every matrix product of the tiny Qwen2 (prefill and decode, bf16, float and q8_0
+// weights) and of three convolution fixtures, the path implementations_for reports is the OpenCL
+// function the executor launched for that kernel (the profile's label names them). On PoCL the
+// tensor-core path declines, saying why; NPUSIM_OPENCL_SKIP is tested through the CLI (cli.opencl_skip_*).
+TEST(OpenCLKernelChoice, ExplainNamesThePathTheBinderLaunches) {
+  const std::map<std::string, std::vector<std::string>> functions = {
+      {"gemv", {"gemv", "gemv_rope"}}, {"gemv_q", {"gemv_q"}}, {"gemm_mma", {"gemm_mma"}}, {"gemm", {"gemm"}}};
+  std::set<std::string> seen;
+  auto check = [&](const std::string& dir, DType compute, const std::string& weights_format, const std::string& weights_dir) {
+    SCOPED_TRACE(dir + " " + std::string(dtype_name(compute)) + " " + weights_format);
+    runtime::ModelDir m = runtime::ModelDir::open(data(dir)), w = runtime::ModelDir::open(data(weights_dir));
+    const auto p = compile_opencl(m.graph, compute, {}, weights_format);
+    ASSERT_EQ(p.partitions.size(), 1u);
+    const std::vector<KernelImplementation> impl = implementations_for<OpenCLTarget>::of(p.partitions[0]);
+    ASSERT_FALSE(impl.empty());
+    std::vector<Tensor> in;
+    for (ir::TensorId t : m.graph.inputs) {
+      in.push_back(Tensor::zeros(m.graph.tensor(t).dtype, m.graph.tensor(t).shape));
+      if (m.graph.tensor(t).name == "cache_position") in.back().data<std::int64_t>()[0] = 5;
+    }
+    Profiler prof;
+    runtime::ProgramRunner r(p, w.weights.get(), runtime::factories_for<OpenCLTarget>());
+    r.set_profiler(&prof);
+    r.run(in);
+    std::map<int, std::string> label;
+    for (const ProfileEvent& e : prof.events())
+      if (e.target == "opencl" && e.kernel >= 0) label[e.kernel] = e.name;
+    for (const KernelImplementation& k : impl) {
+      SCOPED_TRACE(p.partitions[0].kernels.at(k.kernel).kind + " -> " + k.chosen);
+      seen.insert(k.chosen);
+      ASSERT_TRUE(label.count(static_cast<int>(k.kernel)));
+      const std::string& l = label[static_cast<int>(k.kernel)];
+      bool ran = false;
+      for (const std::string& fn : functions.at(k.chosen)) ran = ran || l.find("(" + fn + ")") != std::string::npos || l.find("(" + fn + "+") != std::string::npos;
+      EXPECT_TRUE(ran) << l;
+      for (const auto& [name, why] : k.declined) EXPECT_FALSE(why.empty()) << name;
+    }
+  };
+  check("models/qwen2_tiny_decode", DType::bf16, "", "models/qwen2_tiny_prefill");
+  check("models/qwen2_tiny_decode", DType::bf16, "q8_0", "models/qwen2_tiny_prefill");
+  check("models/qwen2_tiny_prefill", DType::bf16, "", "models/qwen2_tiny_prefill");
+  for (const char* c : {"ops/conv2d_1x1", "ops/conv2d_3x3_bias", "ops/conv_bn_relu"}) check(c, DType::f32, "", c);
+  EXPECT_TRUE(seen.count("gemv") && seen.count("gemv_q")) << "the decode steps ran no GEMV";
+  EXPECT_TRUE(seen.count("gemm") || seen.count("gemm_mma")) << "the prefill and convolutions ran no tiled product";
 }
 
 TEST(OpenCLDevices, SelectionByIndexNameAndErrors) {

@@ -49,8 +49,8 @@ void print_implementations(const program::CompiledProgram& p, const TargetChoice
     std::printf("kernels: the %s target has one implementation per kernel kind\n", tc.target.c_str());
     return;
   }
-  std::printf("kernels: the candidate each %s kernel runs, and why the better ones declined (NPUSIM_CPU_SKIP=NAME skips one)\n",
-              tc.target.c_str());
+  std::printf("kernels: the candidate each %s kernel runs, and why the better ones declined (%s=NAME skips one)\n", tc.target.c_str(),
+              entry.skip_env.c_str());
   for (std::size_t pi = 0; pi < p.partitions.size(); ++pi) {
     const program::Partition& part = p.partitions[pi];
     if (part.target != tc.target) continue;

@@ -7,7 +7,7 @@ namespace npusim::cli {
 
 TargetEntry cpu_target_entry() {
   return {"cpu", "SIMD CPU target (xsimd, own thread pool; weights packed in their storage type)", [] { return describe_target<CpuTarget>(); },
-          executor_for<CpuTarget>::factory(), &implementations_for<CpuTarget>::of};
+          executor_for<CpuTarget>::factory(), &implementations_for<CpuTarget>::of, "NPUSIM_CPU_SKIP"};
 }
 
 void set_cpu_threads(int n) { cpu::set_threads(n); }

@@ -10,8 +10,8 @@ namespace npusim::cli {
 
 TargetEntry opencl_target_entry() {
   return {"opencl", "OpenCL C kernels on an OpenCL device (NPUSIM_OPENCL_DEVICE; see `npusim devices`)",
-          [] { return describe_target<OpenCLTarget>(); }, executor_for<OpenCLTarget>::factory(), {},
-          [](const ExecutorOptions& o) { return executor_for<OpenCLTarget>::factory(o); }};
+          [] { return describe_target<OpenCLTarget>(); }, executor_for<OpenCLTarget>::factory(), &implementations_for<OpenCLTarget>::of,
+          "NPUSIM_OPENCL_SKIP", [](const ExecutorOptions& o) { return executor_for<OpenCLTarget>::factory(o); }};
 }
 
 std::string opencl_device_description(const std::string& selector) { return ocl::select_device(selector).describe(); }

@@ -24,6 +24,7 @@ struct TargetEntry {
   ExecutorFactory executor;
   // Which candidate each kernel runs (explain --kernels); empty for targets with one per kind.
   std::function<std::vector<KernelImplementation>(const program::Partition&)> implementations = {};
+  std::string skip_env = {};  // the variable that leaves candidates out (NPUSIM_CPU_SKIP)
   // Its executor on a chosen device (--devices: one per stage); empty for targets of one device.
   std::function<ExecutorFactory(const ExecutorOptions&)> executor_on = {};
 };

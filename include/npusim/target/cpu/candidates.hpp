@@ -1,18 +1,6 @@
-// Kernel choice on the CPU target, as oneDNN's implementation lists: for a kernel kind, a type list
-// of candidates, the best first and the generic one last. A candidate is a type (one file each,
-// its ISA `#if` inside it):
-//
-//   struct ConvDepthwise {
-//     static constexpr std::string_view name = "conv_depthwise", what = "one line for explain";
-//     static constexpr bool generic = false;  // true only for the last of its list
-//     static bool applies(const ConvProblem& p, std::string* why);  // declines with a reason
-//     static Fn bind(const ConvBinding& b);                          // what runs (GEMMs: run)
-//   };
-//
-// One generic chooser (`choose<List>`) walks a list; the binder, `npusim explain --kernels`, the
-// layout decisions and NPUSIM_CPU_SKIP all go through it or name the candidate types, so they cannot
-// disagree, and a misspelt candidate does not compile. `check_candidate_list` proves at compile
-// time that a list is well formed (unique names, exactly the last one generic).
+// Kernel choice on the CPU target (target/candidates.hpp: candidates as types, one chooser): for a
+// kernel kind, a type list of candidates, the best first and the generic one last (candidates.hpp's
+// users: compute/gemm.hpp, kernels/conv.hpp).
 //
 // NPUSIM_CPU_SKIP names candidates to leave out (comma-separated), for comparisons and
 // workarounds: NPUSIM_CPU_SKIP=conv_amx,gemm_amx runs bf16 work as if the CPU had no AMX,
@@ -21,169 +9,36 @@
 // of the target), not ignored.
 #pragma once
 
-#include <concepts>
-#include <cstdlib>
-#include <string>
-#include <string_view>
-#include <type_traits>
-#include <utility>
-#include <vector>
-
-#include "npusim/core/error.hpp"
-#include "npusim/meta/type_list.hpp"
+#include "npusim/target/candidates.hpp"
 
 namespace npusim::inline NPUSIM_ABI::cpu {
 
-// What every candidate type declares, for problems of type Problem.
-template <class C, class Problem>
-concept Candidate = requires(const Problem& p, std::string* why) {
-  { C::name } -> std::convertible_to<std::string_view>;
-  { C::what } -> std::convertible_to<std::string_view>;
-  { C::generic } -> std::convertible_to<bool>;
-  { C::applies(p, why) } -> std::same_as<bool>;
+struct Skip {
+  static constexpr const char* env = "NPUSIM_CPU_SKIP";
+  static constexpr std::string_view target = "CPU";
 };
 
-// A list is well formed: every member a Candidate, names unique, the last (and only the last)
-// generic, so that every problem has a candidate and no better one is unreachable.
-template <class Problem, class... Cs>
-consteval bool check_candidate_list(meta::list<Cs...>) {
-  static_assert(sizeof...(Cs) > 0, "NPUSIM: an empty candidate list");
-  static_assert((Candidate<Cs, Problem> && ...),
-                "NPUSIM: a candidate lacks name, what, generic or a static bool applies(const Problem&, std::string*)");
-  constexpr std::string_view names[] = {Cs::name...};
-  constexpr bool generic[] = {Cs::generic...};
-  for (std::size_t i = 0; i < sizeof...(Cs); ++i) {
-    if (generic[i] != (i + 1 == sizeof...(Cs))) return false;
-    for (std::size_t j = 0; j < i; ++j)
-      if (names[i] == names[j]) return false;
-  }
-  return true;
-}
+using kernel_choice::Candidate;
+using kernel_choice::CandidateInfo;
+using kernel_choice::candidate_infos;
+using kernel_choice::check_candidate_list;
+using kernel_choice::Choice;
+using kernel_choice::decline;
+using kernel_choice::is;
+using kernel_choice::with_candidate;
 
-// The names NPUSIM_CPU_SKIP holds, as written (check_skipped validates them).
-inline const std::vector<std::string>& skip_env() {
-  static const std::vector<std::string> names = [] {
-    std::vector<std::string> v;
-    const char* e = std::getenv("NPUSIM_CPU_SKIP");
-    std::string_view s = e ? e : "";
-    while (!s.empty()) {
-      const std::size_t comma = s.find(',');
-      std::string_view item = s.substr(0, comma);
-      while (!item.empty() && item.front() == ' ') item.remove_prefix(1);
-      while (!item.empty() && item.back() == ' ') item.remove_suffix(1);
-      if (!item.empty()) v.emplace_back(item);
-      if (comma == std::string_view::npos) break;
-      s.remove_prefix(comma + 1);
-    }
-    return v;
-  }();
-  return names;
-}
-
-// Whether NPUSIM_CPU_SKIP leaves candidate C out (read once per candidate).
+inline const std::vector<std::string>& skip_env() { return kernel_choice::skip_env<Skip>(); }
 template <class C>
 bool skipped() {
-  static const bool s = [] {
-    for (const auto& n : skip_env())
-      if (n == C::name) return true;
-    return false;
-  }();
-  return s;
+  return kernel_choice::skipped<Skip, C>();
 }
-
-// Every name in NPUSIM_CPU_SKIP must be a non-generic candidate of one of `lists` (a meta::list of
-// candidate lists): otherwise an error naming the valid ones.
-template <class... Lists>
-void check_skipped(meta::list<Lists...>) {
-  std::vector<std::pair<std::string_view, bool>> all;  // (name, generic)
-  auto add = [&]<class... Cs>(meta::list<Cs...>) { (all.emplace_back(Cs::name, Cs::generic), ...); };
-  (add(Lists{}), ...);
-  std::string skippable;
-  for (const auto& [n, g] : all)
-    if (!g) skippable += (skippable.empty() ? "" : ", ") + std::string(n);
-  for (const std::string& item : skip_env()) {
-    const std::pair<std::string_view, bool>* found = nullptr;
-    for (const auto& c : all)
-      if (c.first == item) found = &c;
-    if (!found) throw Error(ErrorCode::unsupported, "NPUSIM_CPU_SKIP names no CPU kernel candidate", {.expected = "one of " + skippable, .found = item});
-    if (found->second)
-      throw Error(ErrorCode::unsupported, "NPUSIM_CPU_SKIP cannot skip the generic candidate " + item + " (every problem needs it)",
-                  {.expected = "one of " + skippable, .found = item});
-  }
+template <class Lists>
+void check_skipped(Lists lists) {
+  kernel_choice::check_skipped<Skip>(lists);
 }
-
-// The outcome of walking a list: the candidate that runs and why each one before it declined.
-struct Choice {
-  std::string_view chosen;
-  std::vector<std::pair<std::string_view, std::string>> declined;  // (candidate, why)
-};
-
-// Walks List best first, honouring NPUSIM_CPU_SKIP: the index of the first candidate whose
-// applies(p, why) says yes (the generic last one always does); with `out`, the reasons of those
-// before it (nobody asks on the run-time path, which builds no string).
 template <class List, class Problem>
 std::size_t choose(const Problem& p, Choice* out = nullptr) {
-  return [&]<class... Cs>(meta::list<Cs...>) {
-    std::size_t i = 0;
-    auto one = [&]<class C>() {
-      if constexpr (C::generic) {
-        if (out) out->chosen = C::name;
-        return true;
-      } else {
-        if (skipped<C>()) {
-          if (out) out->declined.emplace_back(C::name, "skipped by NPUSIM_CPU_SKIP");
-        } else {
-          std::string why;
-          if (C::applies(p, out ? &why : nullptr)) {
-            if (out) out->chosen = C::name;
-            return true;
-          }
-          if (out) out->declined.emplace_back(C::name, std::move(why));
-        }
-        ++i;
-        return false;
-      }
-    };
-    (one.template operator()<Cs>() || ...);
-    return i;
-  }(List{});
-}
-
-// The type at `index` of List: calls f.template operator()<C>() and returns its result (with
-// choose: the binder runs what the chooser picked).
-template <class R, class List, class F>
-R with_candidate(std::size_t index, F&& f) {
-  return meta::dispatch<R>(List{}, index, f);
-}
-
-// Whether the candidate chosen at `index` is C (a type, so a misspelt name does not compile).
-template <class C, class List>
-constexpr bool is(std::size_t index) {
-  static_assert(meta::contains_v<C, List>, "NPUSIM: this candidate is not in the list");
-  return index == meta::index_of_v<C, List>;
-}
-
-// Says why a candidate declines, when someone asks (why != null): a reason, or a callable that
-// makes it (so the run-time path, which does not ask, builds no string).
-inline bool decline(std::string* why, const char* reason) {
-  if (why) *why = reason;
-  return false;
-}
-template <class F>
-  requires std::is_invocable_v<F>
-bool decline(std::string* why, F&& reason) {
-  if (why) *why = reason();
-  return false;
-}
-
-// (name, what, generic) of every candidate of List, for listings.
-struct CandidateInfo {
-  std::string_view name, what;
-  bool generic = false;
-};
-template <class List>
-std::vector<CandidateInfo> candidate_infos() {
-  return []<class... Cs>(meta::list<Cs...>) { return std::vector<CandidateInfo>{{Cs::name, Cs::what, Cs::generic}...}; }(List{});
+  return kernel_choice::choose<Skip, List>(p, out);
 }
 
 }  // namespace npusim::inline NPUSIM_ABI::cpu

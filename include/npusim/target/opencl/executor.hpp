@@ -14,6 +14,14 @@
 #include "npusim/target/opencl/opencl_target.hpp"
 
 namespace npusim::inline NPUSIM_ABI {
+// The path every matrix product of a partition (linears, their fused groups, convolutions) runs on
+// the default device (NPUSIM_OPENCL_DEVICE), and why the better ones declined (`npusim explain
+// --kernels`): the binder's own chooser (ocl::gemm_candidates) on the problems it will bind.
+template <>
+struct implementations_for<OpenCLTarget> {
+  static std::vector<KernelImplementation> of(const program::Partition& p);
+};
+
 // Executors on the device ExecutorOptions::device names ("" = NPUSIM_OPENCL_DEVICE or the first GPU).
 template <>
 struct executor_for<OpenCLTarget> {

@@ -31,6 +31,7 @@ namespace npusim::inline NPUSIM_ABI::ocl {
 class Executor final : public PartitionExecutor {
  public:
   Executor(const PartitionContext& ctx, std::shared_ptr<Device> dev, int persistent_groups = -1) : part_(ctx.partition), dev_(std::move(dev)) {
+    kernel_choice::check_skipped<Skip>(meta::list<gemm_candidates>{});  // NPUSIM_OPENCL_SKIP checked before anything is bound
     const ir::Graph& g = part_.graph;
     const plan::BufferPlan& plan = part_.plan;
     const std::size_t T = g.tensors.size();
@@ -120,6 +121,13 @@ class Executor final : public PartitionExecutor {
         throw e.with_node(g.nodes.at(static_cast<std::size_t>(kr.nodes.back())).name).with_file(g.source);
       }
     }
+    // Each kernel's label names the OpenCL functions it launches ("k3 linear_add (gemv)"): the
+    // profile and trace show which path a product took.
+    std::vector<std::vector<std::string>> fns(part_.kernels.size());
+    for (const Launch& l : launches_)
+      if (auto& f = fns.at(l.owner); std::find(f.begin(), f.end(), l.name) == f.end()) f.push_back(l.name);
+    for (std::size_t k = 0; k < fns.size(); ++k)
+      for (std::size_t i = 0; i < fns[k].size(); ++i) labels_[k] += (i ? "+" : " (") + fns[k][i] + (i + 1 == fns[k].size() ? ")" : "");
     start_persistent(persistent_groups);
     for (auto t : g.outputs) {
       const auto& tp = plan.tensors[static_cast<std::size_t>(t)];
@@ -462,7 +470,7 @@ class Executor final : public PartitionExecutor {
       std::size_t j = i;
       for (; j < launches_.size() && launches_[j].owner == owner; ++j) e = std::max(e, end[j]), host += host_us[j];
       prof_->add({labels_[owner], part_.kernels[owner].kind, part_.target, h0 + static_cast<double>(start[i] - q0) / 1000.0, host,
-                  static_cast<double>(e - start[i]) / 1000.0, track_});
+                  static_cast<double>(e - start[i]) / 1000.0, track_, static_cast<int>(owner)});
       i = j;
     }
   }
@@ -508,9 +516,86 @@ class Executor final : public PartitionExecutor {
   std::vector<bool> direct_;      // recycled_[i] lives in pinned memory of its own (read into with no copy)
 };
 
+// The problems the binder makes of a partition's matrix products (kernels/linalg.hpp, conv.hpp),
+// from the graph and the plan alone: M, N, K, the storage types, packed weights, whether only a
+// GEMV can run the kernel's epilogue, and for a convolution whether it is an implicit GEMM.
+inline std::optional<GemmProblem> product_problem(const program::Partition& part, const Kernel& k, const std::function<MmaSupport()>& mma) {
+  static constexpr std::string_view products[] = {"linear", "addmm", fusion::LinearAdd::name, fusion::LinearSiluGate::name, fusion::LinearGroup::name,
+                                                  fusion::LinearGroupRopeKv::name, "conv2d", fusion::ConvBnRelu::name, fusion::ConvAddRelu::name};
+  if (std::find(std::begin(products), std::end(products), k.kind) == std::end(products)) return std::nullopt;
+  const ir::Graph& g = part.graph;
+  auto storage = [&](ir::TensorId t) { return part.plan.tensors.at(static_cast<std::size_t>(t)).storage; };
+  std::vector<const ir::Node*> lins;
+  const ir::Node* conv = nullptr;
+  for (auto ni : k.nodes) {
+    const ir::Node& n = g.nodes.at(static_cast<std::size_t>(ni));
+    const std::string_view op = ops::op_info(ops::require_op(n)).id;
+    if (op == "linear" || op == "addmm") lins.push_back(&n);
+    if (op == "conv2d" && !conv) conv = &n;
+  }
+  GemmProblem p;
+  p.mma = mma;
+  if (conv) {
+    const auto a = ops::read_attrs<ops::Conv2d::Attrs>(conv->attrs, conv->op_type);
+    const Shape &xs = g.tensor(conv->inputs.at(0)).shape, &ws = g.tensor(conv->inputs.at(1)).shape;
+    if (xs.size() != 4 || ws.size() != 4) return std::nullopt;
+    const Shape& ys = g.tensor(conv->outputs.at(0)).shape;
+    p.M = ws[0] / a.groups, p.N = ys.at(2) * ys.at(3), p.K = xs[1] / a.groups * ws[2] * ws[3];
+    p.a = storage(conv->inputs[1]), p.b = storage(conv->inputs[0]);
+    p.conv = !(ws[2] == 1 && ws[3] == 1 && a.stride[0] == 1 && a.stride[1] == 1 && a.padding[0] == 0 && a.padding[1] == 0 && a.groups == 1);
+    return p;
+  }
+  if (lins.empty()) return std::nullopt;
+  const ir::Node& l = *lins[0];
+  const bool addmm = ops::op_info(ops::require_op(l)).id == "addmm";
+  const ir::TensorId x = l.inputs.at(addmm ? 1 : 0), w = l.inputs.at(addmm ? 2 : 1);
+  const Shape& wsh = g.tensor(w).shape;
+  if (wsh.size() != 2) return std::nullopt;
+  p.K = addmm ? wsh[0] : wsh[1], p.N = addmm ? wsh[1] : wsh[0];
+  p.M = p.K ? numel(g.tensor(x).shape) / p.K : 0;
+  const ir::AttrValue* hn = k.params.find("has_norm");
+  const bool norm = hn && hn->is_bool() && hn->as_bool();
+  // With a folded RMSNorm the GEMV reads the norm's input (the kernel's first).
+  p.a = storage(norm ? k.inputs.at(0) : x), p.b = storage(w), p.packed = ops::weight_block_format(l);
+  // An addmm's weight is [K, N], read along N: not a GEMV's (kernel<ops::Addmm>'s strides).
+  p.gemv_shape = (!addmm || (p.N == 1 && p.K == 1)) && p.M >= 1 && p.M <= 4;
+  p.gemv_only = k.kind == fusion::LinearSiluGate::name || lins.size() > 1 || norm || k.kind == fusion::LinearGroupRopeKv::name;
+  return p;
+}
+
+inline std::vector<KernelImplementation> implementations(const program::Partition& part) {
+  kernel_choice::check_skipped<Skip>(meta::list<gemm_candidates>{});
+  std::optional<MmaSupport> asked;  // the default device's answer, asked at most once
+  auto mma = [&asked] {
+    if (asked) return *asked;
+    try {
+      asked = mma_support(*open_device());
+    } catch (const Error& e) {
+      asked = MmaSupport{};
+      asked->why = std::string("no OpenCL device to ask (") + e.what() + ")";
+    }
+    return *asked;
+  };
+  std::vector<KernelImplementation> out;
+  for (std::size_t k = 0; k < part.kernels.size(); ++k) {
+    const Kernel& kr = part.kernels[k];
+    if (kr.kind == "view" || kr.nodes.empty()) continue;
+    const std::optional<GemmProblem> p = product_problem(part, kr, mma);
+    if (!p) continue;
+    kernel_choice::Choice ch;
+    kernel_choice::choose<Skip, gemm_candidates>(*p, &ch);
+    KernelImplementation r{k, std::string(ch.chosen), {}, {}};
+    for (const auto& [name, why] : ch.declined) r.declined.emplace_back(std::string(name), why);
+    out.push_back(std::move(r));
+  }
+  return out;
+}
+
 }  // namespace npusim::inline NPUSIM_ABI::ocl
 
 namespace npusim::inline NPUSIM_ABI {
+NPUSIM_FUNC std::vector<KernelImplementation> implementations_for<OpenCLTarget>::of(const program::Partition& p) { return ocl::implementations(p); }
+
 NPUSIM_FUNC ExecutorFactory executor_for<OpenCLTarget>::factory(const ExecutorOptions& o) {
   return [device = o.device, groups = o.persistent_groups](const PartitionContext& ctx) -> std::unique_ptr<PartitionExecutor> {
     return std::make_unique<ocl::Executor>(ctx, ocl::open_device(device), groups);

@@ -43,7 +43,8 @@ inline void bind_conv(Binder& b, const ir::Node& conv, ir::TensorId y, bool relu
   const std::string opts = Binder::type_options({{"TA", g.a.dtype}, {"TB", g.b.dtype}, {"TC", g.c.dtype}});
   I64 d{C, H, W, OH, OW, kh, kw, a.stride[0], a.stride[1], a.padding[0], a.padding[1], a.dilation[0], a.dilation[1], G, K};
   g.bias_mode = 2;
-  launch_tiled(b, g, opts, true, b.desc(d), true, b.constant(tab.data(), tab.size() * sizeof(cl_int)), N * G);
+  const TiledArgs t{opts, true, b.desc(d), true, b.constant(tab.data(), tab.size() * sizeof(cl_int)), N * G};
+  bind_product(b, g, &t);
 }
 }  // namespace ocl
 

@@ -7,6 +7,7 @@
 
 #include "npusim/core/quant_matrix.hpp"
 #include "npusim/fusion/patterns.hpp"
+#include "npusim/target/candidates.hpp"
 #include "npusim/target/kernel.hpp"
 #include "npusim/target/opencl/binder.hpp"
 #include "npusim/target/opencl/kernels/movement.hpp"
@@ -111,14 +112,27 @@ inline std::string mma_extra_options() {
   return e && *e ? std::string(" ") + e : std::string();
 }
 
-// gemm_mma (tensor cores) for a product launch_tiled would run, when the device has them and both
-// operands are f16 or both bf16. Tile: 128 x 128 (8 warps of 64 x 32) when that fills the device,
-// 64 x 128 (4 warps of 32 x 64) for few rows, 128 x 64 (8 warps of 32 x 32) for few columns (the
-// small images of a CNN's last stages). Returns false where it does not apply.
-inline bool launch_mma(Binder& b, const Gemm& g, const std::string& type_opts, cl_mem desc, bool conv, cl_mem ktab, std::int64_t nbatch, bool idx32) {
-  if (g.a.dtype != (g.wq ? g.wdt : g.b.dtype) || !is_half(g.a.dtype)) return false;
+// What the tiled paths (gemm_mma, gemm) take beside the product: the operands' storage types as
+// build options, 32-bit indexing, the strides' (or a convolution's) descriptor, a convolution's
+// index table, and the number of batches.
+struct TiledArgs {
+  std::string type_opts;
+  bool idx32 = false;
+  cl_mem desc = nullptr;
+  bool conv = false;
+  cl_mem ktab = nullptr;
+  std::int64_t nbatch = 1;
+};
+
+// gemm_mma (tensor cores; GemmMma below says when). Tile: 128 x 128 (8 warps of 64 x 32) when that
+// fills the device, 64 x 128 (4 warps of 32 x 64) for few rows, 128 x 64 (8 warps of 32 x 32) for
+// few columns (the small images of a CNN's last stages).
+inline void launch_mma(Binder& b, const Gemm& g, const TiledArgs& t_args) {
+  const std::string& type_opts = t_args.type_opts;
+  const bool conv = t_args.conv, idx32 = t_args.idx32;
+  const cl_mem desc = t_args.desc, ktab = t_args.ktab;
+  const std::int64_t nbatch = t_args.nbatch;
   const MmaSupport& mma = mma_support(b.device());
-  if (!mma.ok) return false;
   const int mode = g.wq ? 3 : conv ? 2 : (g.sbk == 1 && g.sbn != 1) ? 0 : 1;
   const std::int64_t cus = std::max<std::int64_t>(b.device().info().compute_units, 1);
   auto tiles = [&](std::int64_t bm, std::int64_t bn) { return ((g.M + bm - 1) / bm) * ((g.N + bn - 1) / bn) * nbatch; };
@@ -165,15 +179,15 @@ inline bool launch_mma(Binder& b, const Gemm& g, const std::string& type_opts, c
     b.launch1d(p, "gemm_reduce", nbatch * g.M * g.N, 256, part, static_cast<cl_int>(ks.n), Ptr{g.c}, bias, static_cast<cl_int>(g.bias ? g.bias_mode : 0),
                res, static_cast<cl_int>(g.residual ? 1 : 0), g.relu, static_cast<cl_long>(g.M), static_cast<cl_long>(g.N), static_cast<cl_long>(nbatch),
                desc, static_cast<cl_int>(conv));
-  return true;
 }
 
 // The 64x64-tile kernel over nbatch batches; when that leaves the device idle (few tiles, long K:
-// batch-1 convolutions) K is split over work-groups and gemm_reduce adds the splits up. Half
-// operands go to the tensor cores where the device has them (launch_mma).
-inline void launch_tiled(Binder& b, const Gemm& g, const std::string& type_opts, bool idx32, cl_mem desc, bool conv, cl_mem ktab, std::int64_t nbatch) {
-  if (launch_mma(b, g, type_opts, desc, conv, ktab, nbatch, idx32)) return;
-  const std::string opts = type_opts + (idx32 ? " -DIDX32" : "");
+// batch-1 convolutions) K is split over work-groups and gemm_reduce adds the splits up.
+inline void launch_tiled(Binder& b, const Gemm& g, const TiledArgs& t_args) {
+  const bool conv = t_args.conv, idx32 = t_args.idx32;
+  const cl_mem desc = t_args.desc, ktab = t_args.ktab;
+  const std::int64_t nbatch = t_args.nbatch;
+  const std::string opts = t_args.type_opts + (idx32 ? " -DIDX32" : "");
   cl_program p = b.program("gemm", ocl::cl_source::gemm, opts);
   const Typed bias = g.bias ? Typed{*g.bias} : b.none();
   const Typed res = g.residual ? Typed{*g.residual} : b.none();
@@ -219,43 +233,131 @@ void launch_gemv(Binder& b, cl_program p, const char* fn, std::size_t groups, co
            g.up ? Ptr{*g.up} : Ptr{b.none().r}, g.up.has_value(), std::forward<More>(more)...);
 }
 
-inline void bind_gemm_q(Binder& b, const Gemm& g);
-
-// The tiled kernels (tensor cores or FP32 tiles) for g; `opts` gives the operands' storage types
-// (and, for packed weights, their block format).
-inline void bind_tiled(Binder& b, const Gemm& g, const std::string& opts) {
-  if (g.up || g.norm || !g.more.empty()) b.unsupported("a gated, normalised or segmented matrix product outside GEMV (npusim bug)");
-  constexpr std::int64_t lim = std::int64_t{1} << 31;
-  const bool idx32 = (g.M - 1) * g.sam + (g.K - 1) * g.sak < lim && (g.K - 1) * g.sbk + (g.N - 1) * g.sbn < lim;
-  I64 d{g.sam, g.sak, g.sbk, g.sbn, g.scm, g.scn, g.nb1, g.sa0, g.sa1, g.adiv, g.sb0, g.sb1, g.bdiv, g.sc0, g.sc1};
-  launch_tiled(b, g, opts, idx32, b.desc(d), false, b.none().r.mem, g.nb0 * g.nb1);
-}
-
-inline void bind_gemm(Binder& b, const Gemm& g) {
-  if (g.wq) return bind_gemm_q(b, g);
+// The float GEMV (gemm.cl's gemv, gemv_rope with a RoPE epilogue): few rows, B read along K (a
+// linear layer's weight), 16-byte loads when aligned.
+inline void launch_gemv_float(Binder& b, const Gemm& g) {
   const std::string opts = Binder::type_options({{"TA", g.a.dtype}, {"TB", g.b.dtype}, {"TC", g.c.dtype}});
-  // Few rows, B read along K (a linear layer's weight): GEMV, 16-byte loads when aligned.
-  if (gemv_fits(g)) {
-    const std::size_t ea = dtype_size(g.a.dtype), eb = dtype_size(g.b.dtype);
-    bool vec = g.K % 8 == 0 && g.sam % 8 == 0 && g.a.off % 32 == 0 && g.b.off % 32 == 0 && ea >= 2 && eb >= 2 && (!g.up || g.up->off % 32 == 0);
-    const GemvSegments s = gemv_segments(b, g);
-    for (const auto& sg : s.seg)
-      if (sg.N) vec = vec && sg.w.off % 32 == 0 && sg.w.dtype == g.b.dtype;
-    cl_program p = b.program("gemm", ocl::cl_source::gemm, opts + " -DGV_M=" + std::to_string(g.M));
-    const std::size_t groups = static_cast<std::size_t>((s.end[2] + 3) / 4);
-    const Typed nw = g.norm ? Typed{g.norm->w} : b.none();
-    const auto eps = static_cast<cl_float>(g.norm ? g.norm->eps : 0.0f);
-    const cl_int mid = dt_code(g.norm ? g.norm->mid : DType::f32);
-    if (!g.rope) return launch_gemv(b, p, "gemv", groups, g, s, vec, nw, g.norm.has_value(), eps, mid);
-    const Gemm::Rope& r = *g.rope;
-    if (g.M != 1 || g.more.size() != 2 || r.D % 4 || s.end[0] % r.D || (s.end[1] - s.end[0]) % r.D || (s.end[2] - s.end[1]) % r.D)
-      b.unsupported("a gemv_rope over more than one token or heads that are not whole (npusim bug)");
-    launch_gemv(b, p, "gemv_rope", groups, g, s, vec, nw, g.norm.has_value(), eps, mid, Typed{r.cos}, Typed{r.sin}, Typed{r.pos}, Typed{r.k_cache},
-                Typed{r.v_cache}, dt_code(r.q.dtype), static_cast<cl_long>(r.D), static_cast<cl_long>(r.S), b.errors(), r.check);
-    return;
-  }
-  bind_tiled(b, g, opts);
+  const std::size_t ea = dtype_size(g.a.dtype), eb = dtype_size(g.b.dtype);
+  bool vec = g.K % 8 == 0 && g.sam % 8 == 0 && g.a.off % 32 == 0 && g.b.off % 32 == 0 && ea >= 2 && eb >= 2 && (!g.up || g.up->off % 32 == 0);
+  const GemvSegments s = gemv_segments(b, g);
+  for (const auto& sg : s.seg)
+    if (sg.N) vec = vec && sg.w.off % 32 == 0 && sg.w.dtype == g.b.dtype;
+  cl_program p = b.program("gemm", ocl::cl_source::gemm, opts + " -DGV_M=" + std::to_string(g.M));
+  const std::size_t groups = static_cast<std::size_t>((s.end[2] + 3) / 4);
+  const Typed nw = g.norm ? Typed{g.norm->w} : b.none();
+  const auto eps = static_cast<cl_float>(g.norm ? g.norm->eps : 0.0f);
+  const cl_int mid = dt_code(g.norm ? g.norm->mid : DType::f32);
+  if (!g.rope) return launch_gemv(b, p, "gemv", groups, g, s, vec, nw, g.norm.has_value(), eps, mid);
+  const Gemm::Rope& r = *g.rope;
+  if (g.M != 1 || g.more.size() != 2 || r.D % 4 || s.end[0] % r.D || (s.end[1] - s.end[0]) % r.D || (s.end[2] - s.end[1]) % r.D)
+    b.unsupported("a gemv_rope over more than one token or heads that are not whole (npusim bug)");
+  launch_gemv(b, p, "gemv_rope", groups, g, s, vec, nw, g.norm.has_value(), eps, mid, Typed{r.cos}, Typed{r.sin}, Typed{r.pos}, Typed{r.k_cache},
+              Typed{r.v_cache}, dt_code(r.q.dtype), static_cast<cl_long>(r.D), static_cast<cl_long>(r.S), b.errors(), r.check);
 }
+
+inline void launch_gemv_q(Binder& b, const Gemm& g);
+inline std::string block_format_option(quant::BlockFormat f) { return std::string(" -DGQ_FMT=") + (f == quant::BlockFormat::q8_0 ? "1" : "2"); }
+
+// ---- The matrix-product paths as candidates (target/candidates.hpp) ----------------------------
+// One chooser walks gemm_candidates best first for every product the target binds (linears, matmuls,
+// convolutions' implicit GEMMs); NPUSIM_OPENCL_SKIP=gemv,gemm_mma leaves paths out (to compare
+// them, or to work around one), checked against the names. K split over work-groups is not a path
+// of its own: the tiled paths split K themselves when their tiles would leave the device idle.
+struct Skip {
+  static constexpr const char* env = "NPUSIM_OPENCL_SKIP";
+  static constexpr std::string_view target = "OpenCL";
+};
+
+// A product as the paths see it.
+struct GemmProblem {
+  std::int64_t M = 0, N = 0, K = 0;
+  DType a = DType::f32, b = DType::f32;  // storage types; b: the value type of packed weights
+  std::optional<quant::BlockFormat> packed;
+  bool gemv_shape = false;  // gemv_fits: at most 4 rows, B a linear layer's weight, no batch
+  bool conv = false;        // a convolution's implicit GEMM
+  bool gemv_only = false;   // a gate, a folded RMSNorm, several segments or a RoPE epilogue
+  // The device's tensor-core path, asked only when a product gets that far (on NVIDIA the first
+  // question runs the probe).
+  std::function<MmaSupport()> mma;
+};
+inline GemmProblem gemm_problem(Binder& b, const Gemm& g, bool conv) {
+  GemmProblem p;
+  p.M = g.M, p.N = g.N, p.K = g.K, p.a = g.a.dtype, p.b = g.wq ? g.wdt : g.b.dtype, p.packed = g.wq;
+  p.gemv_shape = !conv && gemv_fits(g), p.conv = conv;
+  p.gemv_only = g.up || g.norm || !g.more.empty() || g.rope;
+  p.mma = [&b] { return mma_support(b.device()); };
+  return p;
+}
+// What a non-convolution product gives the tiled paths.
+inline TiledArgs tiled_args(Binder& b, const Gemm& g) {
+  if (g.wq && (g.sbk != 1 || g.sbn != g.K || g.nb0 * g.nb1 != 1)) b.unsupported("packed weights outside a linear layer (npusim bug)");
+  TiledArgs t;
+  t.type_opts = Binder::type_options({{"TA", g.a.dtype}, {"TB", g.wq ? g.wdt : g.b.dtype}, {"TC", g.c.dtype}}) + (g.wq ? block_format_option(*g.wq) : "");
+  constexpr std::int64_t lim = std::int64_t{1} << 31;
+  t.idx32 = (g.M - 1) * g.sam + (g.K - 1) * g.sak < lim && (g.K - 1) * g.sbk + (g.N - 1) * g.sbn < lim;
+  I64 d{g.sam, g.sak, g.sbk, g.sbn, g.scm, g.scn, g.nb1, g.sa0, g.sa1, g.adiv, g.sb0, g.sb1, g.bdiv, g.sc0, g.sc1};
+  t.desc = b.desc(d), t.ktab = b.none().r.mem, t.nbatch = g.nb0 * g.nb1;
+  return t;
+}
+
+inline bool decline_gemv_shape(const GemmProblem& p, std::string* why) {
+  if (p.conv) return kernel_choice::decline(why, "a convolution's implicit GEMM");
+  return kernel_choice::decline(why, [&] { return std::to_string(p.M) + " rows, or not a linear layer's weight (a GEMV takes at most 4 rows of one batch)"; });
+}
+
+struct GemvQ {
+  static constexpr std::string_view name = "gemv_q", what = "q8_0/q4_0 weights, at most 4 rows: a team of 4-32 items per row of W (gemv_q.cl)";
+  static constexpr bool generic = false;
+  static bool applies(const GemmProblem& p, std::string* why) {
+    if (!p.packed) return kernel_choice::decline(why, "float weights");
+    if (!p.gemv_shape) return decline_gemv_shape(p, why);
+    return true;
+  }
+  static void bind(Binder& b, const Gemm& g, const TiledArgs*) { launch_gemv_q(b, g); }
+};
+struct Gemv {
+  static constexpr std::string_view name = "gemv", what = "float weights, at most 4 rows: a 32-item team per output, 16-byte loads (gemm.cl's gemv, gemv_rope)";
+  static constexpr bool generic = false;
+  static bool applies(const GemmProblem& p, std::string* why) {
+    if (p.packed) return kernel_choice::decline(why, "packed weights");
+    if (!p.gemv_shape) return decline_gemv_shape(p, why);
+    return true;
+  }
+  static void bind(Binder& b, const Gemm& g, const TiledArgs*) { launch_gemv_float(b, g); }
+};
+struct GemmMma {
+  static constexpr std::string_view name = "gemm_mma",
+                                    what = "tensor cores (mma.sync through inline PTX, or emulated): f16 or bf16 operands, 128x128 / 64x128 / 128x64 tiles";
+  static constexpr bool generic = false;
+  static bool applies(const GemmProblem& p, std::string* why) {
+    if (p.gemv_only) return kernel_choice::decline(why, "a gate, folded norm, segments or RoPE epilogue: only the GEMVs run them");
+    if (p.a != p.b || !is_half(p.a))
+      return kernel_choice::decline(why, [&] { return "operands " + std::string(dtype_short_name(p.a)) + " x " + std::string(dtype_short_name(p.b)) + " (it needs both f16 or both bf16)"; });
+    if (const MmaSupport m = p.mma ? p.mma() : MmaSupport{}; !m.ok) return kernel_choice::decline(why, [&] { return m.why.empty() ? "no device to ask" : m.why; });
+    return true;
+  }
+  static void bind(Binder& b, const Gemm& g, const TiledArgs* t) { launch_mma(b, g, t ? *t : tiled_args(b, g)); }
+};
+struct GemmTiled {
+  static constexpr std::string_view name = "gemm", what = "64x64 tiles accumulating in f32: any strides, two batch dims, grouped-query broadcast";
+  static constexpr bool generic = true;
+  static bool applies(const GemmProblem&, std::string*) { return true; }
+  static void bind(Binder& b, const Gemm& g, const TiledArgs* t) {
+    if (g.up || g.norm || !g.more.empty() || g.rope)
+      b.unsupported(std::string("a gated, normalised, segmented or rotating matrix product runs only on a GEMV path") +
+                    (kernel_choice::skip_env<Skip>().empty() ? " (npusim bug)" : " (NPUSIM_OPENCL_SKIP leaves it out)"));
+    launch_tiled(b, g, t ? *t : tiled_args(b, g));
+  }
+};
+using gemm_candidates = meta::list<GemvQ, Gemv, GemmMma, GemmTiled>;
+static_assert(kernel_choice::check_candidate_list<GemmProblem>(gemm_candidates{}), "NPUSIM: gemm_candidates is not a well-formed candidate list");
+
+// Binds g on the first path that takes it; `t`: a convolution's tiled operands (else derived from g).
+inline void bind_product(Binder& b, const Gemm& g, const TiledArgs* t = nullptr) {
+  const std::size_t i = kernel_choice::choose<Skip, gemm_candidates>(gemm_problem(b, g, t && t->conv));
+  kernel_choice::with_candidate<void, gemm_candidates>(i, [&]<class C>() { C::bind(b, g, t); });
+}
+inline void bind_gemm(Binder& b, const Gemm& g) { bind_product(b, g); }
 
 // W [N, K] in q8_0/q4_0 blocks in the device layout gemv_q.cl reads: the codes of every block, row
 // after row (32 bytes for q8_0, 16 for q4_0: GGML's, without the scale), then every block's f16
@@ -296,28 +398,22 @@ inline int gemv_q_team(quant::BlockFormat f, std::int64_t K) {
   return t;
 }
 
-// A product whose weights are packed blocks. Up to 4 rows (decode): gemv_q, a team of 4-32 items
-// per row of W (and of the gate's up-projection, in the same pass); more rows (prefill): the tiled
-// GEMM (tensor cores where the device has them), which dequantizes the blocks as it loads each tile
-// (gemm.cl, -DGQ_FMT). The RMSNorm fusion stays with the float GEMV (normalising x in every team
-// cost more than the launch it saves: docs/benchmarks.md).
-inline void bind_gemm_q(Binder& b, const Gemm& g) {
+// The GEMV over packed blocks (GemvQ), up to 4 rows (decode): gemv_q, a team of 4-32 items per row
+// of W (and of the gate's up-projection, in the same pass); more rows (prefill) go to the tiled
+// paths (tensor cores where the device has them), which dequantize the blocks as they load each
+// tile (gemm.cl, -DGQ_FMT). The RMSNorm fusion stays with the float GEMV (normalising x in every
+// team cost more than the launch it saves: docs/benchmarks.md).
+inline void launch_gemv_q(Binder& b, const Gemm& g) {
   if (g.norm) b.unsupported("a normalised GEMV over packed weights (npusim bug: linear_group folds no rmsnorm in front of them)");
-  const std::string fmt = std::string(" -DGQ_FMT=") + (*g.wq == quant::BlockFormat::q8_0 ? "1" : "2");
-  if (gemv_fits(g)) {
-    const GemvSegments s = gemv_segments(b, g);
-    const int team = gemv_q_team(*g.wq, g.K);
-    const std::int64_t rows_per_group = 128 / team;
-    const bool xvec = g.a.off % 16 == 0 && g.sam % 8 == 0;  // x's 8-value loads aligned
-    bool wvec = !g.up || g.up->off % 16 == 0;                 // the codes' 16-byte loads
-    for (const auto& sg : s.seg) wvec = wvec && sg.w.off % 16 == 0;
-    const std::string opts = Binder::type_options({{"TA", g.a.dtype}, {"TC", g.c.dtype}}) + fmt + " -DGV_M=" + std::to_string(g.M);
-    launch_gemv(b, b.program("gemv_q", ocl::cl_source::gemv_q, opts), "gemv_q", static_cast<std::size_t>((s.end[2] + rows_per_group - 1) / rows_per_group),
-                g, s, static_cast<cl_int>((xvec ? 1 : 0) | (wvec ? 2 : 0)), static_cast<cl_int>(team));
-    return;
-  }
-  if (g.sbk != 1 || g.sbn != g.K || g.nb0 * g.nb1 != 1) b.unsupported("packed weights outside a linear layer (npusim bug)");
-  bind_tiled(b, g, Binder::type_options({{"TA", g.a.dtype}, {"TB", g.wdt}, {"TC", g.c.dtype}}) + fmt);
+  const GemvSegments s = gemv_segments(b, g);
+  const int team = gemv_q_team(*g.wq, g.K);
+  const std::int64_t rows_per_group = 128 / team;
+  const bool xvec = g.a.off % 16 == 0 && g.sam % 8 == 0;  // x's 8-value loads aligned
+  bool wvec = !g.up || g.up->off % 16 == 0;                 // the codes' 16-byte loads
+  for (const auto& sg : s.seg) wvec = wvec && sg.w.off % 16 == 0;
+  const std::string opts = Binder::type_options({{"TA", g.a.dtype}, {"TC", g.c.dtype}}) + block_format_option(*g.wq) + " -DGV_M=" + std::to_string(g.M);
+  launch_gemv(b, b.program("gemv_q", ocl::cl_source::gemv_q, opts), "gemv_q", static_cast<std::size_t>((s.end[2] + rows_per_group - 1) / rows_per_group),
+              g, s, static_cast<cl_int>((xvec ? 1 : 0) | (wvec ? 2 : 0)), static_cast<cl_int>(team));
 }
 
 // Batched matmul a @ B where B(k, n) of batch z = b[boff(z) + k*sbk + n*sbn]; batch dims broadcast
