@@ -534,7 +534,7 @@ TEST(OpenCLLaunches, QwenTinyDecodeIsOneLaunchPerKernel) {
 
 // explain --kernels and the binder walk one candidate list (ocl::gemm_candidates) over the same
 // problems: for every matrix product of the tiny Qwen2 (prefill and decode, bf16, float and q8_0
-// weights) and of three convolution fixtures, the path implementations_for reports is the OpenCL
+// weights) and of three convolution and three matmul fixtures, the path implementations_for reports is the OpenCL
 // function the executor launched for that kernel (the profile's label names them). On PoCL the
 // tensor-core path declines, saying why; NPUSIM_OPENCL_SKIP is tested through the CLI (cli.opencl_skip_*).
 TEST(OpenCLKernelChoice, ExplainNamesThePathTheBinderLaunches) {
@@ -574,7 +574,8 @@ TEST(OpenCLKernelChoice, ExplainNamesThePathTheBinderLaunches) {
   check("models/qwen2_tiny_decode", DType::bf16, "", "models/qwen2_tiny_prefill");
   check("models/qwen2_tiny_decode", DType::bf16, "q8_0", "models/qwen2_tiny_prefill");
   check("models/qwen2_tiny_prefill", DType::bf16, "", "models/qwen2_tiny_prefill");
-  for (const char* c : {"ops/conv2d_1x1", "ops/conv2d_3x3_bias", "ops/conv_bn_relu"}) check(c, DType::f32, "", c);
+  for (const char* c : {"ops/conv2d_1x1", "ops/conv2d_3x3_bias", "ops/conv_bn_relu", "ops/matmul_2d", "ops/matmul_4d_transpose", "ops/bmm"})
+    check(c, DType::f32, "", c);
   EXPECT_TRUE(seen.count("gemv") && seen.count("gemv_q")) << "the decode steps ran no GEMV";
   EXPECT_TRUE(seen.count("gemm") || seen.count("gemm_mma")) << "the prefill and convolutions ran no tiled product";
 }

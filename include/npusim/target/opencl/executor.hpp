@@ -14,7 +14,7 @@
 #include "npusim/target/opencl/opencl_target.hpp"
 
 namespace npusim::inline NPUSIM_ABI {
-// The path every matrix product of a partition (linears, their fused groups, convolutions) runs on
+// The path every matrix product of a partition (linears, their fused groups, matmuls, convolutions) runs on
 // the default device (NPUSIM_OPENCL_DEVICE), and why the better ones declined (`npusim explain
 // --kernels`): the binder's own chooser (ocl::gemm_candidates) on the problems it will bind.
 template <>

@@ -521,10 +521,26 @@ class Executor final : public PartitionExecutor {
 // GEMV can run the kernel's epilogue, and for a convolution whether it is an implicit GEMM.
 inline std::optional<GemmProblem> product_problem(const program::Partition& part, const Kernel& k, const std::function<MmaSupport()>& mma) {
   static constexpr std::string_view products[] = {"linear", "addmm", fusion::LinearAdd::name, fusion::LinearSiluGate::name, fusion::LinearGroup::name,
-                                                  fusion::LinearGroupRopeKv::name, "conv2d", fusion::ConvBnRelu::name, fusion::ConvAddRelu::name};
+                                                  fusion::LinearGroupRopeKv::name, "conv2d", fusion::ConvBnRelu::name, fusion::ConvAddRelu::name,
+                                                  "matmul", fusion::GqaMatmul::name, fusion::MatmulTransB::name};
   if (std::find(std::begin(products), std::end(products), k.kind) == std::end(products)) return std::nullopt;
   const ir::Graph& g = part.graph;
   auto storage = [&](ir::TensorId t) { return part.plan.tensors.at(static_cast<std::size_t>(t)).storage; };
+  if (k.kind == "matmul" || k.kind == fusion::GqaMatmul::name || k.kind == fusion::MatmulTransB::name) {  // bind_matmul's layout
+    const ir::Node& n0 = g.nodes.at(static_cast<std::size_t>(k.nodes.at(0)));
+    const bool single = k.kind == "matmul";
+    const ir::TensorId ta = single ? n0.inputs.at(0) : k.inputs.at(0), tb = single ? n0.inputs.at(1) : k.inputs.at(1);
+    bool trans = k.kind == fusion::MatmulTransB::name;
+    std::int64_t group = 1;
+    if (k.kind == fusion::GqaMatmul::name) {
+      const ir::AttrValue* t = k.params.find("trans_b");
+      trans = t && t->is_bool() && t->as_bool(), group = k.int_param("group", 1);
+    }
+    std::optional<Gemm> gm = matmul_layout(g.tensor(ta).shape, g.tensor(tb).shape, trans, group);
+    if (!gm) return std::nullopt;
+    gm->a.dtype = storage(ta), gm->b.dtype = storage(tb);
+    return gemm_problem(*gm, false, mma);
+  }
   std::vector<const ir::Node*> lins;
   const ir::Node* conv = nullptr;
   for (auto ni : k.nodes) {

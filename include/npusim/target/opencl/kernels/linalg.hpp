@@ -280,12 +280,12 @@ struct GemmProblem {
   // question runs the probe).
   std::function<MmaSupport()> mma;
 };
-inline GemmProblem gemm_problem(Binder& b, const Gemm& g, bool conv) {
+inline GemmProblem gemm_problem(const Gemm& g, bool conv, std::function<MmaSupport()> mma) {
   GemmProblem p;
   p.M = g.M, p.N = g.N, p.K = g.K, p.a = g.a.dtype, p.b = g.wq ? g.wdt : g.b.dtype, p.packed = g.wq;
   p.gemv_shape = !conv && gemv_fits(g), p.conv = conv;
   p.gemv_only = g.up || g.norm || !g.more.empty() || g.rope;
-  p.mma = [&b] { return mma_support(b.device()); };
+  p.mma = std::move(mma);
   return p;
 }
 // What a non-convolution product gives the tiled paths.
@@ -354,7 +354,7 @@ static_assert(kernel_choice::check_candidate_list<GemmProblem>(gemm_candidates{}
 
 // Binds g on the first path that takes it; `t`: a convolution's tiled operands (else derived from g).
 inline void bind_product(Binder& b, const Gemm& g, const TiledArgs* t = nullptr) {
-  const std::size_t i = kernel_choice::choose<Skip, gemm_candidates>(gemm_problem(b, g, t && t->conv));
+  const std::size_t i = kernel_choice::choose<Skip, gemm_candidates>(gemm_problem(g, t && t->conv, [&b] { return mma_support(b.device()); }));
   kernel_choice::with_candidate<void, gemm_candidates>(i, [&]<class C>() { C::bind(b, g, t); });
 }
 inline void bind_gemm(Binder& b, const Gemm& g) { bind_product(b, g); }
@@ -418,14 +418,14 @@ inline void launch_gemv_q(Binder& b, const Gemm& g) {
 
 // Batched matmul a @ B where B(k, n) of batch z = b[boff(z) + k*sbk + n*sbn]; batch dims broadcast
 // (at most two after merging contiguous ones); `group` maps a's dim -3 onto b's by division.
-inline void bind_matmul(Binder& b, ir::TensorId ta, ir::TensorId tb, ir::TensorId tc, bool b_transposed, std::int64_t group = 1) {
-  const Shape& as = b.shape(ta);
-  Shape bs = b.shape(tb);
+// Its strides and batches from the shapes alone (as stored: bs_stored is B before any transpose), the
+// operands' buffers left unset; nullopt for more than two non-contiguous batch dims.
+inline std::optional<Gemm> matmul_layout(const Shape& as, const Shape& bs_stored, bool b_transposed, std::int64_t group = 1) {
+  Shape bs = bs_stored;
   if (b_transposed && bs.size() >= 2) std::swap(bs[bs.size() - 1], bs[bs.size() - 2]);
   if (group > 1) bs[bs.size() - 3] *= group;
   ops::MatmulShapes s = ops::matmul_shapes(as, bs);
   Gemm g;
-  g.a = b.ref(ta), g.b = b.ref(tb), g.c = b.ref(tc);
   g.M = s.m, g.N = s.n, g.K = s.k;
   g.sam = s.a_vec ? 0 : s.k, g.sak = 1;
   const std::int64_t bn_phys = b_transposed ? (s.b_vec ? 1 : s.k) : 1, bk_phys = b_transposed ? 1 : (s.b_vec ? 1 : s.n);
@@ -433,7 +433,7 @@ inline void bind_matmul(Binder& b, ir::TensorId ta, ir::TensorId tb, ir::TensorI
   if (s.b_vec) g.sbk = 1, g.sbn = 0;
   g.scm = s.n, g.scn = 1;
   // Batch strides in elements, broadcast (0) where a dim is 1.
-  Shape ab(as.begin(), as.end() - (s.a_vec ? 1 : 2)), bb(b.shape(tb).begin(), b.shape(tb).end() - (s.b_vec ? 1 : 2));
+  Shape ab(as.begin(), as.end() - (s.a_vec ? 1 : 2)), bb(bs_stored.begin(), bs_stored.end() - (s.b_vec ? 1 : 2));
   Strides sa = broadcast_strides(ab, s.batch), sc = contiguous_strides(s.batch);
   Shape bb_logical = bb;
   if (group > 1) bb_logical.back() *= group;
@@ -460,12 +460,18 @@ inline void bind_matmul(Binder& b, ir::TensorId ta, ir::TensorId tb, ir::TensorI
     }
     merged.push_back(dims[i]);
   }
-  if (merged.size() > 2) b.unsupported("matmul with more than two non-contiguous batch dims");
+  if (merged.size() > 2) return std::nullopt;
   while (merged.size() < 2) merged.insert(merged.begin(), {1, 0, 0, 0});
   g.nb0 = merged[0][0], g.sa0 = merged[0][1], g.sb0 = merged[0][2], g.sc0 = merged[0][3];
   g.nb1 = merged[1][0], g.sa1 = merged[1][1], g.sb1 = merged[1][2], g.sc1 = merged[1][3];
   if (group > 1) g.bdiv = group, g.sb1 = merged[1][2];
-  bind_gemm(b, g);
+  return g;
+}
+inline void bind_matmul(Binder& b, ir::TensorId ta, ir::TensorId tb, ir::TensorId tc, bool b_transposed, std::int64_t group = 1) {
+  std::optional<Gemm> g = matmul_layout(b.shape(ta), b.shape(tb), b_transposed, group);
+  if (!g) b.unsupported("matmul with more than two non-contiguous batch dims");
+  g->a = b.ref(ta), g->b = b.ref(tb), g->c = b.ref(tc);
+  bind_gemm(b, *g);
 }
 
 // y = x W^T (+ bias) over x's last dim; `read`: the tensor a reads instead of x (an RMSNorm's
