@@ -26,6 +26,10 @@ struct Kernel {
     const ir::AttrValue* v = params.find(name);
     return v && v->is_int() ? v->as_int() : fallback;
   }
+  bool bool_param(std::string_view name, bool fallback = false) const {
+    const ir::AttrValue* v = params.find(name);
+    return v && v->is_bool() ? v->as_bool() : fallback;
+  }
 };
 
 }  // namespace npusim::inline NPUSIM_ABI

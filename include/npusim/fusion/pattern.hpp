@@ -70,8 +70,10 @@ class GraphView {
   std::vector<bool> taken_;
 };
 
-// A transpose/permute that only moves size-1 dims keeps the memory order: a view.
-bool permutation_is_view(const Shape& in, const ops::Ints& perm);
+// Node n moves no data whatever the storage types: a view op, a transpose/permute that moves only
+// size-1 dims (the memory order kept), or an expand to its own shape. fusion::is_view_node adds the
+// casts the storage policy makes no-ops.
+bool moves_no_data(const GraphView& v, std::int32_t n);
 
 // `early`: the pattern's may_run_early (above).
 std::optional<Kernel> finalize(const GraphView& v, Match m, std::string_view kind, bool early = false);

@@ -8,16 +8,9 @@
 namespace npusim::inline NPUSIM_ABI::fusion {
 
 NPUSIM_FUNC bool is_view_node(const GraphView& v, std::int32_t n, const passes::DTypePolicy& pol) {
-  const auto& info = ops::op_info(v.op(n));
   const ir::Node& node = v.node(n);
-  if (info.op_class == ops::OpClass::view) return true;
   if (v.is<ops::ToDtype>(n)) return pol.storage(v.tensor(node.inputs[0]).dtype) == pol.storage(v.tensor(node.outputs[0]).dtype);
-  if (v.is<ops::Transpose>(n))
-    return permutation_is_view(v.tensor(node.inputs[0]).shape, ops::Transpose::perm(v.attrs<ops::Transpose>(n), v.tensor(node.inputs[0]).shape.size()));
-  if (v.is<ops::Permute>(n))
-    return permutation_is_view(v.tensor(node.inputs[0]).shape, ops::Permute::perm(v.attrs<ops::Permute>(n), v.tensor(node.inputs[0]).shape.size()));
-  if (v.is<ops::Expand>(n)) return v.tensor(node.inputs[0]).shape == v.tensor(node.outputs[0]).shape;
-  return false;
+  return moves_no_data(v, n);
 }
 
 NPUSIM_FUNC std::vector<Kernel> fuse(const ir::Graph& g, std::span<const PatternInfo> patterns, const passes::DTypePolicy& pol,

@@ -12,7 +12,9 @@ namespace npusim::inline NPUSIM_ABI::fusion {
 NPUSIM_FUNC GraphView::GraphView(const ir::Graph& g)
     : g_(g), ops_(passes::op_indices(g)), uses_(passes::consumers(g)), outs_(passes::graph_output_mask(g)), taken_(g.nodes.size(), false) {}
 
-NPUSIM_FUNC bool permutation_is_view(const Shape& in, const ops::Ints& perm) {
+namespace detail {
+// A transpose/permute that only moves size-1 dims keeps the memory order.
+inline bool permutation_is_view(const Shape& in, const ops::Ints& perm) {
   std::int64_t last = -1;
   for (auto p : perm) {
     if (in[static_cast<std::size_t>(p)] == 1) continue;
@@ -20,6 +22,17 @@ NPUSIM_FUNC bool permutation_is_view(const Shape& in, const ops::Ints& perm) {
     last = p;
   }
   return true;
+}
+}  // namespace detail
+
+NPUSIM_FUNC bool moves_no_data(const GraphView& v, std::int32_t n) {
+  if (n < 0) return false;
+  if (ops::op_info(v.op(n)).op_class == ops::OpClass::view) return true;
+  const Shape& in = v.tensor(v.in(n, 0)).shape;
+  if (v.is<ops::Transpose>(n)) return detail::permutation_is_view(in, ops::Transpose::perm(v.attrs<ops::Transpose>(n), in.size()));
+  if (v.is<ops::Permute>(n)) return detail::permutation_is_view(in, ops::Permute::perm(v.attrs<ops::Permute>(n), in.size()));
+  if (v.is<ops::Expand>(n)) return in == v.tensor(v.out(n)).shape;
+  return false;
 }
 
 NPUSIM_FUNC std::int32_t GraphView::only_consumer(TensorId t) const {

@@ -352,7 +352,7 @@ inline std::optional<std::pair<std::int64_t, std::int64_t>> copying_transpose(co
   if (r < 2) return std::nullopt;
   const auto a = v.attrs<ops::Transpose>(t);
   const std::int64_t d0 = normalize_dim(a.dim0, r), d1 = normalize_dim(a.dim1, r);
-  // Swapping a size-1 dim keeps the memory order: a view (fusion::permutation_is_view), nothing to absorb.
+  // Swapping a size-1 dim keeps the memory order: a view (fusion::moves_no_data), nothing to absorb.
   if (d0 == d1 || d0 == r - 1 || d1 == r - 1 || in[static_cast<std::size_t>(d0)] == 1 || in[static_cast<std::size_t>(d1)] == 1) return std::nullopt;
   return std::pair{std::min(d0, d1), std::max(d0, d1)};
 }
@@ -582,18 +582,6 @@ NPUSIM_FUNC std::optional<Match> RopeKv::match(const GraphView& v, std::int32_t 
   return m;
 }
 
-namespace detail {
-// Moves no data: a view op, or a transpose/permute of size-1 dims only.
-inline bool moves_no_data(const GraphView& v, std::int32_t n) {
-  if (n < 0) return false;
-  if (ops::op_info(v.op(n)).op_class == ops::OpClass::view) return true;
-  const Shape& in = v.tensor(v.in(n, 0)).shape;
-  if (v.is<ops::Transpose>(n)) return permutation_is_view(in, ops::Transpose::perm(v.attrs<ops::Transpose>(n), in.size()));
-  if (v.is<ops::Permute>(n)) return permutation_is_view(in, ops::Permute::perm(v.attrs<ops::Permute>(n), in.size()));
-  return false;
-}
-}  // namespace detail
-
 NPUSIM_FUNC std::optional<Match> LinearGroupRopeKv::match(const GraphView& v, std::int32_t n) {
   auto rope = RopeKv::match(v, n);
   if (!rope) return std::nullopt;
@@ -607,7 +595,7 @@ NPUSIM_FUNC std::optional<Match> LinearGroupRopeKv::match(const GraphView& v, st
       const std::int32_t p = v.producer(t);
       if (p < 0 || v.taken(p) || v.is_graph_output(t)) return -1;
       if (detail::is_linear(v, p)) return p;
-      if (!detail::moves_no_data(v, p) || v.only_consumer(v.in(p, 0)) != p) return -1;
+      if (!moves_no_data(v, p) || v.only_consumer(v.in(p, 0)) != p) return -1;
       views.push_back(p);
       t = v.in(p, 0);
     }

@@ -193,8 +193,9 @@ NPUSIM_FUNC Workload analyze_kernel(const ir::Graph& g, const Kernel& k, DType e
         if (ni != mm && o.inputs.size() >= 2 && o.inputs[0] == n.inputs[0] && ops::op_info(ops::require_op(o)).id == "linear")
           m.n += g.tensor(o.inputs[1]).shape[0];
       }
-      // an RMSNorm folded in front (linear_group, linear_group_rope_kv): x normalised as it is read
-      if (m.a < 0 && k.kind.starts_with("linear_group")) m.a = 0;
+      // An RMSNorm folded in front (the has_norm of linear_group and linear_group_rope_kv): x, which
+      // is not stored, normalised from the kernel's first input as it is read.
+      if (m.a < 0 && k.bool_param("has_norm")) m.a = 0;
     } else if (k.kind == "gqa_matmul") {
       // a [B, H, M, K] against K/V [B, Hkv, ...]: each KV head's operand serves `group` heads.
       const Shape& as = g.tensor(ta).shape;

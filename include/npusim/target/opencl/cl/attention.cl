@@ -19,6 +19,12 @@
 
 inline float wg_reduce(float v, __local float* red, int is_max) { return group_reduce(v, red, AT_WG, is_max); }
 
+// A device-scope fence: NVIDIA's PTX acquire/release (which also orders the L1), else OpenCL 1.2's.
+#ifdef NV_WARP
+#define AT_FENCE() asm volatile("fence.acq_rel.gpu;" ::: "memory")
+#else
+#define AT_FENCE() mem_fence(CLK_GLOBAL_MEM_FENCE)
+#endif
 
 // Merges the key splits of one query row (attention() below): out = sum_s o_s * exp(m_s - M) /
 // sum_s l_s * exp(m_s - M), the splits in order. Other work-groups wrote them: read past the L1
@@ -99,11 +105,11 @@ inline void finish_split(float mrun, float lrun, float o0, float o1, long Dv, in
   if (lid + AT_WG < Dv) pp[2 + lid + AT_WG] = o1;
   barrier(CLK_GLOBAL_MEM_FENCE | CLK_LOCAL_MEM_FENCE);
   if (lid == 0) {
-    DEVICE_FENCE();
+    AT_FENCE();
     const int done = atomic_inc(counts + row);
     red[0] = done == nsplit - 1 ? 1.0f : 0.0f;
     if (done == nsplit - 1) counts[row] = 0;
-    DEVICE_FENCE();
+    AT_FENCE();
   }
   barrier(CLK_LOCAL_MEM_FENCE);
   if (red[0] != 0.0f) combine_row(part + row * nsplit * (Dv + 2), nsplit, Dv, O, ot, orow, sc);

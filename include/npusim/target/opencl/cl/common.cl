@@ -91,14 +91,6 @@ inline float group_reduce(float v, __local float* red, int wg, int is_max) {
 #endif
 }
 
-// A device-scope fence, for values one work-group publishes to another in the same launch: NVIDIA's
-// PTX acquire/release (which also orders the L1), else OpenCL 1.2's.
-#ifdef NV_WARP
-#define DEVICE_FENCE() asm volatile("fence.acq_rel.gpu;" ::: "memory")
-#else
-#define DEVICE_FENCE() mem_fence(CLK_GLOBAL_MEM_FENCE)
-#endif
-
 // A kernel that meets an index out of range reports the first one through err (int[4], zeroed by
 // the executor): err[0] the check's code (1-based, the executor's list), err[2], err[3] the index's
 // low and high 32 bits.

@@ -533,8 +533,7 @@ inline std::optional<GemmProblem> product_problem(const program::Partition& part
     bool trans = k.kind == fusion::MatmulTransB::name;
     std::int64_t group = 1;
     if (k.kind == fusion::GqaMatmul::name) {
-      const ir::AttrValue* t = k.params.find("trans_b");
-      trans = t && t->is_bool() && t->as_bool(), group = k.int_param("group", 1);
+      trans = k.bool_param("trans_b"), group = k.int_param("group", 1);
     }
     std::optional<Gemm> gm = matmul_layout(g.tensor(ta).shape, g.tensor(tb).shape, trans, group);
     if (!gm) return std::nullopt;
@@ -549,32 +548,25 @@ inline std::optional<GemmProblem> product_problem(const program::Partition& part
     if (op == "linear" || op == "addmm") lins.push_back(&n);
     if (op == "conv2d" && !conv) conv = &n;
   }
-  GemmProblem p;
-  p.mma = mma;
   if (conv) {
-    const auto a = ops::read_attrs<ops::Conv2d::Attrs>(conv->attrs, conv->op_type);
-    const Shape &xs = g.tensor(conv->inputs.at(0)).shape, &ws = g.tensor(conv->inputs.at(1)).shape;
-    if (xs.size() != 4 || ws.size() != 4) return std::nullopt;
-    const Shape& ys = g.tensor(conv->outputs.at(0)).shape;
-    p.M = ws[0] / a.groups, p.N = ys.at(2) * ys.at(3), p.K = xs[1] / a.groups * ws[2] * ws[3];
-    p.a = storage(conv->inputs[1]), p.b = storage(conv->inputs[0]);
-    p.conv = !(ws[2] == 1 && ws[3] == 1 && a.stride[0] == 1 && a.stride[1] == 1 && a.padding[0] == 0 && a.padding[1] == 0 && a.groups == 1);
-    return p;
+    const Shape &xs = g.tensor(conv->inputs.at(0)).shape, &ws = g.tensor(conv->inputs.at(1)).shape, &ys = g.tensor(conv->outputs.at(0)).shape;
+    if (xs.size() != 4 || ws.size() != 4 || ys.size() != 4) return std::nullopt;
+    auto [gm, pointwise] = conv_layout(xs, ws, ys, ops::read_attrs<ops::Conv2d::Attrs>(conv->attrs, conv->op_type));
+    gm.a.dtype = storage(conv->inputs[1]), gm.b.dtype = storage(conv->inputs[0]);
+    return gemm_problem(gm, !pointwise, mma);
   }
   if (lins.empty()) return std::nullopt;
   const ir::Node& l = *lins[0];
   const bool addmm = ops::op_info(ops::require_op(l)).id == "addmm";
   const ir::TensorId x = l.inputs.at(addmm ? 1 : 0), w = l.inputs.at(addmm ? 2 : 1);
-  const Shape& wsh = g.tensor(w).shape;
-  if (wsh.size() != 2) return std::nullopt;
-  p.K = addmm ? wsh[0] : wsh[1], p.N = addmm ? wsh[1] : wsh[0];
-  p.M = p.K ? numel(g.tensor(x).shape) / p.K : 0;
-  const ir::AttrValue* hn = k.params.find("has_norm");
-  const bool norm = hn && hn->is_bool() && hn->as_bool();
-  // With a folded RMSNorm the GEMV reads the norm's input (the kernel's first).
-  p.a = storage(norm ? k.inputs.at(0) : x), p.b = storage(w), p.packed = ops::weight_block_format(l);
-  // An addmm's weight is [K, N], read along N: not a GEMV's (kernel<ops::Addmm>'s strides).
-  p.gemv_shape = (!addmm || (p.N == 1 && p.K == 1)) && p.M >= 1 && p.M <= 4;
+  if (g.tensor(w).shape.size() != 2 || (addmm && g.tensor(x).shape.size() != 2)) return std::nullopt;
+  Gemm gm = addmm ? addmm_layout(g.tensor(x).shape, g.tensor(w).shape) : linear_layout(g.tensor(x).shape, g.tensor(w).shape);
+  // With a folded RMSNorm the GEMV reads the norm's input (the kernel's first); packed weights
+  // are read as their storage type (the executor's PackedWeight).
+  const bool norm = k.bool_param("has_norm");
+  gm.a.dtype = storage(norm ? k.inputs.at(0) : x), gm.b.dtype = storage(w), gm.wq = ops::weight_block_format(l), gm.wdt = storage(w);
+  GemmProblem p = gemm_problem(gm, false, mma);
+  // What only a GEMV runs (the binder's up, more, norm and rope): the gate, several linears, the norm, the RoPE.
   p.gemv_only = k.kind == fusion::LinearSiluGate::name || lins.size() > 1 || norm || k.kind == fusion::LinearGroupRopeKv::name;
   return p;
 }

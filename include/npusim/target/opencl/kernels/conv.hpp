@@ -15,20 +15,36 @@ namespace npusim::inline NPUSIM_ABI {
 struct OpenCLTarget;
 
 namespace ocl {
+// A convolution's product from the shapes alone (x [N, C, H, W], w [K, C/G, kh, kw], y [N, K, OH,
+// OW]): A the weight, B the image; a 1x1 stride-1 convolution is a plain GEMM per image (its
+// strides set, pointwise), any other an implicit GEMM over a reduction table (bind_conv).
+struct ConvLayout {
+  Gemm g;
+  bool pointwise = false;
+};
+inline ConvLayout conv_layout(const Shape& xs, const Shape& ws, const Shape& ys, const ops::Conv2d::Attrs& a) {
+  const std::int64_t N = xs[0], C = xs[1], H = xs[2], W = xs[3], K = ws[0], kh = ws[2], kw = ws[3], OH = ys[2], OW = ys[3], G = a.groups;
+  ConvLayout l;
+  Gemm& g = l.g;
+  g.M = K / G, g.N = OH * OW, g.K = (C / G) * kh * kw;
+  l.pointwise = kh == 1 && kw == 1 && a.stride[0] == 1 && a.stride[1] == 1 && a.padding[0] == 0 && a.padding[1] == 0 && G == 1;
+  if (l.pointwise) {
+    g.sam = g.K, g.sak = 1, g.sbk = H * W, g.sbn = 1, g.scm = OH * OW, g.scn = 1;
+    g.nb1 = N, g.sb1 = C * H * W, g.sc1 = K * OH * OW;
+  }
+  return l;
+}
+
 inline void bind_conv(Binder& b, const ir::Node& conv, ir::TensorId y, bool relu, bool has_bias, std::optional<ir::TensorId> residual = {}) {
   auto a = ops::read_attrs<ops::Conv2d::Attrs>(conv.attrs, conv.op_type);
   const ir::TensorId x = conv.inputs.at(0), w = conv.inputs.at(1);
   const Shape &xs = b.shape(x), &ws = b.shape(w), &ys = b.shape(y);
   const std::int64_t N = xs[0], C = xs[1], H = xs[2], W = xs[3], K = ws[0], kh = ws[2], kw = ws[3], OH = ys[2], OW = ys[3], G = a.groups;
-  Gemm g;
+  auto [g, pointwise] = conv_layout(xs, ws, ys, a);
   g.a = b.ref(w), g.b = b.ref(x), g.c = b.ref(y), g.relu = relu;
-  g.M = K / G, g.N = OH * OW, g.K = (C / G) * kh * kw;
   if (has_bias && conv.inputs.size() > 2) g.bias = b.ref(conv.inputs[2]), g.bias_mode = 2;
   if (residual) g.residual = b.ref(*residual);
-  const bool pointwise = kh == 1 && kw == 1 && a.stride[0] == 1 && a.stride[1] == 1 && a.padding[0] == 0 && a.padding[1] == 0 && G == 1;
-  if (pointwise) {  // 1x1: a plain GEMM per image
-    g.sam = g.K, g.sak = 1, g.sbk = H * W, g.sbn = 1, g.scm = OH * OW, g.scn = 1;
-    g.nb1 = N, g.sb1 = C * H * W, g.sc1 = K * OH * OW;
+  if (pointwise) {
     bind_gemm(b, g);
     return;
   }

@@ -476,13 +476,26 @@ inline void bind_matmul(Binder& b, ir::TensorId ta, ir::TensorId tb, ir::TensorI
 
 // y = x W^T (+ bias) over x's last dim; `read`: the tensor a reads instead of x (an RMSNorm's
 // input where the GEMV normalises it itself; x then has no storage).
+// A linear layer's product y = x W^T from the shapes alone (x [..., K], W [N, K]), the buffers unset.
+inline Gemm linear_layout(const Shape& x, const Shape& w) {
+  Gemm g;
+  g.K = x.back(), g.N = w.at(0), g.M = g.K ? numel(x) / g.K : 0;
+  g.sam = g.K, g.sak = 1, g.sbk = 1, g.sbn = g.K, g.scm = g.N, g.scn = 1;
+  return g;
+}
+// addmm's bias + x W from the shapes alone (x [M, K], W [K, N]: read along N), the buffers unset.
+inline Gemm addmm_layout(const Shape& x, const Shape& w) {
+  Gemm g;
+  g.M = x.at(0), g.K = x.at(1), g.N = w.at(1);
+  g.sam = g.K, g.sak = 1, g.sbk = g.N, g.sbn = 1, g.scm = g.N, g.scn = 1;
+  return g;
+}
+
 inline Gemm linear_gemm_into(Binder& b, ir::TensorId x, ir::TensorId w, std::optional<ir::TensorId> bias, TensorRef c,
                              std::optional<ir::TensorId> read = {}) {
-  Gemm g;
+  Gemm g = linear_layout(b.shape(x), b.shape(w));
   const PackedWeight* p = b.packed(w);
   g.a = b.ref(read ? *read : x), g.b = p ? p->blocks : b.ref(w), g.c = c;
-  g.K = b.shape(x).back(), g.N = b.shape(w)[0], g.M = g.K ? b.numel(x) / g.K : 0;
-  g.sam = g.K, g.sak = 1, g.sbk = 1, g.sbn = g.K, g.scm = g.N, g.scn = 1;
   if (bias) g.bias = b.ref(*bias);
   if (p) g.wq = p->format, g.wdt = p->dtype;
   return g;
@@ -528,10 +541,8 @@ struct kernel<ops::Addmm, OpenCLTarget> {
   static constexpr bool provided = true;
   static void bind(ocl::Binder& b) {
     const auto& in = b.node().inputs;
-    ocl::Gemm g;
-    g.a = b.ref(in.at(1)), g.b = b.ref(in.at(2)), g.c = b.ref(b.out());
-    g.M = b.shape(in[1])[0], g.K = b.shape(in[1])[1], g.N = b.shape(in[2])[1];
-    g.sam = g.K, g.sak = 1, g.sbk = g.N, g.sbn = 1, g.scm = g.N, g.scn = 1;
+    ocl::Gemm g = ocl::addmm_layout(b.shape(in.at(1)), b.shape(in.at(2)));
+    g.a = b.ref(in[1]), g.b = b.ref(in[2]), g.c = b.ref(b.out());
     g.bias = b.ref(in[0]);
     ocl::bind_gemm(b, g);
   }
@@ -541,8 +552,7 @@ template <>
 struct kernel<fusion::GqaMatmul, OpenCLTarget> {
   static constexpr bool provided = true;
   static void bind(ocl::Binder& b) {
-    const ir::AttrValue* t = b.k().params.find("trans_b");
-    ocl::bind_matmul(b, b.in(0), b.in(1), b.out(), t && t->is_bool() && t->as_bool(), b.k().int_param("group", 1));
+    ocl::bind_matmul(b, b.in(0), b.in(1), b.out(), b.k().bool_param("trans_b"), b.k().int_param("group", 1));
   }
 };
 
@@ -584,8 +594,7 @@ inline Gemm linear_group_gemm(Binder& b, const std::function<TensorRef(std::size
   std::vector<const ir::Node*> lins;
   for (auto ni : k.nodes)
     if (const ir::Node& n = b.g().nodes[static_cast<std::size_t>(ni)]; ops::find_op(n.op_type) == ops::op_index_v<ops::Linear>) lins.push_back(&n);
-  const ir::AttrValue* hn = k.params.find("has_norm");
-  const bool norm = hn && hn->is_bool() && hn->as_bool();
+  const bool norm = k.bool_param("has_norm");
   const ir::Node& first = *lins.at(0);
   const ir::TensorId h = first.inputs[0];
   Gemm g = linear_gemm_into(b, h, first.inputs[1], linear_bias(first), out(0, first.outputs[0]), norm ? std::optional(b.in(0)) : std::nullopt);
