@@ -28,6 +28,25 @@ static_assert(check_target<OpenCLTarget>(OpenCLTarget::pattern_list{}));
 
 namespace npusim::inline NPUSIM_ABI::ocl {
 
+// Calls f.template operator()<kernel<X, OpenCLTarget>>() for the kernel k binds on (its pattern's,
+// else its one op's): the binder and explain --kernels find it the same way. Returns what is
+// missing instead ("" when f ran).
+template <class F>
+std::string with_kernel_type(const ir::Graph& g, const Kernel& k, F&& f) {
+  bool done = false;
+  meta::for_each(OpenCLTarget::pattern_list{}, [&]<class P>() {
+    if (!done && k.kind == P::name) f.template operator()<kernel<P, OpenCLTarget>>(), done = true;
+  });
+  if (done) return {};
+  if (k.nodes.size() != 1) return "no OpenCL kernel for fused kind '" + k.kind + "'";
+  std::string no;
+  ops::dispatch_op<void>(ops::require_op(g.nodes.at(static_cast<std::size_t>(k.nodes[0]))), [&]<class Op>() {
+    if constexpr (has_kernel_v<Op, OpenCLTarget>) f.template operator()<kernel<Op, OpenCLTarget>>();
+    else no = "no OpenCL kernel for " + std::string(Op::id);
+  });
+  return no;
+}
+
 class Executor final : public PartitionExecutor {
  public:
   Executor(const PartitionContext& ctx, std::shared_ptr<Device> dev, int persistent_groups = -1) : part_(ctx.partition), dev_(std::move(dev)) {
@@ -418,16 +437,7 @@ class Executor final : public PartitionExecutor {
 
   static void bind_kernel(Binder& b, const Kernel& k) {
     if (k.kind == "view") return;
-    bool done = false;
-    meta::for_each(OpenCLTarget::pattern_list{}, [&]<class P>() {
-      if (!done && k.kind == P::name) kernel<P, OpenCLTarget>::bind(b), done = true;
-    });
-    if (done) return;
-    if (k.nodes.size() != 1) b.unsupported("no OpenCL kernel for fused kind '" + k.kind + "'");
-    ops::dispatch_op<void>(ops::require_op(b.node()), [&]<class Op>() {
-      if constexpr (has_kernel_v<Op, OpenCLTarget>) kernel<Op, OpenCLTarget>::bind(b);
-      else b.unsupported("no OpenCL kernel for " + std::string(Op::id));
-    });
+    if (std::string no = with_kernel_type(b.g(), k, [&]<class Kr>() { Kr::bind(b); }); !no.empty()) b.unsupported(no);
   }
 
   void record_profile(double h0) {
@@ -520,11 +530,12 @@ class Executor final : public PartitionExecutor {
 // from the graph and the plan alone: M, N, K, the storage types, packed weights, whether only a
 // GEMV can run the kernel's epilogue, and for a convolution whether it is an implicit GEMM.
 inline std::optional<GemmProblem> product_problem(const program::Partition& part, const Kernel& k, const std::function<MmaSupport()>& mma) {
-  static constexpr std::string_view products[] = {"linear", "addmm", fusion::LinearAdd::name, fusion::LinearSiluGate::name, fusion::LinearGroup::name,
-                                                  fusion::LinearGroupRopeKv::name, "conv2d", fusion::ConvBnRelu::name, fusion::ConvAddRelu::name,
-                                                  "matmul", fusion::GqaMatmul::name, fusion::MatmulTransB::name};
-  if (std::find(std::begin(products), std::end(products), k.kind) == std::end(products)) return std::nullopt;
   const ir::Graph& g = part.graph;
+  std::optional<Product> product;  // what the kernel's binder declares, if it binds a product
+  with_kernel_type(g, k, [&]<class Kr>() {
+    if constexpr (requires { Kr::product; }) product = Kr::product;
+  });
+  if (!product) return std::nullopt;
   auto storage = [&](ir::TensorId t) { return part.plan.tensors.at(static_cast<std::size_t>(t)).storage; };
   if (k.kind == "matmul" || k.kind == fusion::GqaMatmul::name || k.kind == fusion::MatmulTransB::name) {  // bind_matmul's layout
     const ir::Node& n0 = g.nodes.at(static_cast<std::size_t>(k.nodes.at(0)));
@@ -566,8 +577,7 @@ inline std::optional<GemmProblem> product_problem(const program::Partition& part
   const bool norm = k.bool_param("has_norm");
   gm.a.dtype = storage(norm ? k.inputs.at(0) : x), gm.b.dtype = storage(w), gm.wq = ops::weight_block_format(l), gm.wdt = storage(w);
   GemmProblem p = gemm_problem(gm, false, mma);
-  // What only a GEMV runs (the binder's up, more, norm and rope): the gate, several linears, the norm, the RoPE.
-  p.gemv_only = k.kind == fusion::LinearSiluGate::name || lins.size() > 1 || norm || k.kind == fusion::LinearGroupRopeKv::name;
+  p.gemv_only = *product == Product::gemv_only;  // the binder's up, more, norm or rope, which the graph alone does not show
   return p;
 }
 

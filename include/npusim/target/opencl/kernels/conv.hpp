@@ -67,12 +67,14 @@ inline void bind_conv(Binder& b, const ir::Node& conv, ir::TensorId y, bool relu
 template <>
 struct kernel<ops::Conv2d, OpenCLTarget> {
   static constexpr bool provided = true;
+  static constexpr ocl::Product product = ocl::Product::any;
   static void bind(ocl::Binder& b) { ocl::bind_conv(b, b.node(), b.out(), false, true); }
 };
 
 template <>
 struct kernel<fusion::ConvBnRelu, OpenCLTarget> {
   static constexpr bool provided = true;
+  static constexpr ocl::Product product = ocl::Product::any;
   static void bind(ocl::Binder& b) {
     const Kernel& k = b.k();
     const ir::Node& conv = b.node(0);
@@ -92,6 +94,7 @@ struct kernel<fusion::ConvBnRelu, OpenCLTarget> {
 template <>
 struct kernel<fusion::ConvAddRelu, OpenCLTarget> {
   static constexpr bool provided = true;
+  static constexpr ocl::Product product = ocl::Product::any;
   static void bind(ocl::Binder& b) { ocl::bind_conv(b, b.node(0), b.out(), b.member<ops::Relu>() != nullptr, true, b.k().inputs.back()); }
 };
 
