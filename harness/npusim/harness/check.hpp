@@ -67,6 +67,11 @@ struct OutputCheck {
   bool classifier = false;
   std::vector<std::int64_t> top5, top5_ref;
   bool top5_ok = true;
+  // On a top-5 mismatch: the two neighbouring ranks of PyTorch's logits that decided it (0-based;
+  // the first that differs and the next when the order counts) and their gap, to read next to max_abs:
+  // a gap smaller than the error is a near-tie at this precision.
+  int tie_rank = -1;
+  double tie_gap = 0;
   bool pass = false;
 };
 
@@ -142,6 +147,18 @@ inline CaseResult check_outputs(const std::vector<std::string>& names, const std
         oc.top5_ok = a == b && oc.top5[0] == oc.top5_ref[0];
       }
       oc.pass = oc.pass && oc.top5_ok;
+      if (!oc.top5_ok && w.size() >= 6) {
+        const auto r6 = topk(w, 6);
+        auto gap = [&](int r) { return static_cast<double>(w[static_cast<std::size_t>(r6[static_cast<std::size_t>(r)])]) -
+                                       static_cast<double>(w[static_cast<std::size_t>(r6[static_cast<std::size_t>(r) + 1])]); };
+        if (opt.top5_in_order) {  // the first rank that differs, against the next one
+          oc.tie_rank = 0;
+          while (oc.tie_rank < 4 && oc.top5[static_cast<std::size_t>(oc.tie_rank)] == oc.top5_ref[static_cast<std::size_t>(oc.tie_rank)]) ++oc.tie_rank;
+        } else {  // the set (ranks 5 and 6) or the top-1 (ranks 1 and 2)
+          oc.tie_rank = oc.top5[0] != oc.top5_ref[0] ? 0 : 4;
+        }
+        oc.tie_gap = gap(oc.tie_rank);
+      }
     }
     res.pass = res.pass && oc.pass;
     res.outputs.push_back(std::move(oc));
@@ -195,6 +212,10 @@ inline void print_case_result(std::FILE* out, const std::string& name, const Cas
       };
       std::fprintf(out, "    top-5 npusim:  %s\n    top-5 PyTorch: %s  %s\n", join(o.top5).c_str(), join(o.top5_ref).c_str(),
                    o.top5_ok ? "(match)" : "(MISMATCH)");
+      if (o.tie_rank >= 0)
+        std::fprintf(out, "    PyTorch's logits ranked %d and %d differ by %s, %s than the largest error (max_abs %s)%s\n", o.tie_rank + 1, o.tie_rank + 2,
+                     fmt("%.3g", o.tie_gap).c_str(), o.tie_gap < o.metrics.max_abs ? "less" : "more", fmt("%.3g", o.metrics.max_abs).c_str(),
+                     o.tie_gap < o.metrics.max_abs ? ": a near-tie at this precision" : "");
     }
   }
   for (const auto& s : r.skipped) std::fprintf(out, "  output '%s': no expected value (not checked)\n", s.c_str());

@@ -147,6 +147,47 @@ TEST(Reliability, CheckAgainstNanReferenceOrOfNothingFails) {
   EXPECT_FALSE(check(Tensor::empty(DType::f32, {0}), Tensor::empty(DType::f32, {0})).pass);  // compared nothing
 }
 
+// A classifier's top-5 mismatch says how close PyTorch's deciding logits were, next to the error:
+// a near-tie at the precision (the zoo's efficientnet_b0 f16 on the reference) reads apart from a
+// wrong kernel. The pass/fail rule itself is unchanged.
+TEST(Reliability, TopFiveMismatchNamesTheDecidingGapNextToTheError) {
+  auto logits = [](std::vector<float> v) {
+    Tensor t = Tensor::empty(DType::f32, {1, static_cast<std::int64_t>(v.size())});
+    std::copy(v.begin(), v.end(), t.data<float>());
+    return t;
+  };
+  const Tensor want = logits({9, 8, 7, 6, 5.001f, 5, 1, 0});
+  auto check = [&](const Tensor& got, bool in_order) {
+    harness::CheckOptions co;
+    co.top5_in_order = in_order;
+    return harness::check_outputs({"logits"}, {DType::f32}, {got}, [&](const std::string&) -> std::optional<Tensor> { return want; }, 1.0, true, co);
+  };
+  // ranks 5 and 6 swapped by an error of 0.002: the set differs, PyTorch's two are 0.001 apart
+  harness::CaseResult r = check(logits({9, 8, 7, 6, 4.999f, 5.001f, 1, 0}), false);
+  ASSERT_EQ(r.outputs.size(), 1u);
+  EXPECT_FALSE(r.pass);
+  EXPECT_EQ(r.outputs[0].tie_rank, 4);
+  EXPECT_NEAR(r.outputs[0].tie_gap, 0.001, 1e-5);
+  std::FILE* f = std::tmpfile();
+  harness::print_case_result(f, "tie_case", r);
+  std::rewind(f);
+  char buf[4096] = {};
+  const std::size_t n = std::fread(buf, 1, sizeof buf - 1, f);
+  std::fclose(f);
+  EXPECT_NE(std::string(buf, n).find("logits ranked 5 and 6 differ by 0.001, less than the largest error (max_abs 0.002): a near-tie"), std::string::npos) << buf;
+  // the top-1 moved by much more than PyTorch's gap: not a near-tie
+  r = check(logits({7, 8, 9, 6, 5.001f, 5, 1, 0}), false);
+  EXPECT_EQ(r.outputs[0].tie_rank, 0);
+  EXPECT_DOUBLE_EQ(r.outputs[0].tie_gap, 1.0);
+  EXPECT_GT(r.outputs[0].metrics.max_abs, r.outputs[0].tie_gap);
+  // in order: the first rank that differs (3, against PyTorch's 4th)
+  r = check(logits({9, 8, 6, 7, 5.001f, 5, 1, 0}), true);
+  EXPECT_EQ(r.outputs[0].tie_rank, 2);
+  EXPECT_DOUBLE_EQ(r.outputs[0].tie_gap, 1.0);
+  EXPECT_TRUE(check(want, true).pass);
+  EXPECT_EQ(check(want, true).outputs[0].tie_rank, -1);
+}
+
 // ---- 4. byte sizes that overflow --------------------------------------------------------------------
 
 TEST(Reliability, ShapeWhoseByteSizeOverflowsIsRefusedByTheIrReader) {
