@@ -18,6 +18,7 @@
 #include "npusim/program/npubin_weights.hpp"
 #include "npusim/target/cpu/compute/gemm_q.hpp"
 #include "npusim/target/cpu/compute/gemv_q.hpp"
+#include "npusim/target/cpu/kernels/qlinear.hpp"
 
 using namespace npusim;
 using quant::BlockFormat;
@@ -295,6 +296,25 @@ TEST(CpuQuantizedLinear, MatchesTheReferencesQuantizedWeightsAndIsNotTheFloatMod
         EXPECT_GT(quant_err.rel_l2, fmt == "q8_0" ? 1e-3 : 2e-2);
         EXPECT_LT(quant_err.rel_l2, fmt == "q8_0" ? 2e-2 : 0.2);
       }
+}
+
+// The quantized linear's two paths are candidates (kernels/qlinear/): explain --kernels names the
+// one the binder runs (it named the float GEMM's before), and the GEMV says why it took the rows.
+TEST(CpuQuantizedLinear, ExplainNamesTheBlockPathTheBinderRuns) {
+  cpu::Choice ch;
+  EXPECT_TRUE((cpu::is<cpu::QLinearGemv, cpu::qlinear_candidates>(cpu::choose<cpu::qlinear_candidates>(cpu::QLinearProblem{2, quant::BlockFormat::q4_0}, &ch))));
+  ASSERT_EQ(ch.declined.size(), 1u);
+  EXPECT_EQ(ch.declined[0].first, cpu::QLinearGemm::name);
+  EXPECT_EQ(ch.declined[0].second, "2 rows: at most 4 (the GEMV reads each block once per row)");
+  for (const auto& [cs, want] : {std::pair<std::string, std::string_view>{"flatten_linear", cpu::QLinearGemv::name}, {"linear_nobias", cpu::QLinearGemm::name}})
+    for (std::string fmt : {"q8_0", "q4_0"}) {
+      SCOPED_TRACE(cs + " " + fmt);
+      runtime::ModelDir c = runtime::ModelDir::open(test::data("ops/" + cs));
+      const auto pc = compile_q(c.graph, describe_target<CpuTarget>(), DType::f32, fmt);
+      const std::vector<KernelImplementation> impl = implementations_for<CpuTarget>::of(pc.partitions.at(0));
+      ASSERT_EQ(impl.size(), 1u);
+      EXPECT_EQ(impl[0].chosen, want);
+    }
 }
 
 TEST(CpuQuantizedLinear, TargetsWithoutTheKernelRefuseTheNode) {

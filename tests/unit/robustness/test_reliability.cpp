@@ -129,6 +129,19 @@ TEST(Reliability, NonFiniteExpectedValuesMatchByClass) {
   EXPECT_EQ(harness::compare(floats({inf}), floats({nan})).nonfinite, 1);
 }
 
+namespace {
+// What print_case_result writes for r.
+std::string printed_result(const harness::CaseResult& r) {
+  std::FILE* f = std::tmpfile();
+  harness::print_case_result(f, "case", r);
+  std::rewind(f);
+  char buf[4096] = {};
+  const std::size_t n = std::fread(buf, 1, sizeof buf - 1, f);
+  std::fclose(f);
+  return std::string(buf, n);
+}
+}  // namespace
+
 TEST(Reliability, CheckAgainstNanReferenceOrOfNothingFails) {
   const float nan = NAN;
   auto check = [](const Tensor& got, const Tensor& want) {
@@ -136,13 +149,8 @@ TEST(Reliability, CheckAgainstNanReferenceOrOfNothingFails) {
   };
   harness::CaseResult r = check(floats({1, 2, 3}), floats({nan, nan, nan}));
   EXPECT_FALSE(r.pass);
-  std::FILE* f = std::tmpfile();
-  harness::print_case_result(f, "nan_case", r);
-  std::rewind(f);
-  char buf[4096] = {};
-  const std::size_t n = std::fread(buf, 1, sizeof buf - 1, f);
-  std::fclose(f);
-  EXPECT_NE(std::string(buf, n).find("3 value(s) differ in class"), std::string::npos) << buf;
+  const std::string printed = printed_result(r);
+  EXPECT_NE(printed.find("3 value(s) differ in class"), std::string::npos) << printed;
   EXPECT_TRUE(check(floats({nan, 2}), floats({nan, 2})).pass);  // NaN where the reference has NaN
   EXPECT_FALSE(check(Tensor::empty(DType::f32, {0}), Tensor::empty(DType::f32, {0})).pass);  // compared nothing
 }
@@ -168,13 +176,8 @@ TEST(Reliability, TopFiveMismatchNamesTheDecidingGapNextToTheError) {
   EXPECT_FALSE(r.pass);
   EXPECT_EQ(r.outputs[0].tie_rank, 4);
   EXPECT_NEAR(r.outputs[0].tie_gap, 0.001, 1e-5);
-  std::FILE* f = std::tmpfile();
-  harness::print_case_result(f, "tie_case", r);
-  std::rewind(f);
-  char buf[4096] = {};
-  const std::size_t n = std::fread(buf, 1, sizeof buf - 1, f);
-  std::fclose(f);
-  EXPECT_NE(std::string(buf, n).find("logits ranked 5 and 6 differ by 0.001, less than the largest error (max_abs 0.002): a near-tie"), std::string::npos) << buf;
+  const std::string printed = printed_result(r);
+  EXPECT_NE(printed.find("logits ranked 5 and 6 differ by 0.001, less than the largest error (max_abs 0.002): a near-tie"), std::string::npos) << printed;
   // the top-1 moved by much more than PyTorch's gap: not a near-tie
   r = check(logits({7, 8, 9, 6, 5.001f, 5, 1, 0}), false);
   EXPECT_EQ(r.outputs[0].tie_rank, 0);

@@ -14,6 +14,7 @@
 #include "npusim/target/cpu/kernels/movement.hpp"
 #include "npusim/target/cpu/kernels/nn.hpp"
 #include "npusim/target/cpu/kernels/pointwise.hpp"
+#include "npusim/target/cpu/kernels/qlinear.hpp"
 #include "npusim/target/cpu/kernels/quantized.hpp"
 #include "npusim/target/cpu/layout.hpp"
 
@@ -25,7 +26,7 @@ static_assert(check_target<CpuTarget>(CpuTarget::pattern_list{}));
 namespace cpu {
 
 // Every candidate list of the target, for NPUSIM_CPU_SKIP's check.
-using candidate_lists = meta::list<conv_candidates, gemm_candidates, qconv_candidates>;
+using candidate_lists = meta::list<conv_candidates, gemm_candidates, qlinear_candidates, qconv_candidates>;
 
 class Executor final : public PartitionExecutor {
  public:
@@ -232,8 +233,12 @@ inline std::vector<KernelImplementation> implementations(const program::Partitio
       if (ws.size() != 2) continue;
       const std::int64_t K = op == "linear" ? ws[1] : ws[0], M = K ? numel(g.tensor(x).shape) / K : 0;
       Choice ch;
-      const GemmProblem p{M, storage(x), storage(w), storage(w) == DType::bf16, false};
-      choose<gemm_candidates>(p, &ch);
+      if (const auto f = ops::weight_block_format(n0); f && op == "linear") {  // bind_linear's q8_0/q4_0 blocks
+        choose<qlinear_candidates>(QLinearProblem{M, *f}, &ch);
+      } else {
+        const GemmProblem p{M, storage(x), storage(w), storage(w) == DType::bf16, false};
+        choose<gemm_candidates>(p, &ch);
+      }
       record(k, ch);
     }
   }

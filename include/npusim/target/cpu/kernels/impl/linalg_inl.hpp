@@ -6,26 +6,12 @@
 
 #include "npusim/core/quant.hpp"
 #include "npusim/core/quant_matrix.hpp"
-#include "npusim/target/cpu/compute/gemm_q.hpp"
-#include "npusim/target/cpu/compute/gemv_q.hpp"
+#include "npusim/target/cpu/kernels/qlinear.hpp"
 #include "npusim/target/cpu/parallel.hpp"
 
 namespace npusim::inline NPUSIM_ABI::cpu {
 
 namespace detail {
-// A linear's bias as the f32 row the epilogue adds: a weight's values copied once at bind; a bias
-// computed at run time (swin v2's qkv bias, a slice of it zeroed) widened from its stored values
-// into the same row before each product, so both add the values the reference adds.
-struct BiasRow {
-  std::shared_ptr<std::vector<float>> row;  // null: no bias
-  const std::byte* src = nullptr;           // the computed bias's storage; null: a weight's copy
-  DType dt = DType::f32;
-  void refresh() const {
-    if (src) load_row(dt, src, row->data(), static_cast<std::int64_t>(row->size()));
-  }
-  const float* data() const { return row ? row->data() : nullptr; }
-};
-
 inline BiasRow bias_row(Ctx& c, std::optional<ir::TensorId> bias, std::int64_t N) {
   if (!bias) return {};
   if (c.weight(*bias)) return {f32_copy(c, *bias)};
@@ -68,61 +54,13 @@ inline std::shared_ptr<const std::byte> pack_blocks(Ctx& c, const Tensor& wt, ir
   return {blocks, blocks->p.get()};
 }
 
-// The q8_0/q4_0 linear (bind_linear's weight_format).
+// The q8_0/q4_0 linear (bind_linear's weight_format), on the first of qlinear_candidates that
+// applies: the block GEMM for more than 4 rows, else the block GEMV row by row.
 inline Fn bind_linear_blocks(Ctx& c, quant::BlockFormat f, const Tensor& wt, ir::TensorId w, ir::TensorId x, BiasRow b, ir::TensorId y, bool relu) {
   const std::int64_t N = c.shape(w).at(0), K = c.shape(w).at(1), M = c.numel(x) / K;
-  auto blocks = pack_blocks(c, wt, w, f);
-  const std::byte* px = c.ptr(x);
-  const DType dx = c.storage(x);
-  const CView cv{c.ptr(y), c.storage(y), N, false};
-  const Epilogue ep{b.data(), relu};
-  const std::string node = c.node().name;
-  if (M > 4) {
-    // Prefill: the rows of x quantized per block, then the block GEMM reading the packed rows.
-    auto pool = c.need_scratch(qgemm::QRows::bytes(M, K));
-    return [=] {
-      b.refresh();
-      const auto rows = qgemm::QRows::in(f, M, K, pool->get());
-      try {
-        parallel_for(M, 4, [&](std::int64_t lo, std::int64_t hi) {
-          qgemm::quantize_rows(rows, lo, hi, [&](std::int64_t m, float* dst) { load_row(dx, px + static_cast<std::size_t>(m * K) * dtype_size(dx), dst, K); });
-        });
-      } catch (Error& e) {
-        e.with_node(node);
-        throw;
-      }
-      const std::byte* pw = blocks.get();
-      parallel_for(qgemm::panels(N), 4, [&](std::int64_t g0, std::int64_t g1) {
-        qgemm::gemm(pw, N, rows, g0, g1, [&](std::int64_t m0, int r, std::int64_t n0, std::int64_t cols, const float* out, std::int64_t ld) {
-          write_c(out, ld, m0, r, n0, cols, cv, ep);
-        });
-      });
-    };
-  }
-  // Decode: each row of x quantized per block, then the blocks' int8 dot products.
-  struct State {
-    qgemv::QActivation act;
-    std::vector<float> xrow, yrow;
-  };
-  auto st = c.own(State{});
-  st->xrow.resize(static_cast<std::size_t>(K));
-  st->yrow.resize(static_cast<std::size_t>(N));
-  return [=] {
-    b.refresh();
-    for (std::int64_t m = 0; m < M; ++m) {
-      load_row(dx, px + static_cast<std::size_t>(m * K) * dtype_size(dx), st->xrow.data(), K);
-      try {
-        qgemv::quantize_activation(f, st->xrow.data(), K, st->act);
-      } catch (Error& e) {
-        e.with_node(node);
-        throw;
-      }
-      const std::byte* pw = blocks.get();
-      float* yr = st->yrow.data();
-      parallel_for(N, 64, [&](std::int64_t lo, std::int64_t hi) { qgemv::gemv(f, pw, st->act, lo, hi, yr); });
-      write_c(yr, N, m, 1, 0, N, cv, ep);  // bias, relu, y's storage type: as the GEMM writes
-    }
-  };
+  const QLinearBinding B{c, {M, f}, N, K, pack_blocks(c, wt, w, f), c.ptr(x), c.storage(x), CView{c.ptr(y), c.storage(y), N, false}, std::move(b), relu,
+                         c.node().name};
+  return with_candidate<Fn, qlinear_candidates>(choose<qlinear_candidates>(B.p), [&]<class C>() { return C::bind(B); });
 }
 }  // namespace detail
 
