@@ -210,6 +210,17 @@ std::vector<Case> make_cases() {
         [=](Builder& b) { b.output(b.op("aten.linear.default", {b.input({m, k}), b.weight({n, k}), b.weight({n})})); }, {"q8_0", "q4_0"});
   }
   add("matmul/batched_broadcast", "matmul", [](Builder& b) { b.output(b.op("aten.matmul.default", {b.input({2, 3, 17}), b.input({17, 5})})); });
+  // Eager attention's products over grouped-query heads: HF's repeat_kv (unsqueeze, expand,
+  // reshape: 2 KV heads for 6 query heads) feeding q @ k^T and p @ v (the gqa_matmul pattern).
+  for (const bool trans : {true, false}) {
+    add(std::string("matmul/gqa_repeat_kv") + (trans ? "_transposed" : ""), "matmul", [=](Builder& b) {
+      const auto u = b.op("aten.unsqueeze.default", {b.input({1, 2, 5, 8})}, attrs({{"dim", 2}}));
+      const auto e = b.op("aten.expand.default", {u}, attrs({{"size", ints({1, 2, 3, 5, 8})}}));
+      const auto r = b.op("aten.reshape.default", {e}, attrs({{"shape", ints({1, 6, 5, 8})}}));
+      if (trans) b.output(b.op("aten.matmul.default", {b.input({1, 6, 4, 8}), b.op("aten.transpose.int", {r}, attrs({{"dim0", 2}, {"dim1", 3}}))}));
+      else b.output(b.op("aten.matmul.default", {b.input({1, 6, 4, 5}), r}));
+    });
+  }
   for (const char* op : {"argmin", "argmax"}) {
     const std::string aten = std::string("aten.") + op + ".default";
     add(std::string(op) + "/last", op, [=](Builder& b) { b.output(b.op(aten, {b.input({3, 17}, Values::distinct)}, attrs({{"dim", -1}}))); });
@@ -453,6 +464,10 @@ std::vector<Case> make_cases() {
     const auto y = b.op("aten.relu.default", {conv(b, b.input({1, 3, 12, 12}), 3, 16, 3, 1, 1, 1)});
     b.output(b.op("aten.max_pool2d.default", {y}, attrs({{"kernel_size", ints({3, 3})}, {"stride", ints({2, 2})}, {"padding", ints({1, 1})}})));
   });
+  add("conv2d/direct_max_pool", "conv2d", [=](Builder& b) {  // no relu between: conv_max_pool on every target
+    const auto y = conv(b, b.input({1, 3, 9, 9}), 3, 8, 3, 1, 1, 1);
+    b.output(b.op("aten.max_pool2d.default", {y}, attrs({{"kernel_size", ints({2, 2})}, {"stride", ints({2, 2})}})));
+  });
   add("max_pool2d/odd", "max_pool2d", [](Builder& b) {
     b.output(b.op("aten.max_pool2d.default", {b.input({1, 3, 7, 5})}, attrs({{"kernel_size", ints({3, 3})}, {"stride", ints({2, 2})}, {"padding", ints({1, 1})}})));
   });
@@ -650,3 +665,51 @@ TEST(Coverage, EveryRegisteredOpIsTested) {
     if (!tested.count(std::string(op.id)) && !elsewhere.count(std::string(op.id))) missing.push_back(std::string(op.id));
   EXPECT_TRUE(missing.empty()) << "ops with no conformance case and no fixture: " << ::testing::PrintToString(missing);
 }
+
+// Every fusion pattern a target of the build lists is exercised (the "and fused kernel" of the
+// suite's rule): some case above, some PyTorch op fixture, or one of the model fixtures the
+// targets' end-to-end tests run against PyTorch (ResNet-18, the tiny Qwen2 prefill and decode:
+// test_cpu_target.cpp, test_opencl.cpp) compiles to a kernel of that kind on the target, at one of
+// its dtypes. Compiling only: a pattern nothing produces would be a fused kernel no test runs.
+TEST(Coverage, EveryFusionPatternIsExercised) {
+  std::vector<ir::Graph> graphs;
+  for (const Case& c : cases()) {
+    Builder b;
+    c.build(b);
+    graphs.push_back(b.net.g);
+  }
+  for (const std::string& f : test::op_fixtures()) graphs.push_back(ir::read_ir_file(test::data("ops/" + f + "/ir.json")));
+  for (const char* m : {"resnet18", "qwen2_tiny_prefill", "qwen2_tiny_decode"}) graphs.push_back(ir::read_ir_file(test::data("models/" + std::string(m) + "/ir.json")));
+  meta::for_each(targets{}, [&]<class T>() {
+    if constexpr (requires { typename T::pattern_list; }) {
+      const partition::TargetInfo info = describe_target<T>();
+      std::set<std::string> kinds;
+      std::vector<std::string> formats = {""};  // float weights, and the block formats it reads (the models' linears)
+      if constexpr (requires { T::weight_formats; }) formats.insert(formats.end(), std::begin(T::weight_formats), std::end(T::weight_formats));
+      for (DType dt : T::dtypes)
+        for (const std::string& f : formats)
+          for (const ir::Graph& g : graphs) {
+            program::CompileOptions o;
+            o.compute = dt;
+            o.evaluator = evaluator_for<T>();
+            o.weight_quant.format = f;
+            try {
+              for (const auto& part : program::compile(g, info, o).partitions)
+                if (!part.fallback)
+                  for (const Kernel& k : part.kernels) kinds.insert(k.kind);
+            } catch (const Error&) {  // a case the target cannot compile this way: the run tests say so
+            }
+          }
+      // Listed but unreachable by construction: the reference's list (fusion::default_patterns)
+      // puts add_relu before conv_add_relu, so a conv -> add -> relu fuses as add_relu there; the
+      // CPU and OpenCL targets list conv_add_relu first, and are held to it.
+      const std::set<std::pair<std::string_view, std::string_view>> unreachable = {{"reference", "conv_add_relu"}};
+      std::vector<std::string> missing;
+      meta::for_each(typename T::pattern_list{}, [&]<class P>() {
+        if (!kinds.count(std::string(P::name)) && !unreachable.count({T::name, P::name})) missing.push_back(std::string(P::name));
+      });
+      EXPECT_TRUE(missing.empty()) << T::name << ": patterns no case or fixture produces: " << ::testing::PrintToString(missing);
+    }
+  });
+}
+
