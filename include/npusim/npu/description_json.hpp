@@ -80,9 +80,21 @@ std::string to_json(const Description& d);
 inline Description read_description_file(const std::string& path) { return parse_description(read_file(path, std::uint64_t{1} << 20), path); }
 
 // Where bundled descriptions are looked for, in order: $NPUSIM_NPU_PATH (':'-separated), the
-// directory CMake gives the library (NPUSIM_NPU_CONFIG_DIR: data/npu in the build tree,
-// share/npusim/npu once installed), then `extra` (the CLI adds one relative to its executable).
+// directories registered by add_description_dir, the directory CMake gives the library
+// (NPUSIM_NPU_CONFIG_DIR: data/npu in the build tree, share/npusim/npu once installed), then
+// `extra` (the CLI adds one relative to its executable).
 std::vector<std::string> description_dirs(const std::vector<std::string>& extra = {});
+
+// Adds a directory to description_dirs (after $NPUSIM_NPU_PATH, before the library's own), once.
+void add_description_dir(const std::string& dir);
+
+#ifdef NPUSIM_NPU_INSTALLED_DIR
+// A program linking an installed npusim::compiled: that library was compiled in its build tree,
+// whose data/npu it names, and which may be gone; the installed package gives its consumers the
+// share/npusim/npu it installed (NPUSIM_NPU_INSTALLED_DIR, an interface definition of the
+// installed target only), registered here before main.
+inline const bool installed_descriptions_registered = (add_description_dir(NPUSIM_NPU_INSTALLED_DIR), true);
+#endif
 
 // The names of the descriptions found in description_dirs(extra), sorted.
 std::vector<std::string> bundled_names(const std::vector<std::string>& extra = {});

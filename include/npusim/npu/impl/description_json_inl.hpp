@@ -1,6 +1,7 @@
 // Definitions for npusim/npu/description_json.hpp (NPUSIM_FUNC: npusim/config.hpp).
 #pragma once
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -201,6 +202,18 @@ NPUSIM_FUNC std::string to_json(const Description& d) {
   return j.dump();
 }
 
+namespace detail {
+inline std::vector<std::string>& registered_description_dirs() {
+  static std::vector<std::string> dirs;
+  return dirs;
+}
+}  // namespace detail
+
+NPUSIM_FUNC void add_description_dir(const std::string& dir) {
+  auto& dirs = detail::registered_description_dirs();
+  if (std::find(dirs.begin(), dirs.end(), dir) == dirs.end()) dirs.push_back(dir);
+}
+
 NPUSIM_FUNC std::vector<std::string> description_dirs(const std::vector<std::string>& extra) {
   std::vector<std::string> dirs;
   if (const char* env = std::getenv("NPUSIM_NPU_PATH"); env && *env) {
@@ -211,6 +224,8 @@ NPUSIM_FUNC std::vector<std::string> description_dirs(const std::vector<std::str
       a = b + 1;
     }
   }
+  const auto& registered = detail::registered_description_dirs();
+  dirs.insert(dirs.end(), registered.begin(), registered.end());
 #ifdef NPUSIM_NPU_CONFIG_DIR
   dirs.push_back(NPUSIM_NPU_CONFIG_DIR);
 #endif
