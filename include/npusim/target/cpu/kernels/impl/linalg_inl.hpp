@@ -58,9 +58,10 @@ inline std::shared_ptr<const std::byte> pack_blocks(Ctx& c, const Tensor& wt, ir
 // applies: the block GEMM for more than 4 rows, else the block GEMV row by row.
 inline Fn bind_linear_blocks(Ctx& c, quant::BlockFormat f, const Tensor& wt, ir::TensorId w, ir::TensorId x, BiasRow b, ir::TensorId y, bool relu) {
   const std::int64_t N = c.shape(w).at(0), K = c.shape(w).at(1), M = c.numel(x) / K;
-  const QLinearBinding B{c, {M, f}, N, K, pack_blocks(c, wt, w, f), c.ptr(x), c.storage(x), CView{c.ptr(y), c.storage(y), N, false}, std::move(b), relu,
-                         c.node().name};
-  return with_candidate<Fn, qlinear_candidates>(choose<qlinear_candidates>(B.p), [&]<class C>() { return C::bind(B); });
+  const Epilogue ep{b.data(), relu};
+  const QLinearBinding B{c, {f, M, N, K, pack_blocks(c, wt, w, f), c.ptr(x), c.storage(x), CView{c.ptr(y), c.storage(y), N, false}, std::move(b), ep,
+                             c.node().name}};
+  return with_candidate<Fn, qlinear_candidates>(choose<qlinear_candidates>(B.op.problem()), [&]<class C>() { return C::bind(B); });
 }
 }  // namespace detail
 

@@ -34,19 +34,37 @@ struct BiasRow {
   const float* data() const { return row ? row->data() : nullptr; }
 };
 
-// y[M, N] = x[M, K] W^T (+ bias, relu), W [N, K] as rows of blocks (core/quant.hpp), owned by the
-// context.
-struct QLinearBinding {
-  Ctx& c;
-  QLinearProblem p;
-  std::int64_t N = 0, K = 0;
+// What a candidate's kernel reads when it runs (captured by value): y[M, N] = x[M, K] W^T (+ bias,
+// relu), W [N, K] as rows of blocks (core/quant.hpp) owned by the context.
+struct QLinearOperands {
+  quant::BlockFormat format = quant::BlockFormat::q8_0;
+  std::int64_t M = 0, N = 0, K = 0;
   std::shared_ptr<const std::byte> blocks;
   const std::byte* px = nullptr;
   DType dx = DType::f32;
   CView cv;
   BiasRow b;
-  bool relu = false;
+  Epilogue ep;  // b's row and relu
   std::string node;
+
+  QLinearProblem problem() const { return {M, format}; }
+  const std::byte* x_row(std::int64_t m) const { return px + static_cast<std::size_t>(m * K) * dtype_size(dx); }
+  // Runs f (quantizing x), naming the node in what it throws (a value that is not finite).
+  template <class F>
+  void naming_node(F&& f) const {
+    try {
+      f();
+    } catch (Error& e) {
+      e.with_node(node);
+      throw;
+    }
+  }
+};
+
+// A quantized linear to bind: its operands and the context that owns scratch and state.
+struct QLinearBinding {
+  Ctx& c;
+  QLinearOperands op;
 };
 
 }  // namespace npusim::inline NPUSIM_ABI::cpu

@@ -19,24 +19,18 @@ struct QLinearGemm {
     return p.M > 4 || decline(why, [&] { return std::to_string(p.M) + " rows: at most 4 (the GEMV reads each block once per row)"; });
   }
   static Fn bind(const QLinearBinding& B) {
-    const std::int64_t M = B.p.M, N = B.N, K = B.K;
-    const quant::BlockFormat f = B.p.format;
-    auto pool = B.c.need_scratch(qgemm::QRows::bytes(M, K));
-    return [=, blocks = B.blocks, px = B.px, dx = B.dx, cv = B.cv, b = B.b, ep = Epilogue{B.b.data(), B.relu}, node = B.node] {
-      b.refresh();
-      const auto rows = qgemm::QRows::in(f, M, K, pool->get());
-      try {
-        parallel_for(M, 4, [&](std::int64_t lo, std::int64_t hi) {
-          qgemm::quantize_rows(rows, lo, hi, [&](std::int64_t m, float* dst) { load_row(dx, px + static_cast<std::size_t>(m * K) * dtype_size(dx), dst, K); });
+    auto pool = B.c.need_scratch(qgemm::QRows::bytes(B.op.M, B.op.K));
+    return [pool, o = B.op] {
+      o.b.refresh();
+      const auto rows = qgemm::QRows::in(o.format, o.M, o.K, pool->get());
+      o.naming_node([&] {
+        parallel_for(o.M, 4, [&](std::int64_t lo, std::int64_t hi) {
+          qgemm::quantize_rows(rows, lo, hi, [&](std::int64_t m, float* dst) { load_row(o.dx, o.x_row(m), dst, o.K); });
         });
-      } catch (Error& e) {
-        e.with_node(node);
-        throw;
-      }
-      const std::byte* pw = blocks.get();
-      parallel_for(qgemm::panels(N), 4, [&](std::int64_t g0, std::int64_t g1) {
-        qgemm::gemm(pw, N, rows, g0, g1, [&](std::int64_t m0, int r, std::int64_t n0, std::int64_t cols, const float* out, std::int64_t ld) {
-          write_c(out, ld, m0, r, n0, cols, cv, ep);
+      });
+      parallel_for(qgemm::panels(o.N), 4, [&](std::int64_t g0, std::int64_t g1) {
+        qgemm::gemm(o.blocks.get(), o.N, rows, g0, g1, [&](std::int64_t m0, int r, std::int64_t n0, std::int64_t cols, const float* out, std::int64_t ld) {
+          write_c(out, ld, m0, r, n0, cols, o.cv, o.ep);
         });
       });
     };

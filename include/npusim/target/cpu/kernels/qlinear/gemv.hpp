@@ -18,29 +18,21 @@ struct QLinearGemv {
   static constexpr bool generic = true;
   static bool applies(const QLinearProblem&, std::string*) { return true; }
   static Fn bind(const QLinearBinding& B) {
-    const std::int64_t M = B.p.M, N = B.N, K = B.K;
-    const quant::BlockFormat f = B.p.format;
     struct State {
       qgemv::QActivation act;
       std::vector<float> xrow, yrow;
     };
     auto st = B.c.own(State{});
-    st->xrow.resize(static_cast<std::size_t>(K));
-    st->yrow.resize(static_cast<std::size_t>(N));
-    return [=, blocks = B.blocks, px = B.px, dx = B.dx, cv = B.cv, b = B.b, ep = Epilogue{B.b.data(), B.relu}, node = B.node] {
-      b.refresh();
-      for (std::int64_t m = 0; m < M; ++m) {
-        load_row(dx, px + static_cast<std::size_t>(m * K) * dtype_size(dx), st->xrow.data(), K);
-        try {
-          qgemv::quantize_activation(f, st->xrow.data(), K, st->act);
-        } catch (Error& e) {
-          e.with_node(node);
-          throw;
-        }
-        const std::byte* pw = blocks.get();
+    st->xrow.resize(static_cast<std::size_t>(B.op.K));
+    st->yrow.resize(static_cast<std::size_t>(B.op.N));
+    return [st, o = B.op] {
+      o.b.refresh();
+      for (std::int64_t m = 0; m < o.M; ++m) {
+        load_row(o.dx, o.x_row(m), st->xrow.data(), o.K);
+        o.naming_node([&] { qgemv::quantize_activation(o.format, st->xrow.data(), o.K, st->act); });
         float* yr = st->yrow.data();
-        parallel_for(N, 64, [&](std::int64_t lo, std::int64_t hi) { qgemv::gemv(f, pw, st->act, lo, hi, yr); });
-        write_c(yr, N, m, 1, 0, N, cv, ep);  // bias, relu, y's storage type: as the GEMM writes
+        parallel_for(o.N, 64, [&](std::int64_t lo, std::int64_t hi) { qgemv::gemv(o.format, o.blocks.get(), st->act, lo, hi, yr); });
+        write_c(yr, o.N, m, 1, 0, o.N, o.cv, o.ep);  // bias, relu, y's storage type: as the GEMM writes
       }
     };
   }

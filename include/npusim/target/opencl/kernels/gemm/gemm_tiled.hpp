@@ -35,7 +35,7 @@ struct GemmTiled {
   static constexpr bool generic = true;
   static bool applies(const GemmProblem&, std::string*) { return true; }
   static void bind(Binder& b, const Gemm& g, const TiledArgs* t) {
-    if (g.up || g.norm || !g.more.empty() || g.rope)
+    if (g.gemv_epilogue())
       b.unsupported(std::string("a gated, normalised, segmented or rotating matrix product runs only on a GEMV path") +
                     (kernel_choice::skip_env<Skip>().empty() ? " (npusim bug)" : " (NPUSIM_OPENCL_SKIP leaves it out)"));
     launch_tiled(b, g, t ? *t : tiled_args(b, g));

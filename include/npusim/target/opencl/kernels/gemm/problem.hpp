@@ -47,6 +47,8 @@ struct Gemm {
   // weights' storage type (what their values are dequantized to).
   std::optional<quant::BlockFormat> wq;
   DType wdt = DType::f32;
+  // A gate, a folded RMSNorm, more segments or a RoPE epilogue: what only the GEMV kernels compute.
+  bool gemv_epilogue() const { return up || norm || !more.empty() || rope; }
 };
 
 inline bool gemv_fits(const Gemm& g) {
@@ -144,7 +146,7 @@ inline GemmProblem gemm_problem(const Gemm& g, bool conv, std::function<MmaSuppo
   GemmProblem p;
   p.M = g.M, p.N = g.N, p.K = g.K, p.a = g.a.dtype, p.b = g.wq ? g.wdt : g.b.dtype, p.packed = g.wq;
   p.gemv_shape = !conv && gemv_fits(g), p.conv = conv;
-  p.gemv_only = g.up || g.norm || !g.more.empty() || g.rope;
+  p.gemv_only = g.gemv_epilogue();
   p.mma = std::move(mma);
   return p;
 }
