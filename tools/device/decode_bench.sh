@@ -5,7 +5,7 @@
 #   source .devdeps/device-env.sh && tools/device/decode_bench.sh      carry: [".devdeps"]
 # Env: POSITIONS (default 128,1024), C32K=1 adds the 32768-entry cache at 32767, PROBE=0 skips the
 # probe, QUANT=1 adds q8/q4, TESTS=1 runs the OpenCL tests first, TORCH=0 skips the PyTorch peer,
-# PERSIST and OLD below. Results in $OUT/decode.tar.gz; a summary on stdout.
+# PERSIST and OLD below; BENCH_ARGS are added to every bench-llm (e.g. --no-check). Results in $OUT/decode.tar.gz; a summary on stdout.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 OUT=${OUT:-/tmp/npusim-decode}
@@ -83,7 +83,7 @@ for pv0 in ${PERSIST:-auto}; do
     wd=()
     [[ $w == q* ]] && wd=(--weights-dtype $w)
     tag=${w}_p${pv0//[^a-zA-Z0-9]/_}_$n
-    with_mode "$pv" bench-llm $P $D --target opencl --dtype bf16 "${wd[@]}" "${sa[@]}" --positions "$POS" --repeats 20 --json "$R/bench_$tag.json" > "$R/bench_$tag.log" 2>&1
+    with_mode "$pv" bench-llm $P $D --target opencl --dtype bf16 "${wd[@]}" "${sa[@]}" --positions "$POS" --repeats 20 ${BENCH_ARGS:-} --json "$R/bench_$tag.json" > "$R/bench_$tag.log" 2>&1
     echo "bench $tag:"; grep -E '^ +[0-9]+ |copy bandwidth|weights read|first token|opencl partition \((1|2)[0-9][0-9] launches|error' "$R/bench_$tag.log" | cut -c1-220 | head -8
   done
 done

@@ -45,6 +45,76 @@ __kernel void scal30(ulong a0, ulong a1, ulong a2, ulong a3, ulong a4, ulong a5,
       + s0 + s1 + s2 + s3 + s4 + s5 + s6 + s7 + s8 + s9 + s10 + s11 + s12 + s13;
 }
 
+// Real work with its buffers passed two ways: as buffer arguments, and as device addresses
+// (ulong, what pk_address reads): a GEMV (one warp a row, 16-byte loads of bf16 weights) and a
+// one-work-group row norm, each with 8 buffers it reads.
+#ifdef USE_PTX
+inline float wsum(float v, __local float* r) {
+  float t;
+  for (int o = 16; o > 0; o >>= 1) { asm volatile("shfl.sync.bfly.b32 %0, %1, %2, 0x1f, 0xffffffff;" : "=f"(t) : "f"(v), "r"(o)); v += t; }
+  return v;
+}
+#else
+inline float wsum(float v, __local float* r) {
+  const int l = get_local_id(0), b = l & ~31;
+  r[l] = v;
+  barrier(CLK_LOCAL_MEM_FENCE);
+  float s = 0.0f;
+  for (int i = 0; i < 32; ++i) s += r[b + i];
+  barrier(CLK_LOCAL_MEM_FENCE);
+  return s;
+}
+#endif
+inline float bf(uint u, int hi) { return as_float(hi ? (u & 0xffff0000u) : (u << 16)); }
+inline void gemv_body(__global const uint4* w, __global const float* x, __global float* y, __global const float* d0, __global const float* d1,
+                      __global const float* d2, __global const float* d3, __global const float* d4, int k8, __local float* r) {
+  const int row = get_global_id(0) / 32, lane = get_local_id(0) & 31;
+  float s = 0.0f;
+  for (int c = lane; c < k8; c += 32) {
+    const uint4 u = w[(long)row * k8 + c];
+    __global const float* xc = x + c * 8;
+    s += bf(u.x, 0) * xc[0] + bf(u.x, 1) * xc[1] + bf(u.y, 0) * xc[2] + bf(u.y, 1) * xc[3] + bf(u.z, 0) * xc[4] + bf(u.z, 1) * xc[5] +
+         bf(u.w, 0) * xc[6] + bf(u.w, 1) * xc[7];
+  }
+  s = wsum(s, r);
+  if (lane == 0) y[row] = s * d0[row & 7] + d1[0] + d2[0] + d3[0] + d4[0];
+}
+inline void norm_body(__global const float* x, __global float* y, __global const float* d0, __global const float* d1, __global const float* d2,
+                      __global const float* d3, __global const float* d4, __global const float* d5, int n, __local float* r) {
+  __local float* part = r + 256;
+  const int l = get_local_id(0);
+  float v[6], ss = 0.0f;
+  for (int j = 0; j < 6; ++j) { v[j] = l + j * 256 < n ? x[l + j * 256] : 0.0f; ss += v[j] * v[j]; }
+  ss = wsum(ss, r);
+  if ((l & 31) == 0) part[l >> 5] = ss;
+  barrier(CLK_LOCAL_MEM_FENCE);
+  float t = 0.0f;
+  for (int i = 0; i < 8; ++i) t += part[i];
+  const float inv = rsqrt(t / n + 1e-6f) + d1[0] + d2[0] + d3[0] + d4[0] + d5[0];
+  for (int j = 0; j < 6; ++j) if (l + j * 256 < n) y[l + j * 256] = v[j] * inv * d0[(l + j * 256) & 7];
+}
+__kernel void gemv_bufs(__global const uint4* w, __global const float* x, __global float* y, __global const float* d0, __global const float* d1,
+                        __global const float* d2, __global const float* d3, __global const float* d4, int k8) {
+  __local float r[264];
+  gemv_body(w, x, y, d0, d1, d2, d3, d4, k8, r);
+}
+__kernel void gemv_addr(ulong w, ulong x, ulong y, ulong d0, ulong d1, ulong d2, ulong d3, ulong d4, int k8) {
+  __local float r[264];
+  gemv_body((__global const uint4*)w, (__global const float*)x, (__global float*)y, (__global const float*)d0, (__global const float*)d1,
+            (__global const float*)d2, (__global const float*)d3, (__global const float*)d4, k8, r);
+}
+__kernel void norm_bufs(__global const float* x, __global float* y, __global const float* d0, __global const float* d1, __global const float* d2,
+                        __global const float* d3, __global const float* d4, __global const float* d5, int n) {
+  __local float r[264];
+  norm_body(x, y, d0, d1, d2, d3, d4, d5, n, r);
+}
+__kernel void norm_addr(ulong x, ulong y, ulong d0, ulong d1, ulong d2, ulong d3, ulong d4, ulong d5, int n) {
+  __local float r[264];
+  norm_body((__global const float*)x, (__global float*)y, (__global const float*)d0, (__global const float*)d1, (__global const float*)d2,
+            (__global const float*)d3, (__global const float*)d4, (__global const float*)d5, n, r);
+}
+__kernel void address_of(__global uchar* b, __global ulong* out, int i) { if (get_global_id(0) == 0) out[i] = (ulong)b; }
+
 #ifdef USE_PTX
 #define FENCE() asm volatile("fence.acq_rel.gpu;" ::: "memory")
 #else
@@ -159,6 +229,86 @@ int main(int argc, char** argv) {
     auto [genq, gtot] = launches(c.k, c.g, c.l, 1000, true);
     std::printf("launch %-16s: host enqueue %.2f us, enqueue..finish %.2f us per launch; behind a gate: enqueue %.2f us, device %.2f us per launch\n",
                 c.name, enq, tot, genq, gtot);
+  }
+  // Real work, buffers as arguments vs as addresses: a chain of GEMV -> norm -> GEMV ... (each
+  // reads what the last wrote; in-order queue), host time per launch and, on a profiling queue,
+  // each kind's START..END and the gap from one kernel's END to the next one's START.
+  {
+    const int rows = 1536, k = 1536, k8 = k / 8;
+    cl_mem w = clCreateBuffer(ctx, CL_MEM_READ_WRITE, std::size_t(rows) * k * 2, nullptr, &e);
+    ck(e, "w");
+    std::vector<unsigned short> wh(std::size_t(rows) * k);
+    for (std::size_t i = 0; i < wh.size(); ++i) wh[i] = 0x3c00 + (i * 2654435761u >> 24) % 64;  // bf16 values near 0.0078..
+    ck(clEnqueueWriteBuffer(q, w, CL_TRUE, 0, wh.size() * 2, wh.data(), 0, nullptr, nullptr), "w write");
+    std::vector<float> ones(4096, 1.0f);
+    for (auto& b : bufs) ck(clEnqueueWriteBuffer(q, b, CL_TRUE, 0, ones.size() * 4, ones.data(), 0, nullptr, nullptr), "fill");
+    cl_mem xb = bufs[0], yb = bufs[1];
+    cl_mem addrs = clCreateBuffer(ctx, CL_MEM_READ_WRITE, 32 * 8, nullptr, &e);
+    cl_kernel ka = kern("address_of");
+    std::vector<cl_mem> all{w};
+    for (auto b : bufs) all.push_back(b);
+    for (int i = 0; i < static_cast<int>(all.size()); ++i) {
+      std::size_t one = 1;
+      clSetKernelArg(ka, 0, sizeof(cl_mem), &all[i]), clSetKernelArg(ka, 1, sizeof(cl_mem), &addrs), clSetKernelArg(ka, 2, sizeof i, &i);
+      ck(clEnqueueNDRangeKernel(q, ka, 1, nullptr, &one, &one, 0, nullptr, nullptr), "address_of");
+    }
+    std::vector<cl_ulong> ad(all.size());
+    ck(clEnqueueReadBuffer(q, addrs, CL_TRUE, 0, ad.size() * 8, ad.data(), 0, nullptr, nullptr), "addresses");
+    // gemv: x = bufs[0] -> y = bufs[1]; norm: bufs[1] -> bufs[0]; extras bufs[2..7].
+    cl_kernel gb = kern("gemv_bufs"), ga = kern("gemv_addr"), nb_ = kern("norm_bufs"), na = kern("norm_addr");
+    cl_mem gbuf[8] = {w, xb, yb, bufs[2], bufs[3], bufs[4], bufs[5], bufs[6]};
+    cl_mem nbuf[8] = {yb, xb, bufs[2], bufs[3], bufs[4], bufs[5], bufs[6], bufs[7]};
+    for (int i = 0; i < 8; ++i) clSetKernelArg(gb, i, sizeof(cl_mem), &gbuf[i]), clSetKernelArg(nb_, i, sizeof(cl_mem), &nbuf[i]);
+    auto addr_of = [&](cl_mem m) { for (std::size_t i = 0; i < all.size(); ++i) if (all[i] == m) return ad[i]; return cl_ulong(0); };
+    for (int i = 0; i < 8; ++i) {
+      cl_ulong a = addr_of(gbuf[i]), b = addr_of(nbuf[i]);
+      clSetKernelArg(ga, i, 8, &a), clSetKernelArg(na, i, 8, &b);
+    }
+    clSetKernelArg(gb, 8, 4, &k8), clSetKernelArg(ga, 8, 4, &k8), clSetKernelArg(nb_, 8, 4, &k), clSetKernelArg(na, 8, 4, &k);
+    const std::size_t gg = std::size_t(rows) * 32, gl = 128, ng = 256, nl = 256;
+    cl_command_queue pq = clCreateCommandQueue(ctx, dev, CL_QUEUE_PROFILING_ENABLE, &e);
+    ck(e, "profiling queue");
+    for (int variant = 0; variant < 4; ++variant) {
+      const bool addr = variant & 1;
+      cl_kernel g = addr ? ga : gb, nk = addr ? na : nb_;
+      const int pairs = 300;
+      double best = 1e30, best_enq = 1e30;
+      for (int rep = 0; rep < 4; ++rep) {
+        clFinish(q);
+        double t0 = now_us();
+        for (int i = 0; i < pairs; ++i) {
+          ck(clEnqueueNDRangeKernel(q, g, 1, nullptr, &gg, &gl, 0, nullptr, nullptr), "gemv");
+          ck(clEnqueueNDRangeKernel(q, nk, 1, nullptr, &ng, &nl, 0, nullptr, nullptr), "norm");
+        }
+        double t1 = now_us();
+        ck(clFinish(q), "chain");
+        double t2 = now_us();
+        best = std::min(best, (t2 - t0) / pairs), best_enq = std::min(best_enq, (t1 - t0) / pairs);
+      }
+      // The same chain on a profiling queue: START..END per kind and END -> next START.
+      std::vector<cl_event> ev(2 * 100);
+      for (int i = 0; i < 100; ++i) {
+        clEnqueueNDRangeKernel(pq, g, 1, nullptr, &gg, &gl, 0, nullptr, &ev[2 * i]);
+        clEnqueueNDRangeKernel(pq, nk, 1, nullptr, &ng, &nl, 0, nullptr, &ev[2 * i + 1]);
+      }
+      clFinish(pq);
+      std::vector<double> dg, dn, gap;
+      cl_ulong prev_end = 0;
+      for (std::size_t i = 0; i < ev.size(); ++i) {
+        cl_ulong s0 = 0, s1 = 0;
+        clGetEventProfilingInfo(ev[i], CL_PROFILING_COMMAND_START, 8, &s0, nullptr);
+        clGetEventProfilingInfo(ev[i], CL_PROFILING_COMMAND_END, 8, &s1, nullptr);
+        (i % 2 ? dn : dg).push_back((s1 - s0) / 1e3);
+        if (prev_end && i > 10) gap.push_back((double(s0) - double(prev_end)) / 1e3);
+        prev_end = s1;
+        clReleaseEvent(ev[i]);
+      }
+      auto med = [](std::vector<double> v) { std::sort(v.begin(), v.end()); return v[v.size() / 2]; };
+      std::printf("work %-5s (round %d): gemv 1536x1536 bf16 + norm 1536, per pair: %.2f us (host enqueue %.2f); profiled: gemv %.2f us, norm %.2f us, "
+                  "gap END->START %.2f us (medians)\n",
+                  addr ? "addr" : "bufs", variant / 2 + 1, best, best_enq, med(dg), med(dn), med(gap));
+    }
+    clReleaseCommandQueue(pq);
   }
   // Grid barrier: correctness and cost for 1..4 work-groups per compute unit (GPUs only: a CPU
   // driver runs work-groups one after another, so a grid barrier there never completes).

@@ -147,6 +147,7 @@ class Executor final : public PartitionExecutor {
       if (auto& f = fns.at(l.owner); std::find(f.begin(), f.end(), l.name) == f.end()) f.push_back(l.name);
     for (std::size_t k = 0; k < fns.size(); ++k)
       for (std::size_t i = 0; i < fns[k].size(); ++i) labels_[k] += (i ? "+" : " (") + fns[k][i] + (i + 1 == fns[k].size() ? ")" : "");
+    drop_launches();
     start_persistent(persistent_groups);
     for (auto t : g.outputs) {
       const auto& tp = plan.tensors[static_cast<std::size_t>(t)];
@@ -193,6 +194,7 @@ class Executor final : public PartitionExecutor {
         throw Error(ErrorCode::runtime, std::string("OpenCL: enqueueing kernel ") + l.name + " failed: " + cl_error_name(e) + " on " + dev_->info().name,
                     {.file = g.source, .node = labels_.at(l.owner)});
       if (prof_) enqueue_us_[i] = prof_->now_us() - t0;
+      if (i + 1 == flush_after_) clFlush(q);  // the device starts on the first launches while the rest are enqueued
     }
     stats_.enqueue_us += std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - e0).count();
     std::vector<Tensor> out(outputs_.size());
@@ -261,6 +263,20 @@ class Executor final : public PartitionExecutor {
   std::string execution_note() const override {
     if (pk_ && pk_->stage_by_stage()) return "stage by stage, arguments from a table";
     return pk_ ? "one persistent launch of " + std::to_string(pk_->groups()) + " work-groups" : "launch by launch: " + pk_why_;
+  }
+
+  // NPUSIM_OPENCL_DROP=KINDS (a measuring knob: the outputs are wrong): the launches of the kernels
+  // of these kinds (or OpenCL functions), comma-separated, are not made, so that a step timed with
+  // and without them says what they cost the device.
+  void drop_launches() {
+    const char* e = std::getenv("NPUSIM_OPENCL_DROP");
+    if (!e || !*e) return;
+    const std::string list = std::string(",") + e + ",";
+    const auto before = launches_.size();
+    std::erase_if(launches_, [&](const Launch& l) {
+      return list.find("," + part_.kernels[l.owner].kind + ",") != std::string::npos || list.find("," + l.name + ",") != std::string::npos;
+    });
+    std::fprintf(stderr, "NPUSIM_OPENCL_DROP=%s: %zu of %zu launches dropped (the outputs are wrong)\n", e, before - launches_.size(), before);
   }
 
   // Persistent mode (persistent.hpp) on `groups` work-groups; 0: off; -1: NPUSIM_OPENCL_PERSISTENT
@@ -520,6 +536,17 @@ class Executor final : public PartitionExecutor {
     const std::string_view v = e && *e ? e : "1";
     if (v != "0" && v != "1") throw Error(ErrorCode::attr, "NPUSIM_OPENCL_PINNED must be 0 or 1", {.found = std::string(v)});
     return v == "1";
+  }();
+  // Flush the queue after this many launches of a run, so that the device starts on them while the
+  // host enqueues the rest (4 pipeline stages on one H200: 3.14 / 3.03 -> 2.80 / 2.84 ms a step,
+  // one call, docs/benchmarks.md). NPUSIM_OPENCL_FLUSH_AFTER=N (a measuring knob; unset or 0: never).
+  std::size_t flush_after_ = [] {
+    const char* e = std::getenv("NPUSIM_OPENCL_FLUSH_AFTER");
+    if (!e || !*e) return std::size_t(0);
+    char* end = nullptr;
+    const unsigned long n = std::strtoul(e, &end, 10);
+    if (*end != '\0' || e[0] == '-') throw Error(ErrorCode::attr, "NPUSIM_OPENCL_FLUSH_AFTER must be a number of launches (0: never)", {.found = e});
+    return static_cast<std::size_t>(n);
   }();
   std::vector<std::byte> pageable_;
   std::vector<Tensor> recycled_;  // the outputs of the last run (output_tensor)
