@@ -532,6 +532,43 @@ TEST(OpenCLLaunches, QwenTinyDecodeIsOneLaunchPerKernel) {
   EXPECT_EQ(ran, want);
 }
 
+// The measuring knobs of docs/opencl.md: NPUSIM_OPENCL_DROP leaves a kind's launches out and says
+// so (the tiny Qwen2 decode's 2 attention launches: 13 of 15 run); NPUSIM_OPENCL_FLUSH_AFTER=1
+// changes nothing in the outputs, and a value that is no count is an error naming it.
+TEST(OpenCLLaunches, MeasuringKnobsDropAndFlush) {
+  runtime::ModelDir pc = runtime::ModelDir::open(data("models/qwen2_tiny_prefill")), dc = runtime::ModelDir::open(data("models/qwen2_tiny_decode"));
+  const auto p = compile_opencl(dc.graph, DType::bf16);
+  std::vector<Tensor> in;
+  for (ir::TensorId t : dc.graph.inputs) in.push_back(Tensor::zeros(dc.graph.tensor(t).dtype, dc.graph.tensor(t).shape));
+  for (std::size_t i = 0; i < in.size(); ++i)
+    if (dc.graph.tensor(dc.graph.inputs[i]).name == "cache_position") in[i].data<std::int64_t>()[0] = 5;
+  auto run_with = [&](const char* var, const char* value) {
+    setenv(var, value, 1);
+    std::vector<Tensor> out;
+    try {
+      runtime::ProgramRunner r(p, pc.weights.get(), runtime::factories_for<OpenCLTarget>());
+      out = r.run(in);
+    } catch (...) {
+      unsetenv(var);
+      throw;
+    }
+    unsetenv(var);
+    return out;
+  };
+  const std::vector<Tensor> plain = [&] {
+    runtime::ProgramRunner r(p, pc.weights.get(), runtime::factories_for<OpenCLTarget>());
+    return r.run(in);
+  }();
+  const std::vector<Tensor> flushed = run_with("NPUSIM_OPENCL_FLUSH_AFTER", "1");
+  ASSERT_EQ(flushed.size(), plain.size());
+  for (std::size_t i = 0; i < plain.size(); ++i) EXPECT_EQ(harness::compare(flushed[i], plain[i]).max_abs, 0.0) << "output " << i;
+  NPUSIM_EXPECT_ERROR(run_with("NPUSIM_OPENCL_FLUSH_AFTER", "first"), "NPUSIM_OPENCL_FLUSH_AFTER must be a number of launches", "first");
+  testing::internal::CaptureStderr();
+  run_with("NPUSIM_OPENCL_DROP", "attention");
+  const std::string err = testing::internal::GetCapturedStderr();
+  EXPECT_NE(err.find("NPUSIM_OPENCL_DROP=attention: 2 of 15 launches dropped (the outputs are wrong)"), std::string::npos) << err;
+}
+
 // explain --kernels and the binder walk one candidate list (ocl::gemm_candidates) over the same
 // problems: for every matrix product of the tiny Qwen2 (prefill and decode, bf16, float and q8_0
 // weights) and of three convolution and three matmul fixtures, the path implementations_for reports is the OpenCL

@@ -544,8 +544,8 @@ class Executor final : public PartitionExecutor {
     const char* e = std::getenv("NPUSIM_OPENCL_FLUSH_AFTER");
     if (!e || !*e) return std::size_t(0);
     char* end = nullptr;
-    const unsigned long n = std::strtoul(e, &end, 10);
-    if (*end != '\0' || e[0] == '-') throw Error(ErrorCode::attr, "NPUSIM_OPENCL_FLUSH_AFTER must be a number of launches (0: never)", {.found = e});
+    const long n = std::strtol(e, &end, 10);
+    if (*end != '\0' || n < 0) throw Error(ErrorCode::attr, "NPUSIM_OPENCL_FLUSH_AFTER must be a number of launches (0: never)", {.found = e});
     return static_cast<std::size_t>(n);
   }();
   std::vector<std::byte> pageable_;
