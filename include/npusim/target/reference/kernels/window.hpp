@@ -16,6 +16,7 @@
 
 #include <xtensor/xnorm.hpp>
 #include <xtensor/xoperation.hpp>
+#include <xtensor/xview.hpp>
 
 namespace npusim::inline NPUSIM_ABI {
 
@@ -234,13 +235,17 @@ struct kernel<ops::SliceScatter, ReferenceTarget> {
     const Tensor src = args.x(1).to(y.dtype());
     const auto d = ref::uidx(normalize_dim(a.dim, static_cast<std::int64_t>(x.rank())));
     const ops::SliceRange r = ops::clamp_slice(x.shape()[d], a.start, a.end, a.step);
+    if (x.nbytes()) std::memcpy(y.raw(), x.raw(), x.nbytes());
+    if (r.length == 0 || x.numel() == 0) return;
+    // y as [before d, d, after d], a fixed-rank view (xtensor's dynamic views cost more to set up
+    // than these small tensors take to copy): y[:, start::step, :] = src.
+    const std::size_t outer = ref::uidx(npusim::numel(Shape(x.shape().begin(), x.shape().begin() + static_cast<std::ptrdiff_t>(d))));
+    const std::size_t n = ref::uidx(x.shape()[d]), inner = ref::uidx(x.numel()) / (outer * n);
     ref::visit_bits(y.dtype(), [&]<class T>() {
-      if (x.nbytes()) std::memcpy(y.raw(), x.raw(), x.nbytes());
-      if (r.length == 0) return;
-      auto Y = ref::xt_bits<T>(y);
-      xt::xdynamic_slice_vector at = ref::all_of(x.rank());
-      at[d] = xt::range(r.start, r.start + (r.length - 1) * r.step + 1, r.step);
-      xt::dynamic_view(Y, at) = ref::xt_bits<T>(src);
+      auto Y = xt::adapt(static_cast<T*>(y.raw()), outer * n * inner, xt::no_ownership(), std::array<std::size_t, 3>{outer, n, inner});
+      const auto S = xt::adapt(static_cast<const T*>(src.raw()), ref::uidx(src.numel()), xt::no_ownership(),
+                               std::array<std::size_t, 3>{outer, ref::uidx(r.length), inner});
+      xt::view(Y, xt::all(), xt::range(r.start, r.start + (r.length - 1) * r.step + 1, r.step), xt::all()) = S;
     });
   }
 };
