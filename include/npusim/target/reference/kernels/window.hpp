@@ -38,9 +38,11 @@ inline Tensor gather(const Tensor& x, const Shape& shape, const std::vector<std:
 
 // pad as a gather: output index o of dimension d reads x at i = o - left, brought into x by the
 // mode (reflect, replicate, circular), or the constant where it falls outside (constant mode;
-// negative padding crops). xtensor's spelling of this (a fill, then a dynamic_view of x assigned to
-// one of y; keep-views for the other modes) read as well but took twice as long on the fixtures,
-// and its pad returns zeros or throws bad_alloc for reflect and wrap (0.24).
+// negative padding crops). Spelled here apart from ops::Pad::source_map, which the CPU and OpenCL
+// targets gather by, so that the conformance suite compares two spellings. xtensor's spelling (a
+// fill, then a dynamic_view of x assigned to one of y; keep-views for the other modes) read as well
+// but took twice as long on the fixtures, and its own pad returns zeros or throws bad_alloc for
+// reflect and wrap (0.24).
 template <>
 struct kernel<ops::Pad, ReferenceTarget> {
   static constexpr bool provided = true;
