@@ -14,7 +14,8 @@ for path in sys.argv[1:]:
         label = e["name"].split(" ", 1)[-1]
         by[label][0] += 1
         by[label][1] += e["args"]["device_us"]
-    steps = max(by["embedding"][0], 1)  # one embedding launch per step
+    # One embedding launch per step (its label carries the kernel: "embedding (gather_rows)").
+    steps = max(sum(n for label, (n, _) in by.items() if label.split(" ")[0] == "embedding"), 1)
     total = sum(v[1] for v in by.values())
     print(f"{path}: {steps} step(s); per step {len(ev) / steps:.0f} launches, {total / steps:.0f} us of device time")
     for label, (n, us) in sorted(by.items(), key=lambda kv: -kv[1][1]):
