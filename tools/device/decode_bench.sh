@@ -5,7 +5,7 @@
 #   source .devdeps/device-env.sh && tools/device/decode_bench.sh      carry: [".devdeps"]
 # Env: POSITIONS (default 128,1024), C32K=1 adds the 32768-entry cache at 32767, PROBE=0 skips the
 # probe, QUANT=1 adds q8/q4, TESTS=1 runs the OpenCL tests first, TORCH=0 skips the PyTorch peer,
-# PERSIST and OLD below; BENCH_ARGS are added to every bench-llm (e.g. --no-check). Results in $OUT/decode.tar.gz; a summary on stdout.
+# PERSIST and OLD below, PTXAS=1 the kernels' registers (ptxas_regs.sh); BENCH_ARGS are added to every bench-llm (e.g. --no-check). Results in $OUT/decode.tar.gz; a summary on stdout.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 OUT=${OUT:-/tmp/npusim-decode}
@@ -92,6 +92,11 @@ if [[ ${C32K:-0} == 1 ]]; then
   echo "bench c32k:"; grep -E 'step|floor' "$R/bench_c32k.log" | head -6
 fi
 if [[ ${TORCH:-1} == 1 ]]; then timeout 300 python3 bench/torch_peer.py minimal > "$R/torch.log" 2>&1; grep PEER "$R/torch.log"; fi
+# PTXAS=1: registers, stack and spills of every kernel a decode run builds (tools/device/ptxas_regs.sh).
+if [[ ${PTXAS:-0} == 1 ]]; then
+  tools/device/ptxas_regs.sh build-d/npusim generate $P $D --target opencl --dtype bf16 --max-new-tokens 2 > "$R/ptxas.txt" 2>&1
+  grep -E '^(gemv|gemv_rope|attention_dec|rmsnorm|gemm_mma):' "$R/ptxas.txt" | sort -u
+fi
 echo "total: $(( $(date +%s) - t0 )) s"
 rm -f "$R"/trace.json "$R/probe"
 tar -czf "$OUT/decode.tar.gz" -C "$OUT" decode
