@@ -326,6 +326,42 @@ TEST(Pad, ModeSpecificSpellings) {
   c.expect({1, 5}, {3, 1, 2, 3, 1});
 }
 
+// Two padded dimensions at once (the reference gathers through one index map per dimension).
+TEST(Pad, TwoDimensionsByHand) {
+  auto pad = [](std::string mode, ops::Ints p, std::optional<double> value, Shape shape, std::vector<float> want) {
+    SCOPED_TRACE(mode);
+    Net t;
+    ir::AttrList pl;
+    for (auto x : p) pl.emplace_back(x);
+    ir::AttrMap a = attrs({{"pad", ir::AttrValue(pl)}, {"mode", mode}});
+    if (value) a.set("value", *value);
+    t.op("aten.pad.default", {t.in(f32({2, 3}, {1, 2, 3, 4, 5, 6}))}, a);
+    t.expect(shape, want);
+  };
+  pad("constant", {1, 0, 0, 1}, 7.0, {3, 4}, {7, 1, 2, 3, 7, 4, 5, 6, 7, 7, 7, 7});
+  pad("circular", {1, 2, 1, 0}, std::nullopt, {3, 6}, {6, 4, 5, 6, 4, 5, 3, 1, 2, 3, 1, 2, 6, 4, 5, 6, 4, 5});
+  pad("replicate", {0, 1, 1, 0}, std::nullopt, {3, 4}, {1, 2, 3, 3, 1, 2, 3, 3, 4, 5, 6, 6});
+  pad("reflect", {1, 1, 1, 1}, std::nullopt, {4, 5}, {5, 4, 5, 6, 5, 2, 1, 2, 3, 2, 5, 4, 5, 6, 5, 2, 1, 2, 3, 2});
+}
+
+// slice_scatter along the first, a middle and the last dimension (the reference's [before, dim,
+// after] view with one or both outer extents 1), with steps, and over an empty tensor.
+TEST(SliceScatter, EveryDimensionByHand) {
+  auto scatter = [](Tensor x, Tensor src, ir::AttrMap a, const std::vector<float>& want) {
+    Net t;
+    const Shape shape = x.shape();
+    t.op("aten.slice_scatter.default", {t.in(std::move(x)), t.in(std::move(src))}, std::move(a));
+    t.expect(shape, want);
+  };
+  scatter(iota({3, 2}, 1), f32({2, 2}, {10, 20, 30, 40}), attrs({{"dim", 0}, {"start", 1}}), {1, 2, 10, 20, 30, 40});
+  scatter(iota({2, 4}, 1), f32({2, 2}, {10, 20, 30, 40}), attrs({{"dim", 1}, {"start", 1}, {"step", 2}}), {1, 10, 3, 20, 5, 30, 7, 40});
+  scatter(iota({2, 2, 3}, 1), f32({2, 2, 2}, {10, 20, 30, 40, 50, 60, 70, 80}), attrs({{"dim", -1}, {"step", 2}}),
+          {10, 2, 20, 30, 5, 40, 50, 8, 60, 70, 11, 80});
+  scatter(iota({2, 3, 2}, 1), f32({2, 1, 2}, {10, 20, 30, 40}), attrs({{"dim", 1}, {"start", -2}, {"end", -1}}),
+          {1, 2, 10, 20, 5, 6, 7, 8, 30, 40, 11, 12});
+  scatter(iota({0, 3}), f32({0, 1}, {}), attrs({{"dim", 1}, {"start", 1}, {"end", 2}}), {});
+}
+
 TEST(Pad, TooMuchPaddingIsAnError) {
   ops::Specs x = {{{1, 3}, DType::f32}};
   const auto& info = ops::op_info(ops::op_index_v<ops::Pad>);
