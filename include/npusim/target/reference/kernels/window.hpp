@@ -65,7 +65,7 @@ struct kernel<ops::Pad, ReferenceTarget> {
           if (mode == ops::Pad::Mode::constant) i = -1;
           else if (mode == ops::Pad::Mode::reflect) i = i < 0 ? -i : 2 * (n - 1) - i;
           else if (mode == ops::Pad::Mode::replicate) i = i < 0 ? 0 : n - 1;
-          else i = ((i % n) + n) % n;  // circular
+          else i = ops::SourceMap::floor_mod(i, n);  // circular
         }
         at[d].push_back(i);
       }
@@ -75,7 +75,14 @@ struct kernel<ops::Pad, ReferenceTarget> {
     std::vector<std::int64_t> o(r, 0);
     for (auto& e : src) {
       e = 0;
-      for (std::size_t d = 0; d < r && e >= 0; ++d) e = at[d][ref::uidx(o[d])] < 0 ? -1 : e + at[d][ref::uidx(o[d])] * stride[d];
+      for (std::size_t d = 0; d < r; ++d) {
+        const std::int64_t i = at[d][ref::uidx(o[d])];
+        if (i < 0) {
+          e = -1;
+          break;
+        }
+        e += i * stride[d];
+      }
       for (std::size_t d = r; d-- > 0;)
         if (++o[d] < ys[d]) break;
         else o[d] = 0;

@@ -1,6 +1,6 @@
 // xtensor over the reference target's tensors: ref::xt_of(t) is an xt::adapt view of a tensor's
 // own buffer, with its shape (row-major: the reference's tensors are contiguous), no copy. Kernels
-// then say what they compute with xtensor's views (dynamic_view, broadcast), reducers (norm_*,
+// then say what they compute with xtensor's views (view, broadcast), reducers (norm_*,
 // amax) and builders (roll, repeat, where). Only the reference target's kernel headers include
 // this: xtensor stays out of the compiler, the other targets and the runtime.
 #pragma once
@@ -12,7 +12,6 @@
 
 #include <xtensor/xadapt.hpp>
 #include <xtensor/xbroadcast.hpp>
-#include <xtensor/xdynamic_view.hpp>
 #include <xtensor/xmanipulation.hpp>
 
 #include "npusim/core/tensor.hpp"
@@ -66,8 +65,5 @@ template <class U>
 auto xt_bits(const Tensor& t) {
   return xt::adapt(static_cast<const U*>(t.raw()), static_cast<std::size_t>(t.numel()), xt::no_ownership(), xshape(t.shape()));
 }
-
-// Slices of a dynamic view that keep every dimension whole (set one to a range).
-inline xt::xdynamic_slice_vector all_of(std::size_t rank) { return xt::xdynamic_slice_vector(rank, xt::all()); }
 
 }  // namespace npusim::inline NPUSIM_ABI::ref
