@@ -295,16 +295,21 @@ TEST(IndexTensor, OutOfRangeAndMasksAreErrors) {
 
 // ---- pad, roll ------------------------------------------------------------------------------------
 
+// pad(x, p, mode, value) on every engine of Net::expect gives `want` of `shape`.
+void expect_pad(Tensor x, const std::string& mode, const ops::Ints& p, std::optional<double> value, const Shape& shape, const std::vector<float>& want) {
+  SCOPED_TRACE(mode);
+  Net t;
+  ir::AttrList pl;
+  for (auto v : p) pl.emplace_back(v);
+  ir::AttrMap a = attrs({{"pad", ir::AttrValue(pl)}, {"mode", mode}});
+  if (value) a.set("value", *value);
+  t.op("aten.pad.default", {t.in(std::move(x))}, a);
+  t.expect(shape, want);
+}
+
 TEST(Pad, EveryModeByHand) {
   auto pad = [](std::string mode, ops::Ints p, std::optional<double> value, Shape shape, std::vector<float> want) {
-    SCOPED_TRACE(mode);
-    Net t;
-    ir::AttrList pl;
-    for (auto x : p) pl.emplace_back(x);
-    ir::AttrMap a = attrs({{"pad", ir::AttrValue(pl)}, {"mode", mode}});
-    if (value) a.set("value", *value);
-    t.op("aten.pad.default", {t.in(f32({1, 3}, {1, 2, 3}))}, a);
-    t.expect(shape, want);
+    expect_pad(f32({1, 3}, {1, 2, 3}), mode, p, value, shape, want);
   };
   pad("constant", {1, 2}, 9.0, {1, 6}, {9, 1, 2, 3, 9, 9});
   pad("constant", {0, 0, 1, 0}, std::nullopt, {2, 3}, {0, 0, 0, 1, 2, 3});
@@ -329,14 +334,7 @@ TEST(Pad, ModeSpecificSpellings) {
 // Two padded dimensions at once (the reference gathers through one index map per dimension).
 TEST(Pad, TwoDimensionsByHand) {
   auto pad = [](std::string mode, ops::Ints p, std::optional<double> value, Shape shape, std::vector<float> want) {
-    SCOPED_TRACE(mode);
-    Net t;
-    ir::AttrList pl;
-    for (auto x : p) pl.emplace_back(x);
-    ir::AttrMap a = attrs({{"pad", ir::AttrValue(pl)}, {"mode", mode}});
-    if (value) a.set("value", *value);
-    t.op("aten.pad.default", {t.in(f32({2, 3}, {1, 2, 3, 4, 5, 6}))}, a);
-    t.expect(shape, want);
+    expect_pad(f32({2, 3}, {1, 2, 3, 4, 5, 6}), mode, p, value, shape, want);
   };
   pad("constant", {1, 0, 0, 1}, 7.0, {3, 4}, {7, 1, 2, 3, 7, 4, 5, 6, 7, 7, 7, 7});
   pad("circular", {1, 2, 1, 0}, std::nullopt, {3, 6}, {6, 4, 5, 6, 4, 5, 3, 1, 2, 3, 1, 2, 6, 4, 5, 6, 4, 5});
