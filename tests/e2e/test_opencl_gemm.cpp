@@ -103,6 +103,94 @@ TEST(OpenCLGemm, MatrixKernelsMatchADoublePrecisionProduct) {
   }
 }
 
+// Grouped products (issue 43): a linear_group's segments (q/k/v: one x, several weights, each its
+// output and bias) and a linear_silu_gate's gate (silu(x Wg^T) * (x Wu^T)), as a prefill binds them
+// (more rows than a GEMV takes). The tensor cores (and their emulation) run each in one launch
+// where every segment but the last is whole tiles (-DM_SEG, -DM_GATE), else the products apart,
+// as the FP32 tiles always do; the values must be the same either way.
+namespace {
+struct GroupedCase {
+  std::int64_t M, K;
+  std::vector<std::int64_t> N;  // one per segment; a gate when `gate`
+  std::vector<bool> bias;
+  bool gate = false;
+  DType out = DType::f32;
+  std::size_t fused_launches = 0;  // launches on the tensor cores (0: not checked)
+};
+double grouped_rel_l2(const GroupedCase& c, bool mma) {
+  Buffers t;
+  const std::int64_t M = c.M, K = c.K;
+  const std::vector<float> a = values(static_cast<std::size_t>(M * K), 21);
+  std::vector<std::vector<float>> w, bias, want;
+  ocl::Gemm g;
+  const std::size_t nw = c.gate ? 2 : c.N.size();
+  for (std::size_t s = 0; s < nw; ++s) {
+    const std::int64_t N = c.gate ? c.N[0] : c.N[s];
+    w.push_back(values(static_cast<std::size_t>(N * K), 30 + static_cast<unsigned>(s)));
+    bias.push_back(s < c.bias.size() && c.bias[s] ? values(static_cast<std::size_t>(N), 40 + static_cast<unsigned>(s)) : std::vector<float>{});
+  }
+  auto product = [&](std::size_t s, std::int64_t m, std::int64_t n) {
+    double v = bias[s].empty() ? 0.0 : bias[s][static_cast<std::size_t>(n)];
+    for (std::int64_t k = 0; k < K; ++k) v += static_cast<double>(a[static_cast<std::size_t>(m * K + k)]) * w[s][static_cast<std::size_t>(n * K + k)];
+    return v;
+  };
+  std::vector<ocl::TensorRef> outs;
+  for (std::size_t s = 0; s < (c.gate ? 1 : nw); ++s) {
+    const std::int64_t N = c.N[s];
+    outs.push_back(t.upload(std::vector<float>(static_cast<std::size_t>(M * N), std::nanf("")), c.out));
+    for (std::int64_t m = 0; m < M; ++m)
+      for (std::int64_t n = 0; n < N; ++n) {
+        const double v = product(s, m, n);
+        want.resize(s + 1);
+        want[s].push_back(static_cast<float>(c.gate ? v / (1.0 + std::exp(-v)) * product(1, m, n) : v));
+      }
+    if (s == 0) {
+      g = ocl::linear_layout({M, K}, {N, K});
+      g.a = t.upload(a, DType::bf16), g.b = t.upload(w[0], DType::bf16), g.c = outs[0];
+      if (!bias[0].empty()) g.bias = t.upload(bias[0], DType::bf16);
+    } else {
+      g.more.push_back({t.upload(w[s], DType::bf16), bias[s].empty() ? std::nullopt : std::optional(t.upload(bias[s], DType::bf16)), outs[s], N});
+    }
+  }
+  if (c.gate) g.up = t.upload(w[1], DType::bf16);
+  ocl::bind_gemm(t.b, g);
+  if (mma && c.fused_launches) {
+    EXPECT_EQ(t.launches.size(), c.fused_launches) << "one launch for the grouped product";
+  }
+  t.run();
+  double num = 0, den = 0;
+  for (std::size_t s = 0; s < outs.size(); ++s) {
+    const std::vector<float> got = t.download(outs[s], want[s].size());
+    for (std::size_t i = 0; i < got.size(); ++i) {
+      if (!std::isfinite(got[i])) {
+        ADD_FAILURE() << "segment " << s << " element " << i << " not written: " << got[i];
+        return 1.0;
+      }
+      num += (got[i] - want[s][i]) * (got[i] - want[s][i]), den += static_cast<double>(want[s][i]) * want[s][i];
+    }
+  }
+  return std::sqrt(num / std::max(den, 1e-30));
+}
+}  // namespace
+
+TEST(OpenCLGemm, GroupedProductsMatchADoublePrecisionProduct) {
+  const bool mma = ocl::mma_support(*ocl::open_device()).ok;
+  const GroupedCase cases[] = {
+      {40, 96, {128, 256, 72}, {true, false, true}, false, DType::f32, 1},  // q/k/v-like: whole tiles, a partial last one
+      {130, 64, {256, 128}, {false, true}, false, DType::bf16, 1},          // two segments, rows past a tile, bf16 out
+      {24, 80, {100, 60}, {true, true}, false, DType::f32, 0},              // segment 0 not whole tiles: apart
+      {16, 2048, {128, 128, 64}, {true, false, true}, false, DType::f32, 2}, // few tiles, long K: split-K, gemm_reduce_seg
+      {40, 96, {200}, {}, true, DType::f32, 1},                             // gate: columns past a tile
+      {130, 64, {136}, {}, true, DType::bf16, 1},                           // gate, bf16 rounding of gate, silu and up
+      {16, 72, {64}, {}, true, DType::f32, 1},
+  };
+  for (const GroupedCase& c : cases) {
+    SCOPED_TRACE(testing::Message() << "M " << c.M << " K " << c.K << (c.gate ? " gate N " : " segments ") << c.N[0] << (c.N.size() > 1 ? ", ..." : "")
+                                    << " " << dtype_name(c.out));
+    EXPECT_LE(grouped_rel_l2(c, mma), c.out == DType::f32 ? 2e-5 : 8e-3);
+  }
+}
+
 // Which devices try the tensor cores, without a GPU: compute capability 9.x by default (validated on
 // an H100), 8.x only when opted in, never below 8.0 or off NVIDIA's platform; an unknown value of
 // NPUSIM_OPENCL_MMA is an error, not a silent default.

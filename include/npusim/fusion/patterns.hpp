@@ -128,10 +128,10 @@ struct Rotary {
   static std::optional<Match> match(const GraphView& v, std::int32_t n);
 };
 
-// Linears that run as one launch on a GEMV target (the OpenCL target's decode kernels; issue 41
-// moved them here from its executor). "GEMV-sized" means at most `gemv_rows` rows of x; linears
-// share a launch only with the same weight dtype and block format (a q8_0/q4_0 linear with another
-// in the same format) and the same output dtype.
+// Linears that run as one launch on the OpenCL target (its decode GEMVs, issue 41, which moved them
+// here from its executor; and its tensor-core tiles for a prefill, issue 43). "GEMV-sized" means at
+// most `gemv_rows` rows of x; linears share a launch only with the same weight dtype and block
+// format (a q8_0/q4_0 linear with another in the same format) and the same output dtype.
 inline constexpr std::int64_t gemv_rows = 4;
 // A folded RMSNorm is reduced again by every work-group of the GEMV: worth it up to this many
 // output rows (a 151936-row lm_head keeps its own rmsnorm launch).
@@ -145,23 +145,24 @@ struct LinearAdd {
   static std::optional<Match> match(const GraphView& v, std::int32_t n);
 };
 
-// silu(linear(x, Wg)) * linear(x, Wu), both without bias, GEMV-sized: one product reading both
-// weights (the SwiGLU MLP's gate and up projections). Inputs (x, Wg, Wu).
+// silu(linear(x, Wg)) * linear(x, Wu), both without bias, any number of rows: one product reading
+// both weights (the SwiGLU MLP's gate and up projections). Inputs (x, Wg, Wu).
 struct LinearSiluGate {
   static constexpr std::string_view name = "linear_silu_gate";
-  static constexpr std::string_view summary = "silu(linear(x, Wg)) * linear(x, Wu), GEMV-sized: gate and up in one product";
+  static constexpr std::string_view summary = "silu(linear(x, Wg)) * linear(x, Wu): gate and up in one product";
   static std::optional<Match> match(const GraphView& v, std::int32_t n);
 };
 
-// [RMSNorm ->] up to three GEMV-sized linears of one x (q/k/v): one product with an output segment
-// per linear. With the RMSNorm (anchored at its pow; it needs a weight, float linears, at most
-// folded_norm_rows rows in all, the norm's output read by nothing else and stored like its input)
-// the product normalises x itself; without it, two or three linears (anchored at the first).
+// [RMSNorm ->] up to three linears of one x (q/k/v): one product with an output segment per
+// linear. With the RMSNorm (anchored at its pow; GEMV-sized linears only, and it needs a weight,
+// float linears, at most folded_norm_rows rows in all, the norm's output read by nothing else and
+// stored like its input) the product normalises x itself; without it, two or three linears of any
+// number of rows (anchored at the first).
 // Inputs (x, [norm weight,] then W[, b] per linear in node order). Params has_norm, eps.
 // may_run_early: the projections' views are read before the last projection.
 struct LinearGroup {
   static constexpr std::string_view name = "linear_group";
-  static constexpr std::string_view summary = "[RMSNorm ->] up to three GEMV-sized linears of one input (q/k/v) in one product";
+  static constexpr std::string_view summary = "[RMSNorm (GEMV-sized) ->] up to three linears of one input (q/k/v) in one product";
   static constexpr bool may_run_early = true;
   static std::optional<Match> match(const GraphView& v, std::int32_t n);
 };

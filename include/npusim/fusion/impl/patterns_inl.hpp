@@ -470,12 +470,14 @@ inline bool same_linear_kind(const GraphView& v, std::int32_t a, std::int32_t b)
   return v.tensor(v.in(a, 1)).dtype == v.tensor(v.in(b, 1)).dtype && ops::weight_block_format(v.node(a)) == ops::weight_block_format(v.node(b)) &&
          v.tensor(v.out(a)).dtype == v.tensor(v.out(b)).dtype;
 }
-// Up to three linears of x in node order, each of the first's kind, GEMV-sized, not yet fused.
-inline std::vector<std::int32_t> linears_of(const GraphView& v, TensorId x) {
+// Up to three linears of x in node order, each of the first's kind (GEMV-sized where `gemv`), not
+// yet fused.
+inline std::vector<std::int32_t> linears_of(const GraphView& v, TensorId x, bool gemv) {
   std::vector<std::int32_t> out;
   for (auto c : v.consumers(x)) {
     if (out.size() == 3) break;
-    if (v.taken(c) || !is_linear(v, c) || v.in(c, 0) != x || !gemv_sized(v, c) || (!out.empty() && !same_linear_kind(v, out[0], c))) continue;
+    if (v.taken(c) || !is_linear(v, c) || v.in(c, 0) != x || (gemv && !gemv_sized(v, c)) || (!out.empty() && !same_linear_kind(v, out[0], c)))
+      continue;
     if (std::find(out.begin(), out.end(), c) == out.end()) out.push_back(c);
   }
   std::sort(out.begin(), out.end());
@@ -505,7 +507,7 @@ NPUSIM_FUNC std::optional<Match> LinearSiluGate::match(const GraphView& v, std::
   const std::int32_t gate = v.producer(sg->inputs[0]), up = v.producer(sg->inputs[1]);
   if (!detail::is_linear(v, gate) || !detail::is_linear(v, up) || gate == up || v.node(gate).inputs.size() != 2 || v.node(up).inputs.size() != 2 ||
       v.in(gate, 0) != v.in(up, 0) || v.only_consumer(sg->inputs[0]) != sg->nodes[0] || v.only_consumer(sg->inputs[1]) != sg->nodes[1] ||
-      v.tensor(v.in(gate, 1)).shape != v.tensor(v.in(up, 1)).shape || !detail::same_linear_kind(v, gate, up) || !detail::gemv_sized(v, gate))
+      v.tensor(v.in(gate, 1)).shape != v.tensor(v.in(up, 1)).shape || !detail::same_linear_kind(v, gate, up))
     return std::nullopt;
   return Match{{gate, up, sg->nodes[0], sg->nodes[1]}, {v.in(gate, 0), v.in(gate, 1), v.in(up, 1)}, {}};
 }
@@ -517,7 +519,7 @@ NPUSIM_FUNC std::optional<Match> LinearGroup::match(const GraphView& v, std::int
     auto norm = RmsNorm::match(v, n);
     if (!norm || norm->inputs.size() != 2) return std::nullopt;
     const TensorId h = v.out(*std::max_element(norm->nodes.begin(), norm->nodes.end()));
-    lins = detail::linears_of(v, h);
+    lins = detail::linears_of(v, h, true);
     if (lins.empty() || v.is_graph_output(h) || v.consumers(h).size() != lins.size() || v.tensor(h).dtype != v.tensor(norm->inputs[0]).dtype)
       return std::nullopt;
     std::int64_t rows = 0;
@@ -532,7 +534,7 @@ NPUSIM_FUNC std::optional<Match> LinearGroup::match(const GraphView& v, std::int
     m.params.set("eps", *norm->params.find("eps"));
   } else {
     if (!detail::is_linear(v, n)) return std::nullopt;
-    lins = detail::linears_of(v, v.in(n, 0));
+    lins = detail::linears_of(v, v.in(n, 0), false);
     if (lins.size() < 2 || lins[0] != n) return std::nullopt;
     m.inputs = {v.in(n, 0)};
     m.params.set("has_norm", ir::AttrValue(false));

@@ -176,6 +176,28 @@ __kernel void gemm_reduce(__global const float* part, int ksplit, __global uchar
   ST_T(TC, GPTR(cb, co), off, epilogue(v, bias_row0(z, conv, d, M) + m, n, off, CGPTR(biasb, biaso), biast, bias_mode, CGPTR(rb, ro), rt, has_res, relu));
 }
 
+// gemm_reduce for a segmented gemm_mma (-DM_SEG): partials [split][M][N0 + N1 + N2]; column n goes
+// to segment 0, 1 or 2 (its own output [M, Ns] and bias).
+__kernel void gemm_reduce_seg(__global const float* part, int ksplit, long M, long n0, long n1, long n2, __global uchar* c0b, ulong c0o,
+                              __global const uchar* s0b, ulong s0o, int s0t, int has0, __global uchar* c1b, ulong c1o, __global const uchar* s1b,
+                              ulong s1o, int s1t, int has1, __global uchar* c2b, ulong c2o, __global const uchar* s2b, ulong s2o, int s2t, int has2) {
+  const long ntot = n0 + n1 + n2, i = get_global_id(0);
+  if (i >= M * ntot) return;
+  const long m = i / ntot, c = i % ntot;
+  float v = 0.0f;
+  for (int s = 0; s < ksplit; ++s) v += part[(s * M + m) * ntot + c];
+  long n = c, N = n0;
+  __global uchar* cb = c0b;
+  ulong co = c0o;
+  __global const uchar* sb = s0b;
+  ulong so = s0o;
+  int st = s0t, has = has0;
+  if (c >= n0 + n1) n = c - n0 - n1, N = n2, cb = c2b, co = c2o, sb = s2b, so = s2o, st = s2t, has = has2;
+  else if (c >= n0) n = c - n0, N = n1, cb = c1b, co = c1o, sb = s1b, so = s1o, st = s1t, has = has1;
+  if (has) v += ldf(CGPTR(sb, so), st, n);
+  ST_T(TC, GPTR(cb, co), m * N + n, v);
+}
+
 //@pk+
 // y[m, n] = sum_k x[m, k] * W[n, k] (+ epilogue), for GV_M rows (-DGV_M=<M>, M <= 4). One team of
 // 32 work-items per n. With `gated`, a second weight W2 gives u[m, n] and y = silu(y) * u (the
@@ -471,6 +493,33 @@ PK_GROUP_FN(gemv_rope, GV_WG) GV_PARAMS, GV_ROPE_PARAMS) {
 #ifndef M_STAGES
 #define M_STAGES 2
 #endif
+// -DM_SEG=1: more products of the same A in one launch (a linear_group's q/k/v): segment 0 is the
+// (B, C, bias, N) of the arguments, segments 1 and 2 come last (N 0 where absent); the tiles of
+// segment 0 come first along dimension 0, then 1's, then 2's, so every segment but the last has
+// whole tiles (N % MBN == 0, the host's condition). -DM_GATE=1: C = silu(A B^T) * (A U^T) (an
+// MLP's gate and up projections and its SiLU*gate, fusion::LinearSiluGate): each tile's B rows are
+// MBN / 2 rows of B and the same rows of U, so a tile makes MBN / 2 columns of C; the up warps
+// hand their sums to the gate warps through local memory. Both: BMODE 0, M_ASYNC, one batch; the
+// segments' split-K partials go to gemm_reduce_seg; the gate without split-K, bias, residual or ReLU.
+#ifndef M_SEG
+#define M_SEG 0
+#endif
+#ifndef M_GATE
+#define M_GATE 0
+#endif
+#if (M_SEG || M_GATE) && (BMODE != 0 || !M_ASYNC)
+#error "gemm_mma: M_SEG and M_GATE need BMODE 0 and M_ASYNC"
+#endif
+#if M_SEG
+#define M_XPARAMS                                                                                                           \
+  , __global const uchar *b1b, ulong b1o, __global uchar *c1b, ulong c1o, __global const uchar *s1b, ulong s1o, int s1t, int has_s1, \
+      long n1, __global const uchar *b2b, ulong b2o, __global uchar *c2b, ulong c2o, __global const uchar *s2b, ulong s2o, int s2t,  \
+      int has_s2, long n2
+#elif M_GATE
+#define M_XPARAMS , __global const uchar *ub, ulong uo
+#else
+#define M_XPARAMS
+#endif
 #if M_ASYNC && BMODE > 1
 #error "cp.async staging takes A and B as 16-byte aligned rows (BMODE 0 or 1)"
 #endif
@@ -657,12 +706,33 @@ __kernel __attribute__((reqd_work_group_size(M_NT, 1, 1))) void gemm_mma(
     __global const uchar* ab, ulong ao, __global const uchar* bb, ulong bo, __global uchar* cb, ulong co,
     __global const uchar* biasb, ulong biaso, int biast, int bias_mode, __global const uchar* rb, ulong ro, int rt, int has_res, int relu,
     long M, long N, long K, __constant const long* d, int conv, __global const int4* ktab, int ksplit, long kchunk, __global float* part,
-    int avec, int bvec) {
+    int avec, int bvec M_XPARAMS) {
   __local uint4 smem[M_STAGES * M_STAGE_U16 / 8];
   EMU_DECL
   const int tid = get_local_id(0), lane = tid & 31, warp = tid >> 5, lane_warp = warp;
   const int wm = warp / (MBN / MWN), wn = warp % (MBN / MWN);
-  const long m0 = get_group_id(1) * MBM, n0 = get_group_id(0) * MBN;
+  const long m0 = get_group_id(1) * MBM;
+  long n0 = get_group_id(0) * MBN;
+#if M_SEG
+  // This tile's segment: its weight, output, bias and N replace segment 0's. Split-K partials are
+  // [split][M][all segments' columns] (gemm_reduce_seg): this segment's first column there, pcol.
+  const long ntot = N + n1 + n2;
+  long pcol = 0;
+  {
+    const long t0 = (N + MBN - 1) / MBN, t1 = (n1 + MBN - 1) / MBN, gx = get_group_id(0);
+    if (gx >= t0 + t1) {
+      pcol = N + n1, n0 = (gx - t0 - t1) * MBN, bb = b2b, bo = b2o, cb = c2b, co = c2o, biasb = s2b, biaso = s2o, biast = s2t, bias_mode = has_s2, N = n2;
+    } else if (gx >= t0) {
+      pcol = N, n0 = (gx - t0) * MBN, bb = b1b, bo = b1o, cb = c1b, co = c1o, biasb = s1b, biaso = s1o, biast = s1t, bias_mode = has_s1, N = n1;
+    }
+  }
+#else
+  const long ntot = N, pcol = 0;
+#endif
+#if M_GATE
+  const long nh0 = get_group_id(0) * (MBN / 2);  // the tile's first column of C (and row of B and of U)
+  __global const ushort* U = (__global const ushort*)CGPTR(ub, uo);
+#endif
   const long z = get_group_id(2) / ksplit, split = get_group_id(2) % ksplit;
   const long kbeg = split * kchunk, kend = min(K, kbeg + kchunk);
   const int ktiles = (int)((kend - kbeg + MBK - 1) / MBK);
@@ -828,8 +898,14 @@ __kernel __attribute__((reqd_work_group_size(M_NT, 1, 1))) void gemm_mma(
   for (int i = 0; i < M_B_PT; ++i) {
 #if BMODE == 0  // W rows: row r of the tile is column n0 + r, chunk ch its K offset
     const int c = min(tid + i * M_NT, M_B_CH - 1), r = c / (MBK / 8), ch = c % (MBK / 8);
+#if M_GATE  // rows MBN / 2 .. of the tile are U's rows of the same columns
+    const int up_row = r >= MBN / 2;
+    const long n = nh0 + r - up_row * (MBN / 2);
+    b_src[i] = n < N ? (up_row ? U : B) + n * sbn + kbeg + ch * 8 : B;
+#else
     const long n = n0 + r;
     b_src[i] = n < N ? B + n * sbn + kbeg + ch * 8 : B;
+#endif
     b_k[i] = n < N ? ch * 8 : INT_MAX;
     b_dst[i] = (uint)((M_A_U16 + r * M_LDK + ch * 8) * 2);
 #else  // K rows: row r of the tile is K offset r, chunk ch columns n0 + 8 ch .. + 7 (N % 8 == 0)
@@ -898,7 +974,11 @@ __kernel __attribute__((reqd_work_group_size(M_NT, 1, 1))) void gemm_mma(
 #endif
 
   // acc[i][j]: rows (lane / 4) and + 8, columns 2 * (lane % 4) and + 1 of its 16 x 8 block.
+#if M_SEG
+  const long cofs = 0, scm = N, scn = 1, brow = 0;  // each segment's C is [M, N] (one batch)
+#else
   const long cofs = c_base(z, conv, d, M), scm = c_rows(conv, d), scn = c_cols(conv, d), brow = bias_row0(z, conv, d, M);
+#endif
   __global uchar* C = GPTR(cb, co);
   // Each work-item holds pairs of adjacent columns (acc[i][j][2h], [2h + 1]: row + 8h, columns n, n + 1),
   // stored as one 4-byte (16-bit C) or 8-byte (f32 C, split-K partials) word where the columns are
@@ -931,10 +1011,44 @@ __kernel __attribute__((reqd_work_group_size(M_NT, 1, 1))) void gemm_mma(
     ST_T(TC, C, off, v0);          \
     if (both) ST_T(TC, C, (off) + scn, v1); \
   }
-  if (ksplit > 1) {
-    const int pair_part = (N % 2) == 0;
+#if M_GATE
+  {
+    // The up warps (columns MBN / 2 .. of the tile) put their sums in local memory, once every
+    // warp is done with the last stage; the gate warps then hold both values of their columns.
+    // Each of gate and up is rounded to C's type first, as the unfused model stores them, and so
+    // is silu(gate) (the GEMV's gate and silu_mul do the same).
+#define M_GU_LD (MBN / 2 + 4)
+    __local float* upv = (__local float*)smem;
+    barrier(CLK_LOCAL_MEM_FENCE);
+    const int up_warp = wn * MWN >= MBN / 2;
+    if (up_warp) {
+#pragma unroll
+      for (int i = 0; i < M_MI; ++i)
+#pragma unroll
+        for (int j = 0; j < M_NI; ++j)
+#pragma unroll
+          for (int r = 0; r < 4; ++r)
+            upv[(wm * MWM + i * 16 + (lane >> 2) + (r >> 1) * 8) * M_GU_LD + wn * MWN - MBN / 2 + j * 8 + (lane & 3) * 2 + (r & 1)] = acc[i][j][r];
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+    if (up_warp) return;
+    n0 = nh0;  // M_EPI_LOOP's columns: the gate warps' own
     M_EPI_LOOP({
-      const long at = ((z * ksplit + split) * M + m) * N + n;
+      __local const float* u = upv + (m - m0) * M_GU_LD + (n - nh0);  // (no top-level commas in a macro argument)
+      float g0 = round_to(a0, TC);
+      float g1 = round_to(a1, TC);
+      g0 = round_to(g0 / (1.0f + exp(-g0)), TC) * round_to(u[0], TC);
+      g1 = round_to(g1 / (1.0f + exp(-g1)), TC) * round_to(u[1], TC);
+      const long off = m * scm + n;
+      M_STORE_PAIR(off, g0, g1)
+    })
+    return;
+  }
+#endif
+  if (ksplit > 1) {
+    const int pair_part = (ntot % 2) == 0 && (pcol % 2) == 0;
+    M_EPI_LOOP({
+      const long at = ((z * ksplit + split) * M + m) * ntot + pcol + n;
       if (both && pair_part) {
         *(__global float2*)(part + at) = (float2)(a0, a1);
       } else {

@@ -604,7 +604,8 @@ inline std::optional<GemmProblem> product_problem(const program::Partition& part
   const bool norm = k.bool_param("has_norm");
   gm.a.dtype = storage(norm ? k.inputs.at(0) : x), gm.b.dtype = storage(w), gm.wq = ops::weight_block_format(l), gm.wdt = storage(w);
   GemmProblem p = gemm_problem(gm, false, mma);
-  p.gemv_only = *product == Product::gemv_only;  // the binder's up, more, norm or rope, which the graph alone does not show
+  // The binder's up, more, norm or rope, which the graph alone does not show.
+  p.gemv_only = *product == Product::gemv_only || norm, p.grouped = *product != Product::any;
   return p;
 }
 

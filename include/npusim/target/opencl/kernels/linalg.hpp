@@ -177,15 +177,17 @@ struct kernel<fusion::LinearAdd, OpenCLTarget> {
   }
 };
 
-// silu(linear(x, Wg)) * linear(x, Wu) (fusion::LinearSiluGate): one gated GEMV reading both weights.
+// silu(linear(x, Wg)) * linear(x, Wu) (fusion::LinearSiluGate): one gated product reading both
+// weights: the GEMV for a token, the tensor cores' gated tiles for a prefill, else the two
+// products and silu_mul.
 template <>
 struct kernel<fusion::LinearSiluGate, OpenCLTarget> {
   static constexpr bool provided = true;
-  static constexpr ocl::Product product = ocl::Product::gemv_only;
+  static constexpr ocl::Product product = ocl::Product::grouped;
   static void bind(ocl::Binder& b) {
     ocl::Gemm g = ocl::linear_gemm(b, b.in(0), b.in(1), std::nullopt, b.out());
     g.up = ocl::weight_ref(b, b.in(2));
-    ocl::bind_gemv(b, g);
+    ocl::bind_gemm(b, g);
   }
 };
 
@@ -218,15 +220,18 @@ inline Gemm linear_group_gemm(Binder& b, const std::function<TensorRef(std::size
 }
 }  // namespace ocl
 
-// [RMSNorm ->] up to three linears of one input (fusion::LinearGroup): one GEMV with an output
-// segment per linear; with the norm, each work-group reduces x's row itself while its first weight
-// words are in flight.
+// [RMSNorm ->] up to three linears of one input (fusion::LinearGroup): one product with an output
+// segment per linear (the GEMV for a few rows, the tensor cores' segmented tiles for a prefill,
+// else one product per linear); with the norm (GEMV-sized only), each work-group reduces x's row
+// itself while its first weight words are in flight.
 template <>
 struct kernel<fusion::LinearGroup, OpenCLTarget> {
   static constexpr bool provided = true;
-  static constexpr ocl::Product product = ocl::Product::gemv_only;
+  static constexpr ocl::Product product = ocl::Product::grouped;
   static void bind(ocl::Binder& b) {
-    ocl::bind_gemv(b, ocl::linear_group_gemm(b, [&](std::size_t, ir::TensorId y) { return b.ref(y); }));
+    const ocl::Gemm g = ocl::linear_group_gemm(b, [&](std::size_t, ir::TensorId y) { return b.ref(y); });
+    if (g.norm) return ocl::bind_gemv(b, g);
+    ocl::bind_gemm(b, g);
   }
 };
 

@@ -51,6 +51,27 @@ inline std::string mma_extra_options() {
 // gemm_mma (tensor cores; GemmMma below says when). Tile: 128 x 128 (8 warps of 64 x 32) when that
 // fills the device, 64 x 128 (4 warps of 32 x 64) for few rows, 128 x 64 (8 warps of 32 x 32) for
 // few columns (the small images of a CNN's last stages).
+// A grouped product (segments, a gate) in one gemm_mma launch (-DM_SEG, -DM_GATE) needs the
+// cp.async path over plain weights (mode 0, aligned rows), one batch, and every segment but the
+// last in whole tiles; the gate no bias, residual or ReLU. "" when it can, else why not.
+inline std::string mma_grouped_refusal(const Gemm& g, bool conv, std::int64_t nbatch, std::int64_t bn) {
+  if (g.wq || conv || !(g.sbk == 1 && g.sbn != 1)) return "packed weights or not a linear layer's";
+  if (nbatch != 1 || g.residual || g.relu || g.scn != 1 || g.scm != g.N) return "batches, a residual, ReLU or a strided output";
+  auto rows16 = [&](const TensorRef& r, DType dt) { return r.off % 16 == 0 && dt == g.b.dtype; };
+  if (g.K % 8 || g.sbn % 8 || g.sam % 8 || g.sak != 1 || g.a.off % 16 || !rows16(g.b, g.b.dtype)) return "rows not 16-byte aligned";
+  if (g.up) {
+    if (g.bias || !g.more.empty()) return "a gate with a bias or segments";
+    if (!rows16(*g.up, g.up->dtype)) return "the up weight's rows not 16-byte aligned";
+  }
+  std::int64_t n = g.N;
+  for (const Gemm::Segment& s : g.more) {
+    if (n % bn) return "a segment that is not a whole number of tiles";
+    if (!rows16(s.w, s.w.dtype) || s.c.dtype != g.c.dtype) return "segments of other types";
+    n = s.N;
+  }
+  return {};
+}
+
 inline void launch_mma(Binder& b, const Gemm& g, const TiledArgs& t_args) {
   const std::string& type_opts = t_args.type_opts;
   const bool conv = t_args.conv, idx32 = t_args.idx32;
@@ -59,14 +80,21 @@ inline void launch_mma(Binder& b, const Gemm& g, const TiledArgs& t_args) {
   const MmaSupport& mma = mma_support(b.device());
   const int mode = g.wq ? 3 : conv ? 2 : (g.sbk == 1 && g.sbn != 1) ? 0 : 1;
   const std::int64_t cus = std::max<std::int64_t>(b.device().info().compute_units, 1);
-  auto tiles = [&](std::int64_t bm, std::int64_t bn) { return ((g.M + bm - 1) / bm) * ((g.N + bn - 1) / bn) * nbatch; };
+  // A gate's tile makes bn / 2 columns of C from bn rows of B and U; segments tile one after another.
+  const bool gate = g.up.has_value(), seg = !g.more.empty();
+  std::int64_t n_all = gate ? 2 * g.N : g.N;
+  for (const Gemm::Segment& s : g.more) n_all += s.N;
+  auto tiles = [&](std::int64_t bm, std::int64_t bn) { return ((g.M + bm - 1) / bm) * ((n_all + bn - 1) / bn) * nbatch; };
   MmaTile t{128, 128, 64, 32};
-  if (g.N <= 64) t = {128, 64, 32, 32};
-  else if (g.M <= 64 || tiles(128, 128) < cus) t = {64, 128, 32, 64};
+  if (n_all <= 64) t = {128, 64, 32, 32};
+  else if (g.M <= 64 || tiles(128, 128) < (gate ? 2 : 1) * cus) t = {64, 128, 32, 64};  // a gate: no split-K, so more tiles
   if (auto forced = mma_tile_override()) t = *forced;
+  if (gate || seg) {
+    if (const std::string no = mma_grouped_refusal(g, conv, nbatch, t.bn); !no.empty()) return bind_apart(b, g, [&](const Gemm& one) { launch_mma(b, one, tiled_args(b, one)); });
+  }
   const int nt = (t.bm / t.wm) * (t.bn / t.wn) * 32;
   const std::int64_t n_tiles = tiles(t.bm, t.bn);
-  const KSplit ks = k_split(g.K, n_tiles, mma_fill(nt) * cus, 32);
+  const KSplit ks = gate ? KSplit{1, g.K} : k_split(g.K, n_tiles, mma_fill(nt) * cus, 32);
   auto mult8 = [](std::int64_t v) { return v % 8 == 0; };
   // 16-byte loads where every 8-element chunk of a row starts 16-byte aligned (a convolution's A is
   // its weight, rows of K).
@@ -79,26 +107,49 @@ inline void launch_mma(Binder& b, const Gemm& g, const TiledArgs& t_args) {
   // 48 KB hold (the most NVIDIA's OpenCL gives a work-group): 3 for the 64 x 128 and 128 x 64
   // tiles, 2 for 128 x 128.
   const bool async = mode <= 1 && avec && bvec;
+  if ((gate || seg) && !async) b.unsupported("a grouped tensor-core product off the cp.async path (npusim bug: mma_grouped_refusal)");
   // Every tile full (rows, columns, whole K slices in every split): the copies need no zero-fill
   // operand (-DM_NOZF, 3% on the lm_head; the emulation has no such instruction).
-  const bool full = async && !mma.emulated && g.M % t.bm == 0 && g.N % t.bn == 0 && g.K % 32 == 0;
+  bool full = async && !mma.emulated && g.M % t.bm == 0 && (gate ? g.N % (t.bn / 2) : g.N % t.bn) == 0 && g.K % 32 == 0;
+  for (const Gemm::Segment& s : g.more) full = full && s.N % t.bn == 0;
   const std::int64_t stage_bytes = (t.bm * (32 + 8) + (mode == 0 ? t.bn * (32 + 8) : 32 * (t.bn + 8))) * 2;  // cl/gemm.cl's M_STAGE_U16
   const int stages = async && 3 * stage_bytes + 16 <= std::min<std::int64_t>(49152, static_cast<std::int64_t>(b.device().info().local_mem)) ? 3 : 2;
   const std::string opts = type_opts + (idx32 ? " -DIDX32" : "") + " -DMMA=1 -DMMA_T=" + std::to_string(dt_code(g.a.dtype)) +
                            " -DBMODE=" + std::to_string(mode) + " -DMBM=" + std::to_string(t.bm) + " -DMBN=" + std::to_string(t.bn) +
                            " -DMWM=" + std::to_string(t.wm) + " -DMWN=" + std::to_string(t.wn) + (mma.emulated ? " -DMMA_EMU=1" : "") +
-                           (async ? " -DM_ASYNC=1 -DM_STAGES=" + std::to_string(stages) : "") + (full ? " -DM_NOZF=1" : "") + mma_extra_options();
+                           (async ? " -DM_ASYNC=1 -DM_STAGES=" + std::to_string(stages) : "") + (full ? " -DM_NOZF=1" : "") +
+                           (seg ? " -DM_SEG=1" : "") + (gate ? " -DM_GATE=1" : "") + mma_extra_options();
   cl_program p = b.program("gemm", ocl::cl_source::gemm, opts);
   const Typed bias = g.bias ? Typed{*g.bias} : b.none();
   const Typed res = g.residual ? Typed{*g.residual} : b.none();
-  cl_mem part = ks.n > 1 ? b.scratch(static_cast<std::size_t>(nbatch * ks.n * g.M * g.N) * sizeof(float)) : b.none().r.mem;
-  b.launch(p, "gemm_mma",
-           {static_cast<std::size_t>((g.N + t.bn - 1) / t.bn) * static_cast<std::size_t>(nt), static_cast<std::size_t>((g.M + t.bm - 1) / t.bm),
-            static_cast<std::size_t>(nbatch * ks.n)},
-           {static_cast<std::size_t>(nt), 1, 1}, 3, Ptr{g.a}, Ptr{g.b}, Ptr{g.c}, bias, static_cast<cl_int>(g.bias ? g.bias_mode : 0), res,
-           static_cast<cl_int>(g.residual ? 1 : 0), g.relu, static_cast<cl_long>(g.M), static_cast<cl_long>(g.N), static_cast<cl_long>(g.K), desc,
-           static_cast<cl_int>(conv), ktab, static_cast<cl_int>(ks.n), static_cast<cl_long>(ks.chunk), part, static_cast<cl_int>(avec),
-           static_cast<cl_int>(bvec));
+  cl_mem part = ks.n > 1 ? b.scratch(static_cast<std::size_t>(nbatch * ks.n * g.M * n_all) * sizeof(float)) : b.none().r.mem;
+  std::int64_t gx = gate ? (g.N + t.bn / 2 - 1) / (t.bn / 2) : (g.N + t.bn - 1) / t.bn;
+  for (const Gemm::Segment& s : g.more) gx += (s.N + t.bn - 1) / t.bn;
+  const std::array<std::size_t, 3> global{static_cast<std::size_t>(gx) * static_cast<std::size_t>(nt), static_cast<std::size_t>((g.M + t.bm - 1) / t.bm),
+                                          static_cast<std::size_t>(nbatch * ks.n)};
+  const std::array<std::size_t, 3> local{static_cast<std::size_t>(nt), 1, 1};
+  auto launch = [&](auto&&... extra) {
+    b.launch(p, "gemm_mma", global, local, 3, Ptr{g.a}, Ptr{g.b}, Ptr{g.c}, bias, static_cast<cl_int>(g.bias ? g.bias_mode : 0), res,
+             static_cast<cl_int>(g.residual ? 1 : 0), g.relu, static_cast<cl_long>(g.M), static_cast<cl_long>(g.N), static_cast<cl_long>(g.K), desc,
+             static_cast<cl_int>(conv), ktab, static_cast<cl_int>(ks.n), static_cast<cl_long>(ks.chunk), part, static_cast<cl_int>(avec),
+             static_cast<cl_int>(bvec), extra...);
+  };
+  if (seg) {
+    auto at = [&](std::size_t i) { return i < g.more.size() ? g.more[i] : Gemm::Segment{b.none().r, std::nullopt, b.none().r, 0}; };
+    const Gemm::Segment s1 = at(0), s2 = at(1);
+    auto sb = [&](const Gemm::Segment& s) { return s.bias ? Typed{*s.bias} : b.none(); };
+    launch(Ptr{s1.w}, Ptr{s1.c}, sb(s1), static_cast<cl_int>(s1.bias ? 1 : 0), static_cast<cl_long>(s1.N),  //
+           Ptr{s2.w}, Ptr{s2.c}, sb(s2), static_cast<cl_int>(s2.bias ? 1 : 0), static_cast<cl_long>(s2.N));
+    if (ks.n > 1)  // the splits added up per segment, each into its own output with its own bias
+      b.launch1d(p, "gemm_reduce_seg", g.M * n_all, 256, part, static_cast<cl_int>(ks.n), static_cast<cl_long>(g.M), static_cast<cl_long>(g.N),
+                 static_cast<cl_long>(s1.N), static_cast<cl_long>(s2.N), Ptr{g.c}, bias, static_cast<cl_int>(g.bias ? 1 : 0), Ptr{s1.c}, sb(s1),
+                 static_cast<cl_int>(s1.bias ? 1 : 0), Ptr{s2.c}, sb(s2), static_cast<cl_int>(s2.bias ? 1 : 0));
+    return;
+  } else if (gate) {
+    launch(Ptr{*g.up});
+  } else {
+    launch();
+  }
   if (ks.n > 1)
     b.launch1d(p, "gemm_reduce", nbatch * g.M * g.N, 256, part, static_cast<cl_int>(ks.n), Ptr{g.c}, bias, static_cast<cl_int>(g.bias ? g.bias_mode : 0),
                res, static_cast<cl_int>(g.residual ? 1 : 0), g.relu, static_cast<cl_long>(g.M), static_cast<cl_long>(g.N), static_cast<cl_long>(nbatch),
@@ -107,10 +158,10 @@ inline void launch_mma(Binder& b, const Gemm& g, const TiledArgs& t_args) {
 
 struct GemmMma {
   static constexpr std::string_view name = "gemm_mma",
-                                    what = "tensor cores (mma.sync through inline PTX, or emulated): f16 or bf16 operands, 128x128 / 64x128 / 128x64 tiles";
+                                    what = "tensor cores (mma.sync through inline PTX, or emulated): f16 or bf16 operands, 128x128 / 64x128 / 128x64 tiles; q/k/v segments and a SiLU gate in one launch";
   static constexpr bool generic = false;
   static bool applies(const GemmProblem& p, std::string* why) {
-    if (p.gemv_only) return kernel_choice::decline(why, "a gate, folded norm, segments or RoPE epilogue: only the GEMVs run them");
+    if (p.gemv_only) return kernel_choice::decline(why, "a folded norm or RoPE epilogue: only the GEMVs run them");
     if (p.a != p.b || !is_half(p.a))
       return kernel_choice::decline(why, [&] { return "operands " + std::string(dtype_short_name(p.a)) + " x " + std::string(dtype_short_name(p.b)) + " (it needs both f16 or both bf16)"; });
     if (const MmaSupport m = p.mma ? p.mma() : MmaSupport{}; !m.ok) return kernel_choice::decline(why, [&] { return m.why.empty() ? "no device to ask" : m.why; });

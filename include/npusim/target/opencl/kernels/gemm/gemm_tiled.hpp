@@ -35,9 +35,10 @@ struct GemmTiled {
   static constexpr bool generic = true;
   static bool applies(const GemmProblem&, std::string*) { return true; }
   static void bind(Binder& b, const Gemm& g, const TiledArgs* t) {
-    if (g.gemv_epilogue())
-      b.unsupported(std::string("a gated, normalised, segmented or rotating matrix product runs only on a GEMV path") +
+    if (g.norm || g.rope)
+      b.unsupported(std::string("a normalised or rotating matrix product runs only on a GEMV path") +
                     (kernel_choice::skip_env<Skip>().empty() ? " (npusim bug)" : " (NPUSIM_OPENCL_SKIP leaves it out)"));
+    if (g.up || !g.more.empty()) return bind_apart(b, g, [&](const Gemm& one) { launch_tiled(b, one, tiled_args(b, one)); });
     launch_tiled(b, g, t ? *t : tiled_args(b, g));
   }
 };

@@ -47,8 +47,10 @@ struct Gemm {
   // weights' storage type (what their values are dequantized to).
   std::optional<quant::BlockFormat> wq;
   DType wdt = DType::f32;
-  // A gate, a folded RMSNorm, more segments or a RoPE epilogue: what only the GEMV kernels compute.
-  bool gemv_epilogue() const { return up || norm || !more.empty() || rope; }
+  // A folded RMSNorm or a RoPE epilogue: what only the GEMV kernels compute. A gate or more
+  // segments (grouped) the GEMVs and the tensor cores compute in one launch, the others apart.
+  bool gemv_epilogue() const { return norm || rope; }
+  bool grouped() const { return up || !more.empty(); }
 };
 
 inline bool gemv_fits(const Gemm& g) {
@@ -110,6 +112,35 @@ void launch_gemv(Binder& b, cl_program p, const char* fn, std::size_t groups, co
            g.up ? Ptr{*g.up} : Ptr{b.none().r}, g.up.has_value(), std::forward<More>(more)...);
 }
 
+// A grouped product as its products apart (each a launch of `one`), where one launch cannot take it:
+// every segment by itself; a gate's two products into transient buffers, then silu_mul (silu of
+// the gate rounded to C's type, as the fused kernels round it).
+template <class One>
+void bind_apart(Binder& b, const Gemm& g, One&& one) {
+  if (g.norm || g.rope) b.unsupported("a normalised or rotating matrix product runs only on a GEMV path (npusim bug)");
+  Gemm g0 = g;
+  g0.more.clear(), g0.up.reset();
+  if (g.up) {
+    const std::size_t bytes = static_cast<std::size_t>(g.M * g.N) * dtype_size(g.c.dtype);
+    const TensorRef out = g.c;
+    g0.c = {b.reusable(101, bytes), 0, g.c.dtype};
+    one(g0);
+    Gemm gu = g0;
+    gu.b = *g.up, gu.c = {b.reusable(102, bytes), 0, g.c.dtype};
+    one(gu);
+    const cl_int round = is_half(g.c.dtype) ? dt_code(g.c.dtype) : -1;
+    b.launch1d(b.program("generic", ocl::cl_source::generic), "silu_mul", (g.M * g.N + 7) / 8, 256, Typed{g0.c}, Typed{gu.c}, Typed{out},
+               static_cast<cl_long>(g.M * g.N), round);
+    return;
+  }
+  one(g0);
+  for (const Gemm::Segment& s : g.more) {
+    Gemm gs = g0;
+    gs.b = s.w, gs.bias = s.bias, gs.c = s.c, gs.N = s.N, gs.scm = s.N;
+    one(gs);
+  }
+}
+
 inline std::string block_format_option(quant::BlockFormat f) { return std::string(" -DGQ_FMT=") + (f == quant::BlockFormat::q8_0 ? "1" : "2"); }
 
 // ---- The matrix-product paths as candidates (target/candidates.hpp) ----------------------------
@@ -125,10 +156,11 @@ struct Skip {
 };
 
 // Which paths a kernel's product may take, as each kernel<X, OpenCLTarget> that binds one declares
-// (`static constexpr Product product`): any, or only a GEMV's (a gate, a folded RMSNorm, several
-// segments or a RoPE epilogue, which only the GEMV kernels compute). explain --kernels reads it
-// where the binder has the Gemm's fields (GemmProblem::gemv_only).
-enum class Product { any, gemv_only };
+// (`static constexpr Product product`): any; grouped (a gate or several segments: the GEMVs and
+// the tensor cores in one launch, the 64x64 tiles apart); or only a GEMV's (a folded RMSNorm or a
+// RoPE epilogue, which only the GEMV kernels compute; a linear_group with its norm). explain
+// --kernels reads it where the binder has the Gemm's fields (GemmProblem::gemv_only, grouped).
+enum class Product { any, grouped, gemv_only };
 
 // A product as the paths see it.
 struct GemmProblem {
@@ -137,7 +169,8 @@ struct GemmProblem {
   std::optional<quant::BlockFormat> packed;
   bool gemv_shape = false;  // gemv_fits: at most 4 rows, B a linear layer's weight, no batch
   bool conv = false;        // a convolution's implicit GEMM
-  bool gemv_only = false;   // a gate, a folded RMSNorm, several segments or a RoPE epilogue
+  bool gemv_only = false;   // a folded RMSNorm or a RoPE epilogue
+  bool grouped = false;     // a gate or several segments
   // The device's tensor-core path, asked only when a product gets that far (on NVIDIA the first
   // question runs the probe).
   std::function<MmaSupport()> mma;
@@ -146,7 +179,7 @@ inline GemmProblem gemm_problem(const Gemm& g, bool conv, std::function<MmaSuppo
   GemmProblem p;
   p.M = g.M, p.N = g.N, p.K = g.K, p.a = g.a.dtype, p.b = g.wq ? g.wdt : g.b.dtype, p.packed = g.wq;
   p.gemv_shape = !conv && gemv_fits(g), p.conv = conv;
-  p.gemv_only = g.gemv_epilogue();
+  p.gemv_only = g.gemv_epilogue(), p.grouped = g.grouped();
   p.mma = std::move(mma);
   return p;
 }
