@@ -606,6 +606,14 @@ TEST(OpenCLKernelChoice, ExplainNamesThePathTheBinderLaunches) {
       for (const std::string& fn : functions.at(k.chosen)) ran = ran || l.find("(" + fn + ")") != std::string::npos || l.find("(" + fn + "+") != std::string::npos;
       EXPECT_TRUE(ran) << l;
       for (const auto& [name, why] : k.declined) EXPECT_FALSE(why.empty()) << name;
+      // A prefill's group on the 64x64 tiles runs its products apart, and explain says so.
+      const std::string& kind = p.partitions[0].kernels.at(k.kernel).kind;
+      if ((kind == "linear_group" || kind == "linear_silu_gate") && k.chosen == "gemm") {
+        EXPECT_NE(k.note.find("apart"), std::string::npos) << k.note;
+        if (kind == "linear_silu_gate") {
+          EXPECT_NE(l.find("silu_mul"), std::string::npos) << l;
+        }
+      }
     }
   };
   check("models/qwen2_tiny_decode", DType::bf16, "", "models/qwen2_tiny_prefill");

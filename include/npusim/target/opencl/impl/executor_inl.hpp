@@ -631,6 +631,9 @@ inline std::vector<KernelImplementation> implementations(const program::Partitio
     kernel_choice::Choice ch;
     kernel_choice::choose<Skip, gemm_candidates>(*p, &ch);
     KernelImplementation r{k, std::string(ch.chosen), {}, {}};
+    // A group the 64x64 tiles take runs as its products apart (bind_apart); the GEMV and the tensor
+    // cores run it as one launch (the tensor cores apart too where its rows are not aligned).
+    if (p->grouped && !p->gemv_only && ch.chosen == GemmTiled::name) r.note = "each product apart (one launch only on a GEMV or the tensor cores)";
     for (const auto& [name, why] : ch.declined) r.declined.emplace_back(std::string(name), why);
     out.push_back(std::move(r));
   }
