@@ -138,10 +138,10 @@ double grouped_rel_l2(const GroupedCase& c, bool mma) {
   for (std::size_t s = 0; s < (c.gate ? 1 : nw); ++s) {
     const std::int64_t N = c.N[s];
     outs.push_back(t.upload(std::vector<float>(static_cast<std::size_t>(M * N), std::nanf("")), c.out));
+    want.emplace_back();
     for (std::int64_t m = 0; m < M; ++m)
       for (std::int64_t n = 0; n < N; ++n) {
         const double v = product(s, m, n);
-        want.resize(s + 1);
         want[s].push_back(static_cast<float>(c.gate ? v / (1.0 + std::exp(-v)) * product(1, m, n) : v));
       }
     if (s == 0) {

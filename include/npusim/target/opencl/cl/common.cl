@@ -44,6 +44,13 @@ inline float round_to(float v, int dt) {
   }
   return v;
 }
+// silu(g) * u from a gate's and an up projection's sums, rounded as the unfused model stores them:
+// g and u to the output's type dt, and silu(g) again (the gated GEMV and the tensor cores' gated
+// tiles both compute it so; silu_mul reads g and u as stored and rounds silu(g) the same way).
+inline float silu_gate_rounded(float g, float u, int dt) {
+  g = round_to(g, dt);
+  return round_to(g / (1.0f + exp(-g)), dt) * round_to(u, dt);
+}
 
 // Sums and maxima over work-items. NV_WARP (NVIDIA GPUs, set by the host): warp shuffles through
 // inline PTX, all 32 lanes of each warp taking part (call them outside divergent code); the

@@ -415,10 +415,7 @@ inline void gemv_body(long gid, __local float* red, int pk_ta, int pk_tb, int pk
     float g = gv_team_sum(acc[m], red);
     if (gated) {
       // Each of gate and up is rounded to its stored type first, as the unfused model stores them.
-      const float up = gv_team_sum(acc2[m], red);
-      g = round_to(g, TC);
-      g = g / (1.0f + exp(-g));
-      g = round_to(g, TC) * round_to(up, TC);
+      g = silu_gate_rounded(g, gv_team_sum(acc2[m], red), TC);
     }
     // rope: the projection as stored (rope_kv reads it so), rotated below.
     if (rope_d > 0) ry = round_to(epilogue(g, m, n, m * ldc + n, biasb, biast, has_bias, CGPTR(rb, ro), rt, has_res, relu), TC);
@@ -1015,8 +1012,6 @@ __kernel __attribute__((reqd_work_group_size(M_NT, 1, 1))) void gemm_mma(
   {
     // The up warps (columns MBN / 2 .. of the tile) put their sums in local memory, once every
     // warp is done with the last stage; the gate warps then hold both values of their columns.
-    // Each of gate and up is rounded to C's type first, as the unfused model stores them, and so
-    // is silu(gate) (the GEMV's gate and silu_mul do the same).
 #define M_GU_LD (MBN / 2 + 4)
     __local float* upv = (__local float*)smem;
     barrier(CLK_LOCAL_MEM_FENCE);
@@ -1034,13 +1029,9 @@ __kernel __attribute__((reqd_work_group_size(M_NT, 1, 1))) void gemm_mma(
     if (up_warp) return;
     n0 = nh0;  // M_EPI_LOOP's columns: the gate warps' own
     M_EPI_LOOP({
-      __local const float* u = upv + (m - m0) * M_GU_LD + (n - nh0);  // (no top-level commas in a macro argument)
-      float g0 = round_to(a0, TC);
-      float g1 = round_to(a1, TC);
-      g0 = round_to(g0 / (1.0f + exp(-g0)), TC) * round_to(u[0], TC);
-      g1 = round_to(g1 / (1.0f + exp(-g1)), TC) * round_to(u[1], TC);
+      __local const float* u = upv + (m - m0) * M_GU_LD + (n - nh0);
       const long off = m * scm + n;
-      M_STORE_PAIR(off, g0, g1)
+      M_STORE_PAIR(off, silu_gate_rounded(a0, u[0], TC), silu_gate_rounded(a1, u[1], TC))
     })
     return;
   }

@@ -11,6 +11,7 @@
 #include "npusim/fusion/patterns.hpp"
 #include "npusim/target/kernel.hpp"
 #include "npusim/target/opencl/binder.hpp"
+#include "npusim/target/opencl/kernels/silu_mul.hpp"
 #include "npusim/target/opencl/opencl_target.hpp"
 
 namespace npusim::inline NPUSIM_ABI {
@@ -188,9 +189,8 @@ inline void bind_pointwise(Binder& b) {
   d[2] = contig;
   // An MLP's SiLU*gate (1.1 M values a layer in Qwen2.5-1.5B's prefill): a kernel of its own.
   if (const auto sm = contig && ins.size() == 2 ? silu_mul_form(p, regs.at(out)) : std::nullopt) {
-    const std::int64_t n = npusim::numel(os), items = (n + 7) / 8;  // PW_SILU_MUL values per work-item
-    b.launch1d(b.program("generic", ocl::cl_source::generic), "silu_mul", items, 256, b.typed(ins[static_cast<std::size_t>(sm->x)]),
-               b.typed(ins[static_cast<std::size_t>(1 - sm->x)]), b.typed(out), static_cast<cl_long>(n), static_cast<cl_int>(sm->round));
+    launch_silu_mul(b, b.typed(ins[static_cast<std::size_t>(sm->x)]), b.typed(ins[static_cast<std::size_t>(1 - sm->x)]), b.typed(out),
+                    npusim::numel(os), static_cast<cl_int>(sm->round));
     return;
   }
   std::array<Typed, 6> a;

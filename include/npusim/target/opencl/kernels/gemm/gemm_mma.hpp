@@ -52,21 +52,18 @@ inline std::string mma_extra_options() {
 // fills the device, 64 x 128 (4 warps of 32 x 64) for few rows, 128 x 64 (8 warps of 32 x 32) for
 // few columns (the small images of a CNN's last stages).
 // A grouped product (segments, a gate) in one gemm_mma launch (-DM_SEG, -DM_GATE) needs the
-// cp.async path over plain weights (mode 0, aligned rows), one batch, and every segment but the
-// last in whole tiles; the gate no bias, residual or ReLU. "" when it can, else why not.
-inline std::string mma_grouped_refusal(const Gemm& g, bool conv, std::int64_t nbatch, std::int64_t bn) {
-  if (g.wq || conv || !(g.sbk == 1 && g.sbn != 1)) return "packed weights or not a linear layer's";
+// cp.async path (`async`: aligned rows) over plain weights (mode 0, the others' B of the same
+// type), one batch, a plain [M, N] output, and every segment but the last in whole tiles of `bn`;
+// the gate no bias. "" when it can, else why not.
+inline std::string mma_grouped_refusal(const Gemm& g, int mode, bool async, std::int64_t nbatch, std::int64_t bn) {
+  if (mode != 0 || !async) return "packed weights, not a linear layer's, or rows not 16-byte aligned";
   if (nbatch != 1 || g.residual || g.relu || g.scn != 1 || g.scm != g.N) return "batches, a residual, ReLU or a strided output";
-  auto rows16 = [&](const TensorRef& r, DType dt) { return r.off % 16 == 0 && dt == g.b.dtype; };
-  if (g.K % 8 || g.sbn % 8 || g.sam % 8 || g.sak != 1 || g.a.off % 16 || !rows16(g.b, g.b.dtype)) return "rows not 16-byte aligned";
-  if (g.up) {
-    if (g.bias || !g.more.empty()) return "a gate with a bias or segments";
-    if (!rows16(*g.up, g.up->dtype)) return "the up weight's rows not 16-byte aligned";
-  }
+  auto aligned = [&](const TensorRef& w) { return w.off % 16 == 0 && w.dtype == g.b.dtype; };
+  if (g.up && (g.bias || !g.more.empty() || !aligned(*g.up))) return "a gate with a bias or segments, or its up weight unaligned";
   std::int64_t n = g.N;
   for (const Gemm::Segment& s : g.more) {
     if (n % bn) return "a segment that is not a whole number of tiles";
-    if (!rows16(s.w, s.w.dtype) || s.c.dtype != g.c.dtype) return "segments of other types";
+    if (!aligned(s.w) || s.c.dtype != g.c.dtype) return "segments of other types or unaligned";
     n = s.N;
   }
   return {};
@@ -89,12 +86,6 @@ inline void launch_mma(Binder& b, const Gemm& g, const TiledArgs& t_args) {
   if (n_all <= 64) t = {128, 64, 32, 32};
   else if (g.M <= 64 || tiles(128, 128) < (gate ? 2 : 1) * cus) t = {64, 128, 32, 64};  // a gate: no split-K, so more tiles
   if (auto forced = mma_tile_override()) t = *forced;
-  if (gate || seg) {
-    if (const std::string no = mma_grouped_refusal(g, conv, nbatch, t.bn); !no.empty()) return bind_apart(b, g, [&](const Gemm& one) { launch_mma(b, one, tiled_args(b, one)); });
-  }
-  const int nt = (t.bm / t.wm) * (t.bn / t.wn) * 32;
-  const std::int64_t n_tiles = tiles(t.bm, t.bn);
-  const KSplit ks = gate ? KSplit{1, g.K} : k_split(g.K, n_tiles, mma_fill(nt) * cus, 32);
   auto mult8 = [](std::int64_t v) { return v % 8 == 0; };
   // 16-byte loads where every 8-element chunk of a row starts 16-byte aligned (a convolution's A is
   // its weight, rows of K).
@@ -107,7 +98,11 @@ inline void launch_mma(Binder& b, const Gemm& g, const TiledArgs& t_args) {
   // 48 KB hold (the most NVIDIA's OpenCL gives a work-group): 3 for the 64 x 128 and 128 x 64
   // tiles, 2 for 128 x 128.
   const bool async = mode <= 1 && avec && bvec;
-  if ((gate || seg) && !async) b.unsupported("a grouped tensor-core product off the cp.async path (npusim bug: mma_grouped_refusal)");
+  if ((gate || seg) && !mma_grouped_refusal(g, mode, async, nbatch, t.bn).empty())
+    return bind_apart(b, g, [&](const Gemm& one) { launch_mma(b, one, tiled_args(b, one)); });
+  const int nt = (t.bm / t.wm) * (t.bn / t.wn) * 32;
+  const std::int64_t n_tiles = tiles(t.bm, t.bn);
+  const KSplit ks = gate ? KSplit{1, g.K} : k_split(g.K, n_tiles, mma_fill(nt) * cus, 32);
   // Every tile full (rows, columns, whole K slices in every split): the copies need no zero-fill
   // operand (-DM_NOZF, 3% on the lm_head; the emulation has no such instruction).
   bool full = async && !mma.emulated && g.M % t.bm == 0 && (gate ? g.N % (t.bn / 2) : g.N % t.bn) == 0 && g.K % 32 == 0;

@@ -6,6 +6,7 @@
 #include "npusim/core/quant_matrix.hpp"
 #include "npusim/target/candidates.hpp"
 #include "npusim/target/opencl/binder.hpp"
+#include "npusim/target/opencl/kernels/silu_mul.hpp"
 #include "npusim/target/opencl/mma.hpp"
 
 #include <functional>
@@ -113,8 +114,8 @@ void launch_gemv(Binder& b, cl_program p, const char* fn, std::size_t groups, co
 }
 
 // A grouped product as its products apart (each a launch of `one`), where one launch cannot take it:
-// every segment by itself; a gate's two products into transient buffers, then silu_mul (silu of
-// the gate rounded to C's type, as the fused kernels round it).
+// every segment by itself; a gate's two products into transient buffers (stored in C's type, as
+// the fused kernels round them), then silu_mul.
 template <class One>
 void bind_apart(Binder& b, const Gemm& g, One&& one) {
   if (g.norm || g.rope) b.unsupported("a normalised or rotating matrix product runs only on a GEMV path (npusim bug)");
@@ -128,9 +129,7 @@ void bind_apart(Binder& b, const Gemm& g, One&& one) {
     Gemm gu = g0;
     gu.b = *g.up, gu.c = {b.reusable(102, bytes), 0, g.c.dtype};
     one(gu);
-    const cl_int round = is_half(g.c.dtype) ? dt_code(g.c.dtype) : -1;
-    b.launch1d(b.program("generic", ocl::cl_source::generic), "silu_mul", (g.M * g.N + 7) / 8, 256, Typed{g0.c}, Typed{gu.c}, Typed{out},
-               static_cast<cl_long>(g.M * g.N), round);
+    launch_silu_mul(b, Typed{g0.c}, Typed{gu.c}, Typed{out}, g.M * g.N, dt_code(g.c.dtype));  // f32: rounding to it changes nothing
     return;
   }
   one(g0);
