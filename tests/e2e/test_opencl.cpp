@@ -625,6 +625,71 @@ TEST(OpenCLKernelChoice, ExplainNamesThePathTheBinderLaunches) {
   EXPECT_TRUE(seen.count("gemm") || seen.count("gemm_mma")) << "the prefill and convolutions ran no tiled product";
 }
 
+// Convolutions between convolutions and pools run channels-last (NHWC) where the tensor cores run
+// them (layout.hpp; here with mma.sync emulated: opencl.mma_emulated): a chain of every kind the
+// layout takes (a 3x3 convolution with ReLU after a max pool, a 1x1 one with a residual, a
+// strided 3x3 with a strided 1x1 downsample as its residual, a dilated 3x3, a global average pool)
+// matches the reference target in float32, and so does the same chain kept NCHW
+// (NPUSIM_OPENCL_NHWC=0). The first convolution reads the graph's NCHW input and stays NCHW; the
+// profile labels say which kernels ran channels-last.
+TEST(OpenCLConv, ChannelsLastChainMatchesTheReference) {
+  std::mt19937 rng(7);
+  auto rnd = [&](Shape s, float scale) {
+    Tensor t = Tensor::empty(DType::f32, s);
+    std::normal_distribution<float> d(0.0f, scale);
+    for (std::int64_t i = 0; i < t.numel(); ++i) t.data<float>()[i] = d(rng);
+    return t;
+  };
+  test::OneNode t;
+  using test::attrs, test::ints;
+  auto conv = [&](ir::TensorId x, Shape out, int co, int ci, int k, int stride, int pad, int dil) {
+    const std::string n = "w" + std::to_string(t.g.nodes.size());
+    return t.node("aten.conv2d.default", {x, t.weight(n, rnd({co, ci, k, k}, 1.0f / std::sqrt(float(ci * k * k)))), t.weight(n + "b", rnd({co}, 0.1f))}, out,
+                  attrs({{"stride", ints({stride, stride})}, {"padding", ints({pad, pad})}, {"dilation", ints({dil, dil})}, {"groups", ir::AttrValue(std::int64_t{1})}}),
+                  DType::f32);
+  };
+  auto relu = [&](ir::TensorId x, Shape s) { return t.node("aten.relu.default", {x}, s, {}, DType::f32); };
+  const ir::TensorId x = t.input("x", {2, 16, 9, 9}, DType::f32);
+  const ir::TensorId r1 = relu(conv(x, {2, 16, 9, 9}, 16, 16, 3, 1, 1, 1), {2, 16, 9, 9});
+  const ir::TensorId p1 = t.node("aten.max_pool2d.default", {r1}, {2, 16, 5, 5},
+                                 attrs({{"kernel_size", ints({3, 3})}, {"stride", ints({2, 2})}, {"padding", ints({1, 1})}}), DType::f32);
+  const ir::TensorId r2 = relu(conv(p1, {2, 32, 5, 5}, 32, 16, 3, 1, 1, 1), {2, 32, 5, 5});
+  const ir::TensorId s3 = t.node("aten.add.Tensor", {conv(r2, {2, 32, 5, 5}, 32, 32, 1, 1, 0, 1), r2}, {2, 32, 5, 5}, {}, DType::f32);
+  const ir::TensorId r3 = relu(s3, {2, 32, 5, 5});
+  const ir::TensorId down = conv(r3, {2, 64, 3, 3}, 64, 32, 1, 2, 0, 1);
+  const ir::TensorId s4 = t.node("aten.add.Tensor", {conv(r3, {2, 64, 3, 3}, 64, 32, 3, 2, 1, 1), down}, {2, 64, 3, 3}, {}, DType::f32);
+  const ir::TensorId r5 = relu(conv(relu(s4, {2, 64, 3, 3}), {2, 64, 3, 3}, 64, 64, 3, 1, 2, 2), {2, 64, 3, 3});
+  t.node("aten.adaptive_avg_pool2d.default", {r5}, {2, 64, 1, 1}, attrs({{"output_size", ints({1, 1})}}), DType::f32);
+  const std::vector<Tensor> in{rnd({2, 16, 9, 9}, 1.0f)};
+  const Tensor ref = t.run<ReferenceTarget>(in);
+  const bool mma = ocl::mma_support(*ocl::open_device()).ok;
+  auto run = [&](const char* nhwc, std::size_t* last) {
+    struct Env {
+      explicit Env(const char* v) { setenv("NPUSIM_OPENCL_NHWC", v, 1); }
+      ~Env() { unsetenv("NPUSIM_OPENCL_NHWC"); }
+    } env(nhwc);
+    const auto p = compile_opencl(t.g, DType::f16);
+    Profiler prof;
+    runtime::ProgramRunner r(p, &t.src, runtime::factories_for<OpenCLTarget>());
+    r.set_profiler(&prof);
+    Tensor y = r.run(in).at(0);
+    *last = 0;
+    for (const ProfileEvent& e : prof.events()) *last += e.target == "opencl" && e.name.find("[NHWC]") != std::string::npos;
+    return y;
+  };
+  std::size_t last = 0, last_off = 0;
+  const Tensor y = run("1", &last), y_off = run("0", &last_off);
+  for (const Tensor* o : {&y, &y_off}) {
+    const auto m = harness::compare(o->to(DType::f32), ref);
+    EXPECT_LT(m.rel_l2, 5e-3) << "max_abs " << m.max_abs;
+  }
+  EXPECT_EQ(last_off, 0u);
+  // The NHWC kernels: five convolutions (the residual adds fused), the max pool that turns the
+  // layout and the global average pool that turns it back.
+  if (mma) EXPECT_EQ(last, 7u);
+  else EXPECT_EQ(last, 0u) << "no tensor cores, no channels-last";
+}
+
 TEST(OpenCLDevices, SelectionByIndexNameAndErrors) {
   auto all = ocl::list_devices();
   ASSERT_FALSE(all.empty()) << "no OpenCL device (install pocl-opencl-icd)";

@@ -183,6 +183,11 @@ class Binder {
     return *h;
   }
 
+  // Tensors stored channels-last (NHWC: [N, H, W, C] bytes for an [N, C, H, W] shape), as
+  // ocl::channels_last_tensors chose them for this partition; every other tensor is stored as its shape says.
+  void set_channels_last(std::function<bool(ir::TensorId)> f) { channels_last_ = std::move(f); }
+  bool channels_last(ir::TensorId t) const { return channels_last_ && channels_last_(t); }
+
   // The packed blocks of weight t, when a q8_0/q4_0 linear reads it (nullptr otherwise).
   void set_packed(std::function<const PackedWeight*(ir::TensorId)> f) { packed_ = std::move(f); }
   const PackedWeight* packed(ir::TensorId t) const { return packed_ ? packed_(t) : nullptr; }
@@ -268,6 +273,7 @@ class Binder {
   std::map<cl_program, std::pair<std::string, std::string>> origin_;  // program -> (name, options)
   std::function<const PackedWeight*(ir::TensorId)> packed_;
   std::function<const Tensor*(ir::TensorId)> host_;
+  std::function<bool(ir::TensorId)> channels_last_;
   std::map<int, std::pair<cl_mem, std::size_t>> reusable_;
   const Kernel* k_ = nullptr;
   std::size_t index_ = 0;

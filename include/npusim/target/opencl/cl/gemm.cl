@@ -507,6 +507,19 @@ PK_GROUP_FN(gemv_rope, GV_WG) GV_PARAMS, GV_ROPE_PARAMS) {
 #if (M_SEG || M_GATE) && (BMODE != 0 || !M_ASYNC)
 #error "gemm_mma: M_SEG and M_GATE need BMODE 0 and M_ASYNC"
 #endif
+// -DA_IM2COL=1: A is a channels-last (NHWC) convolution's implicit im2col matrix, gathered as the
+// tiles load it: row m is output pixel (image, oh, ow) of M = images * OH * OW, column k = (r, s, c)
+// of K = kh * kw * C (C % 8 == 0, so a 16-byte chunk is 8 channels of one tap), A(m, k) =
+// x[image][oh * sh - ph + r'][ow * sw - pw + s'][c], zero outside the image; ktab[k / 8] holds the
+// chunk's (element offset from the window origin, r', s') with the dilation applied. B is the weight
+// reordered to [Cout][kh][kw][C] (mode 0), C the [M, Cout] output (NHWC), so the epilogue is a
+// linear layer's. BMODE 0 and M_ASYNC only.
+#ifndef A_IM2COL
+#define A_IM2COL 0
+#endif
+#if A_IM2COL && (BMODE != 0 || !M_ASYNC || M_SEG || M_GATE)
+#error "gemm_mma: A_IM2COL needs BMODE 0 and M_ASYNC, without segments or a gate"
+#endif
 #if M_SEG
 #define M_XPARAMS                                                                                                           \
   , __global const uchar *b1b, ulong b1o, __global uchar *c1b, ulong c1o, __global const uchar *s1b, ulong s1o, int s1t, int has_s1, \
@@ -514,6 +527,8 @@ PK_GROUP_FN(gemv_rope, GV_WG) GV_PARAMS, GV_ROPE_PARAMS) {
       int has_s2, long n2
 #elif M_GATE
 #define M_XPARAMS , __global const uchar *ub, ulong uo
+#elif A_IM2COL
+#define M_XPARAMS , int aH, int aW, int aC, int aOW, int aOHW, int ash, int asw, int aph, int apw
 #else
 #define M_XPARAMS
 #endif
@@ -879,10 +894,26 @@ __kernel __attribute__((reqd_work_group_size(M_NT, 1, 1))) void gemm_mma(
   // Each work-item copies the same chunks of every slice: their rows' sources (at the chunk's K
   // offset) and local offsets, computed once. A row past M or N reads nothing (zero-filled), as
   // does a chunk past K (K % 8 == 0 here: a 16-byte chunk is all in range or all out).
-  __global const ushort* a_src[M_A_PT];
   __global const ushort* b_src[M_B_PT];
   uint a_dst[M_A_PT], b_dst[M_B_PT];
-  int a_k[M_A_PT], b_k[M_B_PT];
+  int b_k[M_B_PT];
+#if A_IM2COL
+  // Each chunk's row: its pixel's window origin and the origin's element offset (outside the
+  // image where the padding is; only a tap inside it is read). A row past M never is.
+  long a_off[M_A_PT];
+  int a_ih[M_A_PT], a_iw[M_A_PT], a_ch[M_A_PT];
+#pragma unroll
+  for (int i = 0; i < M_A_PT; ++i) {
+    const int c = min(tid + i * M_NT, M_A_CH - 1), r = c / (MBK / 8), ch = c % (MBK / 8);
+    const long m = m0 + r;
+    const int img = (int)(m / aOHW), p = (int)(m % aOHW), ih = (p / aOW) * ash - aph, iw = (p % aOW) * asw - apw;
+    a_ih[i] = m < M ? ih : -(1 << 29), a_iw[i] = iw, a_ch[i] = ch;
+    a_off[i] = (((long)img * aH + ih) * aW + iw) * aC;
+    a_dst[i] = (uint)((r * M_LDK + ch * 8) * 2);
+  }
+#else
+  __global const ushort* a_src[M_A_PT];
+  int a_k[M_A_PT];
 #pragma unroll
   for (int i = 0; i < M_A_PT; ++i) {
     const int c = min(tid + i * M_NT, M_A_CH - 1), r = c / (MBK / 8), ch = c % (MBK / 8);
@@ -891,6 +922,7 @@ __kernel __attribute__((reqd_work_group_size(M_NT, 1, 1))) void gemm_mma(
     a_k[i] = m < M ? ch * 8 : INT_MAX;  // past every slice's end when the row is out
     a_dst[i] = (uint)((r * M_LDK + ch * 8) * 2);
   }
+#endif
 #pragma unroll
   for (int i = 0; i < M_B_PT; ++i) {
 #if BMODE == 0  // W rows: row r of the tile is column n0 + r, chunk ch its K offset
@@ -929,13 +961,26 @@ __kernel __attribute__((reqd_work_group_size(M_NT, 1, 1))) void gemm_mma(
     CP_ASYNC16(dst, ok_ ? (src) : (base), ok_ ? 16u : 0u); \
   }
 #endif
+  // Row chunk i of A at K offset k0 (from kbeg) into local address dst.
+#if A_IM2COL
+#define M_A_CP(dst, i, k0)                                                                                 \
+  {                                                                                                        \
+    const int okk_ = (long)(k0) + a_ch[i] * 8 < klen;                                                      \
+    const int4 t_ = okk_ ? ktab[(kbeg + (k0)) / 8 + a_ch[i]] : (int4)(0, -(1 << 29), 0, 0);                \
+    const int ih_ = a_ih[i] + t_.y, iw_ = a_iw[i] + t_.z;                                                  \
+    const int ok_ = (uint)ih_ < (uint)aH && (uint)iw_ < (uint)aW;                                          \
+    CP_ASYNC16(dst, ok_ ? A + (a_off[i] + t_.x) : A, ok_ ? 16u : 0u);                                      \
+  }
+#else
+#define M_A_CP(dst, i, k0) M_CP(dst, a_src[i] + (k0), (long)(k0) + a_k[i] < klen, A)
+#endif
   // Slice kt into local stage s.
 #define M_ASYNC_LOAD(s, kt)                                                                                 \
   {                                                                                                         \
     const uint st_ = sbase + (uint)((s) * M_STAGE_U16 * 2);                                                 \
     const int k0_ = (kt) * MBK;                                                                             \
     _Pragma("unroll") for (int i = 0; i < M_A_PT; ++i) if (M_A_CH % M_NT == 0 || tid + i * M_NT < M_A_CH) { \
-      M_CP(st_ + a_dst[i], a_src[i] + k0_, (long)k0_ + a_k[i] < klen, A);                                   \
+      M_A_CP(st_ + a_dst[i], i, k0_);                                                                       \
     }                                                                                                       \
     _Pragma("unroll") for (int i = 0; i < M_B_PT; ++i) if (M_B_CH % M_NT == 0 || tid + i * M_NT < M_B_CH) { \
       M_CP(st_ + b_dst[i], b_src[i] + k0_ * M_BSTEP, (long)k0_ + b_k[i] < klen, B);                         \

@@ -392,14 +392,25 @@ __kernel void batchnorm(__global const uchar* xb, ulong xo, int xt, __global con
 }
 
 // ---- pooling (one work-item per output) ------------------------------------------------------------
-// d: [NC, H, W, OH, OW, kh, kw, sh, sw, ph, pw, dh, dw, count_include_pad, divisor]; kind 0 max 1 avg 2 adaptive avg
+// d: [NC, H, W, OH, OW, kh, kw, sh, sw, ph, pw, dh, dw, count_include_pad, divisor, C, x_nhwc, y_nhwc];
+// kind 0 max 1 avg 2 adaptive avg. x and y each NCHW or channels-last (NHWC, C channels). Work-item i
+// is output element i in x's layout order (so that neighbours read neighbouring inputs: a pool that
+// turns an NCHW image into NHWC reads it coalesced), stored where y's layout puts it.
 __kernel void pool2d(__global const uchar* xb, ulong xo, int xt, __global uchar* yb, ulong yo, int yt, __constant const long* d, int kind) {
   long i = get_global_id(0);
-  const long NC = d[0], H = d[1], W = d[2], OH = d[3], OW = d[4];
+  const long NC = d[0], H = d[1], W = d[2], OH = d[3], OW = d[4], C = d[15];
   if (i >= NC * OH * OW) return;
-  const long ow = i % OW, oh = (i / OW) % OH, c = i / (OW * OH);
+  long ow, oh, c;  // c: image * C + channel
+  if (d[16]) {
+    const long p = i / C;
+    ow = p % OW, oh = (p / OW) % OH, c = (p / (OW * OH)) * C + i % C;
+  } else {
+    ow = i % OW, oh = (i / OW) % OH, c = i / (OW * OH);
+  }
+  const long yi = d[17] ? (((c / C) * OH + oh) * OW + ow) * C + c % C : (c * OH + oh) * OW + ow;
   __global const uchar* x = CGPTR(xb, xo) ;
-  const long xbase = c * H * W;
+  // Element (ih, iw) of plane c is x[xbase + (ih * W + iw) * xs].
+  const long xs = d[16] ? C : 1, xbase = d[16] ? (c / C) * H * W * C + c % C : c * H * W;
   float r;
   if (kind == 0) {
     r = -INFINITY;
@@ -409,7 +420,7 @@ __kernel void pool2d(__global const uchar* xb, ulong xo, int xt, __global uchar*
       for (long b = 0; b < d[6]; ++b) {
         long iw = ow * d[8] - d[10] + b * d[12];
         if (iw < 0 || iw >= W) continue;
-        float v = ldf(x, xt, xbase + ih * W + iw);
+        float v = ldf(x, xt, xbase + (ih * W + iw) * xs);
         if (v > r || isnan(v)) r = v;
       }
     }
@@ -428,10 +439,10 @@ __kernel void pool2d(__global const uchar* xb, ulong xo, int xt, __global uchar*
     }
     float s = 0.0f;
     for (long ih = h0; ih < h1; ++ih)
-      for (long iw = w0; iw < w1; ++iw) s += ldf(x, xt, xbase + ih * W + iw);
+      for (long iw = w0; iw < w1; ++iw) s += ldf(x, xt, xbase + (ih * W + iw) * xs);
     r = div > 0 ? s / (float)div : 0.0f;
   }
-  stf(GPTR(yb, yo), yt, i, r);
+  stf(GPTR(yb, yo), yt, yi, r);
 }
 
 // ---- indexing --------------------------------------------------------------------------------------

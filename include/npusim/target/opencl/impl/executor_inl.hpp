@@ -19,6 +19,7 @@
 #include "npusim/target/opencl/kernels/nn.hpp"
 #include "npusim/target/opencl/kernels/pointwise.hpp"
 #include "npusim/target/opencl/kernels/quant.hpp"
+#include "npusim/target/opencl/layout.hpp"
 #include "npusim/target/opencl/persistent.hpp"
 
 namespace npusim::inline NPUSIM_ABI {
@@ -120,8 +121,10 @@ class Executor final : public PartitionExecutor {
         TensorRef r = refs_[static_cast<std::size_t>(plan.tensors[t].root)];
         refs_[t] = {r.mem, r.off, plan.tensors[t].storage};
       }
+    channels_last_ = choose_channels_last(g, plan, bound);
     Binder b(*dev_, g, plan, [this](ir::TensorId t) { return refs_.at(static_cast<std::size_t>(t)); }, dummy_.get(), launches_, keep_, checks_,
              errors_.get());
+    b.set_channels_last([this](ir::TensorId t) { return channels_last_.count(t) > 0; });
     b.set_packed([this](ir::TensorId t) { return packed(t); });
     b.set_host([&bound](ir::TensorId t) -> const Tensor* {
       auto it = bound.tensors.find(t);
@@ -147,6 +150,12 @@ class Executor final : public PartitionExecutor {
       if (auto& f = fns.at(l.owner); std::find(f.begin(), f.end(), l.name) == f.end()) f.push_back(l.name);
     for (std::size_t k = 0; k < fns.size(); ++k)
       for (std::size_t i = 0; i < fns[k].size(); ++i) labels_[k] += (i ? "+" : " (") + fns[k][i] + (i + 1 == fns[k].size() ? ")" : "");
+    // ... and " [NHWC]" where it reads or writes a channels-last tensor.
+    for (std::size_t k = 0; k < part_.kernels.size(); ++k) {
+      const Kernel& kr = part_.kernels[k];
+      auto last = [&](ir::TensorId t) { return channels_last_.count(t) > 0; };
+      if (std::any_of(kr.inputs.begin(), kr.inputs.end(), last) || std::any_of(kr.outputs.begin(), kr.outputs.end(), last)) labels_[k] += " [NHWC]";
+    }
     drop_launches();
     start_persistent(persistent_groups);
     for (auto t : g.outputs) {
@@ -263,6 +272,25 @@ class Executor final : public PartitionExecutor {
   std::string execution_note() const override {
     if (pk_ && pk_->stage_by_stage()) return "stage by stage, arguments from a table";
     return pk_ ? "one persistent launch of " + std::to_string(pk_->groups()) + " work-groups" : "launch by launch: " + pk_why_;
+  }
+
+  // The tensors stored channels-last (layout.hpp): where the tensor cores run a partition's
+  // convolutions (mma.sync, or its emulation; gemm_mma not skipped), unless NPUSIM_OPENCL_NHWC=0
+  // keeps every tensor NCHW (to compare the two).
+  std::unordered_set<ir::TensorId> choose_channels_last(const ir::Graph& g, const plan::BufferPlan& plan, const weights::BoundWeights& bound) {
+    if (const char* e = std::getenv("NPUSIM_OPENCL_NHWC"); e && *e) {
+      const std::string v = e;
+      if (v == "0" || v == "off") return {};
+      if (v != "1" && v != "on") throw Error(ErrorCode::unsupported, "NPUSIM_OPENCL_NHWC is 0/off or 1/on", {.found = v});
+    }
+    if (kernel_choice::skipped<Skip, GemmMma>()) return {};
+    auto conv_ok = [&](const Kernel& k) {
+      if (!channels_last_refusal(g, plan, k, [&](ir::TensorId w) { return bound.tensors.count(w) > 0; }).empty()) return false;
+      for (auto t : conv_activations(g, k))
+        if (refs_.at(static_cast<std::size_t>(t)).off % 16) return false;  // the 16-byte copies
+      return mma_support(*dev_).ok;
+    };
+    return channels_last_tensors(g, plan, part_.kernels, conv_ok);
   }
 
   // NPUSIM_OPENCL_DROP=KINDS (a measuring knob: the outputs are wrong): the launches of the kernels
@@ -510,6 +538,7 @@ class Executor final : public PartitionExecutor {
   std::vector<TensorRef> refs_;
   std::unordered_map<ir::TensorId, PackedWeight> packed_;  // q8_0/q4_0 linears' weights
   std::vector<Launch> launches_;
+  std::unordered_set<ir::TensorId> channels_last_;  // stored NHWC (layout.hpp)
   std::optional<Persistent> pk_;  // the launches as one (persistent.hpp)
   std::string pk_why_;            // why not
   cl_event pk_event_ = nullptr;   // its event in a profiled run

@@ -135,7 +135,9 @@ struct kernel<Op, OpenCLTarget> {
     const Shape &xs = b.shape(x), &ys = b.shape(b.out());
     const std::size_t r = xs.size();
     const std::int64_t H = xs[r - 2], W = xs[r - 1], OH = ys[r - 2], OW = ys[r - 1], NC = npusim::numel(xs) / std::max<std::int64_t>(H * W, 1);
-    ocl::I64 d{NC, H, W, OH, OW, 1, 1, 1, 1, 0, 0, 1, 1, 1, 0};
+    const std::int64_t C = r == 4 ? xs[1] : 1;
+    const bool x_last = b.channels_last(x), y_last = b.channels_last(b.out());  // NHWC (ocl::channels_last_tensors)
+    ocl::I64 d{NC, H, W, OH, OW, 1, 1, 1, 1, 0, 0, 1, 1, 1, 0, C, x_last, y_last};
     int kind = 2;
     auto a = b.attrs<Op>();
     if constexpr (!std::is_same_v<Op, ops::AdaptiveAvgPool2d>) {

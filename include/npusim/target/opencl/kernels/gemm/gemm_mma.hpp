@@ -50,7 +50,7 @@ inline std::string mma_extra_options() {
 
 // gemm_mma (tensor cores; GemmMma below says when). Tile: 128 x 128 (8 warps of 64 x 32) when that
 // fills the device, 64 x 128 (4 warps of 32 x 64) for few rows, 128 x 64 (8 warps of 32 x 32) for
-// few columns (the small images of a CNN's last stages).
+// few columns (the small images of a CNN's last stages) and for every channels-last convolution.
 // A grouped product (segments, a gate) in one gemm_mma launch (-DM_SEG, -DM_GATE) needs the
 // cp.async path (`async`: aligned rows) over plain weights (mode 0, the others' B of the same
 // type), one batch, a plain [M, N] output, and every segment but the last in whole tiles of `bn`;
@@ -72,7 +72,7 @@ inline std::string mma_grouped_refusal(const Gemm& g, int mode, bool async, std:
 inline void launch_mma(Binder& b, const Gemm& g, const TiledArgs& t_args) {
   const std::string& type_opts = t_args.type_opts;
   const bool conv = t_args.conv, idx32 = t_args.idx32;
-  const cl_mem desc = t_args.desc, ktab = t_args.ktab;
+  const cl_mem desc = t_args.desc, ktab = g.im2col ? g.im2col->tab : t_args.ktab;
   const std::int64_t nbatch = t_args.nbatch;
   const MmaSupport& mma = mma_support(b.device());
   const int mode = g.wq ? 3 : conv ? 2 : (g.sbk == 1 && g.sbn != 1) ? 0 : 1;
@@ -85,6 +85,7 @@ inline void launch_mma(Binder& b, const Gemm& g, const TiledArgs& t_args) {
   MmaTile t{128, 128, 64, 32};
   if (n_all <= 64) t = {128, 64, 32, 32};
   else if (g.M <= 64 || tiles(128, 128) < (gate ? 2 : 1) * cus) t = {64, 128, 32, 64};  // a gate: no split-K, so more tiles
+  if (g.channels_last) t = {128, 64, 32, 32};
   if (auto forced = mma_tile_override()) t = *forced;
   auto mult8 = [](std::int64_t v) { return v % 8 == 0; };
   // 16-byte loads where every 8-element chunk of a row starts 16-byte aligned (a convolution's A is
@@ -98,6 +99,8 @@ inline void launch_mma(Binder& b, const Gemm& g, const TiledArgs& t_args) {
   // 48 KB hold (the most NVIDIA's OpenCL gives a work-group): 3 for the 64 x 128 and 128 x 64
   // tiles, 2 for 128 x 128.
   const bool async = mode <= 1 && avec && bvec;
+  if (g.im2col && (mode != 0 || !async || nbatch != 1 || g.grouped()))
+    b.unsupported("a channels-last convolution whose operands the cp.async tiles cannot take (npusim bug)");
   if ((gate || seg) && !mma_grouped_refusal(g, mode, async, nbatch, t.bn).empty())
     return bind_apart(b, g, [&](const Gemm& one) { launch_mma(b, one, tiled_args(b, one)); });
   const int nt = (t.bm / t.wm) * (t.bn / t.wn) * 32;
@@ -113,7 +116,7 @@ inline void launch_mma(Binder& b, const Gemm& g, const TiledArgs& t_args) {
                            " -DBMODE=" + std::to_string(mode) + " -DMBM=" + std::to_string(t.bm) + " -DMBN=" + std::to_string(t.bn) +
                            " -DMWM=" + std::to_string(t.wm) + " -DMWN=" + std::to_string(t.wn) + (mma.emulated ? " -DMMA_EMU=1" : "") +
                            (async ? " -DM_ASYNC=1 -DM_STAGES=" + std::to_string(stages) : "") + (full ? " -DM_NOZF=1" : "") +
-                           (seg ? " -DM_SEG=1" : "") + (gate ? " -DM_GATE=1" : "") + mma_extra_options();
+                           (seg ? " -DM_SEG=1" : "") + (gate ? " -DM_GATE=1" : "") + (g.im2col ? " -DA_IM2COL=1" : "") + mma_extra_options();
   cl_program p = b.program("gemm", ocl::cl_source::gemm, opts);
   const Typed bias = g.bias ? Typed{*g.bias} : b.none();
   const Typed res = g.residual ? Typed{*g.residual} : b.none();
@@ -142,6 +145,9 @@ inline void launch_mma(Binder& b, const Gemm& g, const TiledArgs& t_args) {
     return;
   } else if (gate) {
     launch(Ptr{*g.up});
+  } else if (const auto& c = g.im2col) {
+    auto i32 = [](std::int64_t v) { return static_cast<cl_int>(v); };
+    launch(i32(c->H), i32(c->W), i32(c->C), i32(c->OW), i32(c->OHW), i32(c->sh), i32(c->sw), i32(c->ph), i32(c->pw));
   } else {
     launch();
   }

@@ -38,6 +38,7 @@ struct GemmTiled {
     if (g.norm || g.rope)
       b.unsupported(std::string("a normalised or rotating matrix product runs only on a GEMV path") +
                     (kernel_choice::skip_env<Skip>().empty() ? " (npusim bug)" : " (NPUSIM_OPENCL_SKIP leaves it out)"));
+    if (g.im2col) b.unsupported("a channels-last convolution reached the 64x64 tiles, which do not gather its image (npusim bug)");
     if (g.up || !g.more.empty()) return bind_apart(b, g, [&](const Gemm& one) { launch_tiled(b, one, tiled_args(b, one)); });
     launch_tiled(b, g, t ? *t : tiled_args(b, g));
   }

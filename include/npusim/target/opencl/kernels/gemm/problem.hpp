@@ -42,6 +42,18 @@ struct Gemm {
     cl_int check = 0;  // the position's index check (Binder::index_check)
   };
   std::optional<Rope> rope;
+  // A channels-last convolution's implicit im2col A (gemm_mma's -DA_IM2COL, cl/gemm.cl): a is the
+  // NHWC image x [images, H, W, C], tab its chunk table (one int4 per 8 channels of K), M the
+  // output pixels, N the output channels; b the weight as [Cout][kh][kw][C] rows.
+  struct Im2col {
+    cl_mem tab = nullptr;
+    std::int64_t H = 0, W = 0, C = 0, OW = 0, OHW = 0, sh = 1, sw = 1, ph = 0, pw = 0;
+  };
+  std::optional<Im2col> im2col;
+  // A channels-last convolution (pointwise ones too, which have no im2col): gemm_mma takes its
+  // 128x64 tile of 8 warps of 32x32 for it (on the H200, ResNet-50 0.94-1.04 ms against 1.16-1.25
+  // with the shape-chosen tiles; docs/benchmarks.md).
+  bool channels_last = false;
   int bias_mode = 1;  // per n
   bool relu = false;
   // b, up and more[].w are packed blocks in this format (PackedWeight, gemv_q.cl); wdt is the
@@ -170,6 +182,7 @@ struct GemmProblem {
   bool conv = false;        // a convolution's implicit GEMM
   bool gemv_only = false;   // a folded RMSNorm or a RoPE epilogue
   bool grouped = false;     // a gate or several segments
+  bool im2col = false;      // a channels-last convolution's gathered A (the tensor cores only)
   // The device's tensor-core path, asked only when a product gets that far (on NVIDIA the first
   // question runs the probe).
   std::function<MmaSupport()> mma;
@@ -177,7 +190,8 @@ struct GemmProblem {
 inline GemmProblem gemm_problem(const Gemm& g, bool conv, std::function<MmaSupport()> mma) {
   GemmProblem p;
   p.M = g.M, p.N = g.N, p.K = g.K, p.a = g.a.dtype, p.b = g.wq ? g.wdt : g.b.dtype, p.packed = g.wq;
-  p.gemv_shape = !conv && gemv_fits(g), p.conv = conv;
+  conv = conv || g.im2col.has_value();
+  p.gemv_shape = !conv && gemv_fits(g), p.conv = conv, p.im2col = g.im2col.has_value();
   p.gemv_only = g.gemv_epilogue(), p.grouped = g.grouped();
   p.mma = std::move(mma);
   return p;
