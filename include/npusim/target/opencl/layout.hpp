@@ -6,6 +6,7 @@
 // it back: its [N, C, 1, 1] output is the same bytes in both).
 #pragma once
 
+#include <algorithm>
 #include <functional>
 #include <unordered_map>
 #include <unordered_set>
