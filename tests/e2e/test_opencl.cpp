@@ -631,7 +631,7 @@ TEST(OpenCLKernelChoice, ExplainNamesThePathTheBinderLaunches) {
 // strided 3x3 with a strided 1x1 downsample as its residual, a dilated 3x3, a global average pool)
 // matches the reference target in float32, and so does the same chain kept NCHW
 // (NPUSIM_OPENCL_NHWC=0). The first convolution reads the graph's NCHW input and stays NCHW; the
-// profile labels say which kernels ran channels-last.
+// profile labels say which kernels ran channels-last, and explain --kernels names the convolutions.
 TEST(OpenCLConv, ChannelsLastChainMatchesTheReference) {
   std::mt19937 rng(7);
   auto rnd = [&](Shape s, float scale) {
@@ -675,6 +675,10 @@ TEST(OpenCLConv, ChannelsLastChainMatchesTheReference) {
     Tensor y = r.run(in).at(0);
     *last = 0;
     for (const ProfileEvent& e : prof.events()) *last += e.target == "opencl" && e.name.find("[NHWC]") != std::string::npos;
+    // explain --kernels names the convolutions that ran channels-last (5: all but the first).
+    std::size_t noted = 0;
+    for (const KernelImplementation& k : implementations_for<OpenCLTarget>::of(p.partitions.at(0))) noted += k.note.find("channels-last") != std::string::npos;
+    EXPECT_EQ(noted, *last ? *last - 2 : 0) << "explain's channels-last convolutions against the executor's";
     return y;
   };
   std::size_t last = 0, last_off = 0;

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <algorithm>
+#include <cstdlib>
 #include <functional>
 #include <unordered_map>
 #include <unordered_set>
@@ -69,6 +70,28 @@ inline std::unordered_set<ir::TensorId> channels_last_tensors(const ir::Graph& g
     }
   }
   return last;
+}
+
+// What the executor stores channels-last, and what explain --kernels reports: the tensors above
+// for the convolutions that can (channels_last_refusal), whose activations are 16-byte aligned in
+// the arena (the 16-byte copies), where the tensor cores run them (`tensor_cores`, asked only when
+// a convolution gets that far; gemm_mma not skipped by NPUSIM_OPENCL_SKIP). NPUSIM_OPENCL_NHWC=0
+// (or off) keeps every tensor NCHW, to compare the two; 1, on or unset: this choice.
+inline std::unordered_set<ir::TensorId> choose_channels_last(const ir::Graph& g, const plan::BufferPlan& plan, const std::vector<Kernel>& kernels,
+                                                            const std::function<bool(ir::TensorId)>& weight_known, const std::function<bool()>& tensor_cores) {
+  if (const char* e = std::getenv("NPUSIM_OPENCL_NHWC"); e && *e) {
+    const std::string v = e;
+    if (v == "0" || v == "off") return {};
+    if (v != "1" && v != "on") throw Error(ErrorCode::unsupported, "NPUSIM_OPENCL_NHWC is 0/off or 1/on", {.found = v});
+  }
+  if (kernel_choice::skipped<Skip, GemmMma>()) return {};
+  auto conv_ok = [&](const Kernel& k) {
+    if (!channels_last_refusal(g, plan, k, weight_known).empty()) return false;
+    for (auto t : conv_activations(g, k))
+      if (plan.tensors.at(static_cast<std::size_t>(t)).offset % 16) return false;
+    return tensor_cores();
+  };
+  return channels_last_tensors(g, plan, kernels, conv_ok);
 }
 
 }  // namespace npusim::inline NPUSIM_ABI::ocl

@@ -121,7 +121,8 @@ class Executor final : public PartitionExecutor {
         TensorRef r = refs_[static_cast<std::size_t>(plan.tensors[t].root)];
         refs_[t] = {r.mem, r.off, plan.tensors[t].storage};
       }
-    channels_last_ = choose_channels_last(g, plan, bound);
+    channels_last_ = choose_channels_last(g, plan, part_.kernels, [&](ir::TensorId w) { return bound.tensors.count(w) > 0; },
+                                          [this] { return mma_support(*dev_).ok; });
     Binder b(*dev_, g, plan, [this](ir::TensorId t) { return refs_.at(static_cast<std::size_t>(t)); }, dummy_.get(), launches_, keep_, checks_,
              errors_.get());
     b.set_channels_last([this](ir::TensorId t) { return channels_last_.count(t) > 0; });
@@ -272,25 +273,6 @@ class Executor final : public PartitionExecutor {
   std::string execution_note() const override {
     if (pk_ && pk_->stage_by_stage()) return "stage by stage, arguments from a table";
     return pk_ ? "one persistent launch of " + std::to_string(pk_->groups()) + " work-groups" : "launch by launch: " + pk_why_;
-  }
-
-  // The tensors stored channels-last (layout.hpp): where the tensor cores run a partition's
-  // convolutions (mma.sync, or its emulation; gemm_mma not skipped), unless NPUSIM_OPENCL_NHWC=0
-  // keeps every tensor NCHW (to compare the two).
-  std::unordered_set<ir::TensorId> choose_channels_last(const ir::Graph& g, const plan::BufferPlan& plan, const weights::BoundWeights& bound) {
-    if (const char* e = std::getenv("NPUSIM_OPENCL_NHWC"); e && *e) {
-      const std::string v = e;
-      if (v == "0" || v == "off") return {};
-      if (v != "1" && v != "on") throw Error(ErrorCode::unsupported, "NPUSIM_OPENCL_NHWC is 0/off or 1/on", {.found = v});
-    }
-    if (kernel_choice::skipped<Skip, GemmMma>()) return {};
-    auto conv_ok = [&](const Kernel& k) {
-      if (!channels_last_refusal(g, plan, k, [&](ir::TensorId w) { return bound.tensors.count(w) > 0; }).empty()) return false;
-      for (auto t : conv_activations(g, k))
-        if (refs_.at(static_cast<std::size_t>(t)).off % 16) return false;  // the 16-byte copies
-      return mma_support(*dev_).ok;
-    };
-    return channels_last_tensors(g, plan, part_.kernels, conv_ok);
   }
 
   // NPUSIM_OPENCL_DROP=KINDS (a measuring knob: the outputs are wrong): the launches of the kernels
@@ -652,6 +634,10 @@ inline std::vector<KernelImplementation> implementations(const program::Partitio
     return *asked;
   };
   std::vector<KernelImplementation> out;
+  // The convolutions the executor runs channels-last (layout.hpp), from the same rules.
+  const ir::Graph& g = part.graph;
+  const std::unordered_set<ir::TensorId> last = choose_channels_last(
+      g, part.plan, part.kernels, [&g](ir::TensorId w) { return g.tensor(w).kind == ir::TensorKind::weight; }, [&mma] { return mma().ok; });
   for (std::size_t k = 0; k < part.kernels.size(); ++k) {
     const Kernel& kr = part.kernels[k];
     if (kr.kind == "view" || kr.nodes.empty()) continue;
@@ -663,6 +649,13 @@ inline std::vector<KernelImplementation> implementations(const program::Partitio
     // A group the 64x64 tiles take runs as its products apart (bind_apart); the GEMV and the tensor
     // cores run it as one launch (the tensor cores apart too where its rows are not aligned).
     if (p->grouped && !p->gemv_only && ch.chosen == GemmTiled::name) r.note = "each product apart (one launch only on a GEMV or the tensor cores)";
+    if (is_conv_kernel(kr) && last.count(kr.outputs.at(0))) {
+      const ir::Node& c = g.nodes.at(static_cast<std::size_t>(kr.nodes.at(0)));
+      const auto a = ops::read_attrs<ops::Conv2d::Attrs>(c.attrs, c.op_type);
+      const Shape& ws = g.tensor(c.inputs.at(1)).shape;
+      const bool pointwise = ws[2] == 1 && ws[3] == 1 && a.stride == ops::Ints{1, 1} && a.padding == ops::Ints{0, 0};
+      r.note = pointwise ? "channels-last (NHWC): a linear layer over the image's pixels" : "channels-last (NHWC): the image gathered 8 channels of a tap per 16-byte copy";
+    }
     for (const auto& [name, why] : ch.declined) r.declined.emplace_back(std::string(name), why);
     out.push_back(std::move(r));
   }
