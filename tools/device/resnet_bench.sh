@@ -23,15 +23,13 @@ MODELS=${MODELS:-"resnet18 resnet50"}
 BATCHES=${BATCHES:-"1 32"}
 RUNS=${RUNS:-100}
 VARIANTS=${VARIANTS:-new}
-export NPUSIM_OPENCL_DEVICE=${NPUSIM_OPENCL_DEVICE:-NVIDIA}
-export NPUSIM_OPENCL_CACHE=/tmp/npusim-cl-cache
-{ nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader; date -u; g++ --version | head -1; git log -1 --format='%h %s' 2>/dev/null | cut -c1-100; } > "$R/machine.txt"
-cat "$R/machine.txt"
+# shellcheck source=tools/device/lib.sh
+source tools/device/lib.sh
+device_env
+device_machine
 targets=(npusim_cli)
 has tests && targets+=(npusim_opencl_tests)
-cmake -S . -B build-g -G "Unix Makefiles" -DCMAKE_BUILD_TYPE=Release -DNPUSIM_BUILD_EXAMPLES=OFF -DNPUSIM_BUILD_BENCH=OFF -DNPUSIM_WERROR=ON \
-  -DNPUSIM_BUILD_DOC_SNIPPETS=OFF > "$R/configure.log" 2>&1 &&
-  cmake --build build-g -j"$(nproc)" --target "${targets[@]}" > "$R/build.log" 2>&1 || { tail -30 "$R/build.log"; exit 1; }
+device_build "${targets[@]}" || exit 1
 echo "build: $(( $(date +%s) - t0 )) s"
 pack() { tar -czf "$OUT/resnet_bench.tar.gz" -C "$OUT" --exclude='trace*.json' resnet_bench; }
 B=build-g/npusim

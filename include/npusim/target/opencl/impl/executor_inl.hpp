@@ -651,10 +651,7 @@ inline std::vector<KernelImplementation> implementations(const program::Partitio
     if (p->grouped && !p->gemv_only && ch.chosen == GemmTiled::name) r.note = "each product apart (one launch only on a GEMV or the tensor cores)";
     if (is_conv_kernel(kr) && last.count(kr.outputs.at(0))) {
       const ir::Node& c = g.nodes.at(static_cast<std::size_t>(kr.nodes.at(0)));
-      const auto a = ops::read_attrs<ops::Conv2d::Attrs>(c.attrs, c.op_type);
-      const Shape& ws = g.tensor(c.inputs.at(1)).shape;
-      const bool pointwise = ws[2] == 1 && ws[3] == 1 && a.stride == ops::Ints{1, 1} && a.padding == ops::Ints{0, 0};
-      r.note = pointwise ? "channels-last (NHWC): a linear layer over the image's pixels" : "channels-last (NHWC): the image gathered 8 channels of a tap per 16-byte copy";
+      r.note = is_pointwise(g.tensor(c.inputs.at(1)).shape, ops::read_attrs<ops::Conv2d::Attrs>(c.attrs, c.op_type)) ? "channels-last (NHWC): a linear layer over the image's pixels" : "channels-last (NHWC): the image gathered 8 channels of a tap per 16-byte copy";
     }
     for (const auto& [name, why] : ch.declined) r.declined.emplace_back(std::string(name), why);
     out.push_back(std::move(r));

@@ -22,12 +22,16 @@ struct ConvLayout {
   Gemm g;
   bool pointwise = false;
 };
+// A 1x1 stride-1 unpadded convolution of one group: a matrix product over the pixels as they are.
+inline bool is_pointwise(const Shape& ws, const ops::Conv2d::Attrs& a) {
+  return ws[2] == 1 && ws[3] == 1 && a.stride[0] == 1 && a.stride[1] == 1 && a.padding[0] == 0 && a.padding[1] == 0 && a.groups == 1;
+}
 inline ConvLayout conv_layout(const Shape& xs, const Shape& ws, const Shape& ys, const ops::Conv2d::Attrs& a) {
   const std::int64_t N = xs[0], C = xs[1], H = xs[2], W = xs[3], K = ws[0], kh = ws[2], kw = ws[3], OH = ys[2], OW = ys[3], G = a.groups;
   ConvLayout l;
   Gemm& g = l.g;
   g.M = K / G, g.N = OH * OW, g.K = (C / G) * kh * kw;
-  l.pointwise = kh == 1 && kw == 1 && a.stride[0] == 1 && a.stride[1] == 1 && a.padding[0] == 0 && a.padding[1] == 0 && G == 1;
+  l.pointwise = is_pointwise(ws, a);
   if (l.pointwise) {
     g.sam = g.K, g.sak = 1, g.sbk = H * W, g.sbn = 1, g.scm = OH * OW, g.scn = 1;
     g.nb1 = N, g.sb1 = C * H * W, g.sc1 = K * OH * OW;
@@ -88,8 +92,7 @@ inline void bind_conv_channels_last(Binder& b, const ir::Node& conv, ir::TensorI
   g.a = b.ref(x), g.c = b.ref(y), g.relu = relu, g.channels_last = true;
   if (has_bias && conv.inputs.size() > 2) g.bias = b.ref(conv.inputs[2]);
   if (residual) g.residual = b.ref(*residual);
-  const bool pointwise = kh == 1 && kw == 1 && a.stride[0] == 1 && a.stride[1] == 1 && a.padding[0] == 0 && a.padding[1] == 0;
-  if (pointwise) {  // x's rows are the pixels: a linear layer with the weight [Cout, C] as it is
+  if (is_pointwise(ws, a)) {  // x's rows are the pixels: a linear layer with the weight [Cout, C] as it is
     g.b = b.ref(w);
     bind_gemm(b, g);
     return;
